@@ -193,7 +193,7 @@ def get(slug: str) -> Engine:
         raise UnknownGame(f"There is no game called {slug!r}. The games are: {known}.") from None
 
 
-def all() -> list[Engine]:  # noqa: A001 - the name is the protocol's (games.all()).
+def all() -> list[Engine]:
     """Every registered engine, ordered by slug."""
     _registry.load()
     return [_registry.engines[s] for s in sorted(_registry.engines)]
