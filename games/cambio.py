@@ -493,7 +493,7 @@ class Cambio:
             o_left = state.to_place // 2
             x_left = state.to_place - o_left
             lines.append(f"Placement phase: {mover} to place an {SYMBOLS[1 - state.turn].upper()} cube.")
-            lines.append(f"Placements left: O {o_left}, X {x_left}.")
+            lines.append(f"Placements still to make: O {o_left}, X {x_left}.")
         return lines
 
     def _describe_last(self, state: State) -> str:

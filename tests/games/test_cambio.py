@@ -279,7 +279,8 @@ def test_position_starts_in_the_push_phase() -> None:
 def test_render_text(rulings_position: State) -> None:
     text = engine.render_text(play(start(size=3, placements=2), "b3"), 1)
     assert "    a b c" in text and "3 | . X . | 3" in text and "1 | . . . | 1" in text
-    assert "Placement phase: X (seat 2) to place an O cube." in text and "Placements left: O 1, X 2." in text
+    assert "Placement phase: X (seat 2) to place an O cube." in text
+    assert "Placements still to make: O 1, X 2." in text
     pushing = engine.render_text(rulings_position)
     assert "2 | O . X | 2" in pushing and "Push phase: O (seat 1) to push." in pushing
     assert "Last move: X placed an O cube on b1." in pushing
