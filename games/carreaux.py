@@ -1,0 +1,659 @@
+"""Carreaux (Mark Steere, 2025): a two-player tile-sliding game.
+
+Red and Blue slide tiles of any colour into the bubble (the one empty cell); a slide is legal only if
+it lowers the **total group value**, and the first player whose tiles form one orthogonally connected
+group wins.  The rule sheet is ``shared/seeds/000_aa9ddabfe9920bdb.txt``; the rulings are in
+``shared/rules/RULINGS.md`` (section "Carreaux").
+
+Speed.  A pair value depends only on the board size, the bubble and the two cells, so every slide
+distance of a size is computed once per process (:func:`tables`): for each fixed tile B a reverse
+breadth-first search from every state where tile A touches B gives d(A->B) for every (bubble, A) at once.
+Symmetry of the square means only the B cells of one eighth of the board are searched; the others are
+the same tables with cells renumbered.  A position's legal moves are then a few hundred table look-ups.
+:func:`slide_distance_bfs` is the plain search the tables are checked against.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
+
+from games import IllegalMove, Outcome
+from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
+
+__all__ = [
+    "Carreaux",
+    "State",
+    "Tables",
+    "engine",
+    "group_value",
+    "pair_value",
+    "slide_distance",
+    "slide_distance_bfs",
+    "tables",
+]
+
+RED, BLUE, GREEN, BUBBLE = "r", "b", "g", "."
+COLOURS = (RED, BLUE)  # the colour of each seat
+NAMES = ("Red", "Blue")
+SIZES = (4, 6, 8, 10)
+_UNSET = 255  # table entry for an impossible state (two of bubble, A and B on one cell)
+
+
+# --- cells ---------------------------------------------------------------------------------------
+# Inside the engine a cell is an index ``rank * size + file``, so a board is a string of size*size
+# characters with a1 first.
+
+
+def _index(cell: Cell, size: int) -> int:
+    return cell[1] * size + cell[0]
+
+
+def _cell(index: int, size: int) -> Cell:
+    return index % size, index // size
+
+
+def _name(index: int, size: int) -> str:
+    return cell_name(_cell(index, size))
+
+
+def _as_index(cell: Cell | str, size: int) -> int:
+    """A cell given as ``(file, rank)`` or as a name like ``"b3"``, as an index."""
+    if isinstance(cell, str):
+        cell = parse_cell(cell, size, size)
+    if not (0 <= cell[0] < size and 0 <= cell[1] < size):
+        raise ValueError(f"{cell} is not a cell of a {size}x{size} board")
+    return _index(cell, size)
+
+
+@functools.cache
+def _neighbours(size: int) -> tuple[tuple[int, ...], ...]:
+    """The orthogonal neighbours of every cell index."""
+    out = []
+    for i in range(size * size):
+        f, r = _cell(i, size)
+        out.append(tuple(
+            _index((f + df, r + dr), size)
+            for df, dr in ((0, 1), (1, 0), (0, -1), (-1, 0))
+            if 0 <= f + df < size and 0 <= r + dr < size
+        ))
+    return tuple(out)
+
+
+# --- slide distance, pair value, group value -----------------------------------------------------
+
+
+def slide_distance_bfs(size: int, bubble: Cell | str, a: Cell | str, b: Cell | str) -> int:
+    """d(A->B) by a plain breadth-first search: the reference the tables are checked against.
+
+    The fewest slides after which tile A touches tile B; each slide moves a tile next to the bubble
+    into it (A too, when A is the one slid) and B never moves, so the bubble never enters B's cell.
+    """
+    n = size
+    bub, ta, tb = (_as_index(c, n) for c in (bubble, a, b))
+    adj = _neighbours(n)
+    if tb in adj[ta]:
+        return 0
+    seen = {(bub, ta)}
+    queue = deque([(bub, ta, 0)])
+    while queue:
+        bub, ta, d = queue.popleft()
+        for cell in adj[bub]:
+            if cell == tb:
+                continue
+            # The tile on ``cell`` slides into the bubble; if it is A, A moves.
+            state = (cell, bub if cell == ta else ta)
+            if state in seen:
+                continue
+            if tb in adj[state[1]]:
+                return d + 1
+            seen.add(state)
+            queue.append((*state, d + 1))
+    raise ValueError(f"tile {_name(ta, n)} can never reach {_name(tb, n)}")  # not on boards of 4 and up
+
+
+def _distances_to(size: int, b: int) -> bytes:
+    """d(A->B) for the fixed tile ``b`` and every state, indexed ``bubble * size**2 + a``.
+
+    A multi-source breadth-first search from every state where A touches B: a slide is undone by
+    the slide back, so the distance from a state to the goal is the distance from the goal to it.
+    """
+    n2 = size * size
+    adj = _neighbours(size)
+    dist = bytearray([_UNSET]) * (n2 * n2)
+    seen = bytearray(n2 * n2)
+    for c in range(n2):  # states where two of bubble, A and B share a cell do not exist
+        seen[b * n2 + c] = seen[c * n2 + b] = seen[c * n2 + c] = 1
+    frontier = []
+    for a in adj[b]:
+        for bub in range(n2):
+            s = bub * n2 + a
+            if not seen[s]:
+                seen[s] = 1
+                dist[s] = 0
+                frontier.append(s)
+    d = 0
+    while frontier:
+        d += 1
+        following = []
+        for s in frontier:
+            bub, a = divmod(s, n2)
+            for cell in adj[bub]:
+                t = cell * n2 + (bub if cell == a else a)
+                if not seen[t]:
+                    seen[t] = 1
+                    dist[t] = d
+                    following.append(t)
+        frontier = following
+    return bytes(dist)
+
+
+def _symmetries(size: int) -> list[tuple[int, ...]]:
+    """The eight symmetries of the square board, each as a permutation of cell indices."""
+    m = size - 1
+    maps = [
+        lambda f, r: (f, r), lambda f, r: (m - f, r), lambda f, r: (f, m - r), lambda f, r: (m - f, m - r),
+        lambda f, r: (r, f), lambda f, r: (m - r, f), lambda f, r: (r, m - f), lambda f, r: (m - r, m - f),
+    ]
+    return [tuple(_index(g(*_cell(i, size)), size) for i in range(size * size)) for g in maps]
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Every slide distance and pair value of one board size.
+
+    ``distance[b][bubble * size**2 + a]`` is d(A->B); ``pairs[bubble][a * size**2 + b]`` is the pair
+    value of A and B with the bubble there.  Entries for impossible states hold 255.
+    """
+
+    size: int
+    distance: tuple[bytes, ...]
+    pairs: tuple[bytes, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """The memory the tables' contents take."""
+        return sum(map(len, self.distance)) + sum(map(len, self.pairs))
+
+
+@functools.cache
+def tables(size: int) -> Tables:
+    """The tables of one board size, computed once per process (a fraction of a second on 10x10)."""
+    n2 = size * size
+    renumberings = []
+    for g in _symmetries(size):
+        # The table for the fixed tile g(B) is the table for B renumbered:
+        # d(a -> g(B)) with the bubble on p equals d(g^-1(a) -> B) with the bubble on g^-1(p).
+        inverse = [0] * n2
+        for i, j in enumerate(g):
+            inverse[j] = i
+        renumber = itemgetter(*(inverse[p] * n2 + inverse[a] for p in range(n2) for a in range(n2)))
+        renumberings.append((g, renumber))
+    distance: list[bytes | None] = [None] * n2
+    for b in range(n2):
+        if distance[b] is None:  # b is the first cell of its orbit: search it, copy it to the orbit
+            base = _distances_to(size, b)
+            for g, renumber in renumberings:
+                if distance[g[b]] is None:
+                    distance[g[b]] = bytes(renumber(base))
+    dist = tuple(d for d in distance if d is not None)
+    # pairs[p] as an n2 x n2 matrix is the elementwise minimum of M and its transpose, where
+    # M[b][a] = d(a -> b) with the bubble on p.
+    transpose = itemgetter(*(a * n2 + b for b in range(n2) for a in range(n2)))
+    pairs = []
+    for p in range(n2):
+        rows = b"".join(dist[b][p * n2:(p + 1) * n2] for b in range(n2))
+        pairs.append(bytes(map(min, rows, transpose(rows))))
+    return Tables(size, dist, tuple(pairs))
+
+
+def slide_distance(size: int, bubble: Cell | str, a: Cell | str, b: Cell | str) -> int:
+    """d(A->B): the fewest slides that bring tile A next to tile B, which never moves (0 if touching)."""
+    bub, ta, tb = (_as_index(c, size) for c in (bubble, a, b))
+    if len({bub, ta, tb}) < 3:
+        raise ValueError("the bubble, A and B must be three different cells")
+    return tables(size).distance[tb][bub * size * size + ta]
+
+
+def pair_value(size: int, bubble: Cell | str, a: Cell | str, b: Cell | str) -> int:
+    """The value of the pair (A, B): min(d(A->B), d(B->A))."""
+    bub, ta, tb = (_as_index(c, size) for c in (bubble, a, b))
+    if len({bub, ta, tb}) < 3:
+        raise ValueError("the bubble, A and B must be three different cells")
+    return tables(size).pairs[bub][ta * size * size + tb]
+
+
+def _group_value(pairs: bytes, n2: int, tiles: tuple[int, ...]) -> int:
+    """The sum of the N-1 smallest pair values of ``tiles``; ``pairs`` is the bubble's table row."""
+    values = sorted([pairs[a * n2 + b] for i, a in enumerate(tiles) for b in tiles[i + 1:]])
+    return sum(values[:len(tiles) - 1])
+
+
+def group_value(size: int, bubble: Cell | str, tiles: Iterable[Cell | str]) -> int:
+    """A player's group value: the sum of the N-1 smallest pair values among their N tiles."""
+    cells = tuple(_as_index(c, size) for c in tiles)
+    bub = _as_index(bubble, size)
+    if bub in cells or len(set(cells)) != len(cells):
+        raise ValueError("the tiles must be different cells, none of them the bubble")
+    return _group_value(tables(size).pairs[bub], size * size, cells)
+
+
+def _connected(size: int, tiles: tuple[int, ...]) -> bool:
+    """Whether the tiles form one orthogonally connected group."""
+    if not tiles:
+        return False
+    adj = _neighbours(size)
+    members = set(tiles)
+    reached = {tiles[0]}
+    stack = [tiles[0]]
+    while stack:
+        for c in adj[stack.pop()]:
+            if c in members and c not in reached:
+                reached.add(c)
+                stack.append(c)
+    return len(reached) == len(members)
+
+
+# --- positions -----------------------------------------------------------------------------------
+
+
+def default_board(size: int) -> str:
+    """The start used while the sheet's Figure 1 is missing (RULINGS.md), as a board string.
+
+    Red fills the left half's cells with (file+rank) even, Blue the right half's, green the rest, and
+    the bubble replaces the green top-left corner.
+    """
+    cells = []
+    for i in range(size * size):
+        f, r = _cell(i, size)
+        if (f + r) % 2:  # a1 is (0, 0): "even" counts files and ranks from 1, the same parity
+            cells.append(GREEN)
+        else:
+            cells.append(RED if f < size // 2 else BLUE)
+    cells[_index((0, size - 1), size)] = BUBBLE
+    return "".join(cells)
+
+
+def written(board: str, size: int) -> str:
+    """A board string in the written position format: ranks from the top, ``/`` between them."""
+    return "/".join(board[r * size:(r + 1) * size] for r in reversed(range(size)))
+
+
+def _board_from_position(text: str) -> str:
+    """A written position as a board string; raises ValueError with a readable reason."""
+    rows = parse_position(text, RED + BLUE + GREEN + BUBBLE)
+    size = len(rows)
+    if len(rows[0]) != size:
+        raise ValueError(f"The board must be square: {size} ranks of {len(rows[0])} cells.")
+    if size not in SIZES:
+        raise ValueError(f"The board is {size}x{size}; Carreaux is played on 4x4, 6x6, 8x8 or 10x10.")
+    board = "".join("".join(row) for row in rows)
+    if board.count(BUBBLE) != 1:
+        raise ValueError(f"A position has exactly one bubble '.'; this one has {board.count(BUBBLE)}.")
+    reds, blues = board.count(RED), board.count(BLUE)
+    if reds != blues or reds < 2:
+        raise ValueError(f"Red and Blue need the same number of tiles, at least 2; here {reds} and {blues}.")
+    for colour, name in zip(COLOURS, NAMES, strict=True):
+        if _connected(size, _tiles(board, colour)):
+            raise ValueError(f"{name}'s tiles already form one group: the game would be over at once.")
+    return board
+
+
+def _tiles(board: str, colour: str) -> tuple[int, ...]:
+    return tuple(i for i, c in enumerate(board) if c == colour)
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+class CarreauxOptions(Schema):
+    """``size`` (even, 4 to 10, default 6) and ``position`` (a written start; it sets the size)."""
+
+    size = fields.Integer(
+        load_default=6,
+        validate=validate.OneOf(SIZES, error="The size must be 4, 6, 8 or 10 (an even side from 4 to 10)."),
+    )
+    position = fields.String(load_default="")
+
+    @validates_schema(pass_original=True)
+    def _check_position(self, data: dict[str, Any], original_data: Any, **kwargs: Any) -> None:
+        text = data.get("position", "").strip()
+        if not text:
+            return
+        try:
+            board = _board_from_position(text)
+        except ValueError as exc:
+            raise ValidationError(str(exc), "position") from None
+        size = round(len(board) ** 0.5)
+        if isinstance(original_data, dict) and "size" in original_data and data["size"] != size:
+            raise ValidationError(f"The position is {size}x{size} but the size asked for is {data['size']}.",
+                                  "size")
+
+    @post_load
+    def _size_from_position(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        text = data["position"].strip().lower()
+        data["position"] = text
+        if text:
+            data["size"] = text.count("/") + 1
+        return data
+
+
+# --- the engine ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class State:
+    """A Carreaux position.
+
+    ``board`` holds one of ``r b g .`` per cell, a1 first, then b1 and so on along each rank.
+    ``history`` is every move played; Red moves at even plies.  ``winner`` is the winning seat once a
+    group is complete; ``stuck`` is True when the player to move had no legal slide (a draw).
+    """
+
+    size: int
+    board: str
+    history: tuple[str, ...] = ()
+    winner: int | None = None
+    stuck: bool = False
+
+    @property
+    def turn(self) -> int:
+        """The seat whose turn it is (or would be, once the game is over)."""
+        return len(self.history) % 2
+
+    @property
+    def bubble(self) -> int:
+        """The bubble's cell index."""
+        return self.board.index(BUBBLE)
+
+    @property
+    def over(self) -> bool:
+        """Whether the game has ended."""
+        return self.winner is not None or self.stuck
+
+
+def _slide(board: str, bubble: int, tile: int) -> str:
+    """The board after the tile on ``tile`` slides into the bubble."""
+    cells = list(board)
+    cells[bubble], cells[tile] = cells[tile], BUBBLE
+    return "".join(cells)
+
+
+def _values(size: int, board: str) -> tuple[int, int]:
+    """Red's and Blue's group values on a board."""
+    row = tables(size).pairs[board.index(BUBBLE)]
+    n2 = size * size
+    return _group_value(row, n2, _tiles(board, RED)), _group_value(row, n2, _tiles(board, BLUE))
+
+
+def _options(size: int, board: str) -> list[tuple[int, int]]:
+    """Each tile next to the bubble with the total group value after sliding it, in notation order.
+
+    Only the slid tile and the bubble change, so each player's tiles are updated rather than
+    searched for again.
+    """
+    n2 = size * size
+    pairs = tables(size).pairs
+    bubble = board.index(BUBBLE)
+    tiles = {colour: _tiles(board, colour) for colour in COLOURS}
+    out = []
+    for tile in _neighbours(size)[bubble]:
+        row = pairs[tile]  # the bubble moves to where the tile was
+        total = 0
+        for colour, own in tiles.items():
+            if board[tile] == colour:
+                own = tuple(bubble if c == tile else c for c in own)
+            total += _group_value(row, n2, own)
+        out.append((tile, total))
+    return sorted(out, key=lambda item: _cell(item[0], size))
+
+
+def _legal(size: int, board: str) -> list[int]:
+    """The tiles whose slide lowers the total group value."""
+    total = sum(_values(size, board))
+    return [tile for tile, after in _options(size, board) if after < total]
+
+
+def _or_list(names: list[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+class Carreaux:
+    """The Carreaux engine: Red (seat 0) and Blue (seat 1) slide tiles into the bubble."""
+
+    slug = "carreaux"
+    title = "Carreaux"
+    players = range(2, 3)
+    options = CarreauxOptions()
+    simultaneous = False
+
+    help = """\
+# Carreaux (Mark Steere, 2025)
+
+Two players, Red (seat 1, moves first) and Blue (seat 2), share a square board of tiles: Red's, Blue's
+and neutral green ones, with one empty cell, the **bubble**. On your turn you slide any tile (of any
+colour) that is orthogonally next to the bubble into it. **Win** by forming one orthogonally connected
+group of all your tiles.
+
+Only slides that lower the **total group value** are legal (the page and the mail list them):
+- **Slide distance** d(A->B): the fewest slides after which tile A is orthogonally next to tile B,
+  where each slide moves any tile next to the bubble into it (A moves when A is the one slid) and B
+  never moves (the bubble may not enter B's cell). It is 0 when A and B already touch. Colours do not
+  matter.
+- **Pair value** of two tiles = min(d(A->B), d(B->A)), with the bubble where it is now.
+- **Group value** of a player with N tiles = the sum of the N-1 smallest pair values among them.
+- **Total** = Red's group value + Blue's. A slide is legal only if the total afterwards is lower.
+
+Options:
+- `size`: 4, 6 (default), 8 or 10.
+- `position`: a start written rank by rank from the top, `/` between ranks, `r` red, `b` blue,
+  `g` green, `.` the bubble, e.g. `.rgbgb/rgrgbg/grgbgb/rgrgbg/grgbgb/rgrgbg`. It sets the size.
+
+Notation: a move names the tile that slides into the bubble, `a5` (upper case and spaces are
+accepted).
+
+Rulings:
+- The sheet's Figure 1 (the starting pattern) was not available. The default start: Red's tiles fill
+  the cells of the left half with (file+rank) even, Blue's the cells of the right half with
+  (file+rank) even, green fills the rest, and the bubble replaces the green top-left corner. On 6x6:
+  Red a1 a3 a5 b2 b4 b6 c1 c3 c5, Blue d2 d4 d6 e1 e3 e5 f2 f4 f6, bubble a6 (Red 24, Blue 48).
+- The bubble may start anywhere in a written position; Red and Blue must have the same number of tiles
+  (at least 2), and neither may already form one group.
+- Winning is checked by connectivity, not by a group value of 0 (two separate blocks can have value 0).
+- If one slide completes both groups, the mover wins (a slide moves one tile, so in practice only the
+  group of the slid tile's colour can complete). Sliding an opponent's tile that completes the
+  opponent's group makes the opponent win.
+- If the player to move has no legal slide (the sheet expects this never to happen; it is unproven),
+  the game ends in a draw and the position is recorded in the result.
+- Every legal slide lowers the total, so no position repeats and the game always ends.
+- Draw offers and resignation are server commands, not moves.
+"""
+
+    # --- protocol ---
+
+    def new(self, players: int, options: dict[str, Any], seed: int) -> State:
+        """The starting position; Carreaux has no random element, so ``seed`` is unused."""
+        if players not in self.players:
+            raise ValueError("Carreaux is for exactly 2 players.")
+        position = options.get("position", "")
+        if position:
+            board = _board_from_position(position)
+            size = round(len(board) ** 0.5)
+        else:
+            size = options.get("size", 6)
+            board = default_board(size)
+        return State(size, board, stuck=not _legal(size, board))
+
+    def to_move(self, state: State) -> frozenset[int]:
+        """The seat to move, or nobody once the game is over."""
+        return frozenset() if state.over else frozenset({state.turn})
+
+    def moves(self, state: State, seat: int) -> list[str]:
+        """The tiles ``seat`` may slide, canonical cell names ordered by file then rank."""
+        if state.over or seat != state.turn:
+            return []
+        return [_name(t, state.size) for t in _legal(state.size, state.board)]
+
+    def play(self, state: State, seat: int, text: str) -> State:
+        """Slide the named tile into the bubble, if that lowers the total group value."""
+        if state.over:
+            raise IllegalMove(f"The game is over: {self.outcome(state).reason}")  # type: ignore[union-attr]
+        if seat != state.turn:
+            raise IllegalMove(f"It is {NAMES[state.turn]}'s turn, not {NAMES[seat]}'s.")
+        n = state.size
+        tile = _index(parse_cell(text, n, n), n)
+        name = _name(tile, n)
+        bubble = state.bubble
+        legal = _legal(n, state.board)
+        can = _or_list([_name(t, n) for t in legal])
+        if tile == bubble:
+            raise IllegalMove(f"{name} is the bubble itself; name the tile to slide into it: {can}.")
+        if tile not in _neighbours(n)[bubble]:
+            raise IllegalMove(f"{name} is not next to the bubble ({_name(bubble, n)}); you can slide {can}.")
+        if tile not in legal:
+            before = sum(_values(n, state.board))
+            after = dict(_options(n, state.board))[tile]
+            raise IllegalMove(
+                f"sliding {name} would not lower the total group value ({before} -> {after}); legal: {can}."
+            )
+        board = _slide(state.board, bubble, tile)
+        history = (*state.history, name)
+        # Only the slid tile's colour can change its connectivity, so at most one group completes here;
+        # the mover is still asked first, as RULINGS.md has the mover win when both complete.
+        done = [_connected(n, _tiles(board, colour)) for colour in COLOURS]
+        winner = seat if done[seat] else (1 - seat if done[1 - seat] else None)
+        stuck = winner is None and not _legal(n, board)
+        return State(n, board, history, winner, stuck)
+
+    def outcome(self, state: State) -> Outcome | None:
+        """A win by forming a group, a draw when the player to move is stuck, else None."""
+        if state.winner is not None:
+            w, mover = state.winner, 1 - state.turn
+            how = f"{NAMES[w]} joined all {state.board.count(COLOURS[w])} tiles into one group"
+            if w != mover:
+                how += f" when {NAMES[mover]} slid {state.history[-1]}"
+            return Outcome.win(w, 2, how + ".")
+        if state.stuck:
+            total = sum(_values(state.size, state.board))
+            return Outcome.draw(
+                2,
+                f"{NAMES[state.turn]} had no legal move (no slide lowers the total group value {total}), "
+                f"so the game is drawn. Position: {written(state.board, state.size)}",
+            )
+        return None
+
+    def group_values(self, state: State) -> tuple[int, int]:
+        """(Red's, Blue's) group value, for the game page."""
+        return _values(state.size, state.board)
+
+    # --- rendering ---
+
+    def _status(self, state: State) -> str:
+        result = self.outcome(state)
+        if result is not None:
+            return f"Game over: {result.reason}"
+        return f"Move {len(state.history) + 1}: {NAMES[state.turn]} (seat {state.turn + 1}) to move."
+
+    def render_text(self, state: State, seat: int | None = None) -> str:
+        """A fixed-width board; tiles Red may slide (or Blue, on Blue's turn) are listed below it."""
+        n = state.size
+        red, blue = self.group_values(state)
+        letters = ("    " + "".join(f" {f} " for f in file_letters(n))).rstrip()
+        symbol = {RED: "R", BLUE: "B", GREEN: "g", BUBBLE: "."}
+        lines = [f"Carreaux {n}x{n}", self._status(state),
+                 f"Group values: Red {red}, Blue {blue}, total {red + blue}", "", letters]
+        for r in reversed(range(n)):
+            row = "".join(f" {symbol[state.board[r * n + f]]} " for f in range(n))
+            lines.append(f"{r + 1:>3} {row} {r + 1}")
+        lines += [letters, "", "R red  B blue  g green  . the bubble (empty)"]
+        if state.history:
+            lines.append(f"Last move: {NAMES[1 - state.turn]} slid {state.history[-1]}.")
+        if not state.over:
+            legal = self.moves(state, state.turn)
+            lines.append(f"{NAMES[state.turn]} may slide: {' '.join(legal)}")
+        return "\n".join(lines) + "\n"
+
+    def render_svg(self, state: State, seat: int | None = None) -> str:
+        """An SVG board; when ``seat`` is to move, its legal tiles carry ``data-move`` and a target class."""
+        n = state.size
+        cell, margin = 48, 28
+        side = n * cell
+        width, height = side + 2 * margin, side + 2 * margin + 34
+        red, blue = self.group_values(state)
+        status = self._status(state)
+        title = f"Carreaux {n}x{n}: {status} Group values Red {red}, Blue {blue}."
+        targets = set(self.moves(state, seat)) if seat is not None else set()
+        fill = {RED: "#c62828", BLUE: "#1565c0", GREEN: "#2e7d32"}
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-labelledby="carreaux-title">',
+            f'<title id="carreaux-title">{_escape(title)}</title>',
+            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+            f'<rect x="{margin}" y="{margin}" width="{side}" height="{side}" fill="#d7ccc8"/>',
+        ]
+        font = 'font-family="sans-serif" text-anchor="middle" dominant-baseline="central"'
+        for k, letter in enumerate(file_letters(n)):
+            x = margin + k * cell + cell // 2
+            for y in (margin // 2, margin + side + margin // 2):
+                out.append(f'<text x="{x}" y="{y}" font-size="14" fill="#333" {font}>{letter}</text>')
+        for r in range(n):
+            y = margin + (n - 1 - r) * cell + cell // 2
+            for x in (margin // 2, margin + side + margin // 2):
+                out.append(f'<text x="{x}" y="{y}" font-size="14" fill="#333" {font}>{r + 1}</text>')
+        last = state.history[-1] if state.history else None
+        for i, piece in enumerate(state.board):
+            f, r = _cell(i, n)
+            name = cell_name((f, r))
+            x, y = margin + f * cell, margin + (n - 1 - r) * cell
+            cx, cy = x + cell // 2, y + cell // 2
+            if piece == BUBBLE:
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="{cell // 3}" fill="none" stroke="#8d6e63" '
+                           f'stroke-width="2" stroke-dasharray="4 3"><title>{name}: the bubble</title>'
+                           '</circle>')
+                continue
+            colour = {RED: "red", BLUE: "blue", GREEN: "green"}[piece]
+            mark = f' class="target" data-move="{name}" cursor="pointer"' if name in targets else ""
+            stroke = ' stroke="#ffd600" stroke-width="4"' if name in targets else (
+                ' stroke="#000000" stroke-width="2" stroke-dasharray="3 2"' if name == last else "")
+            out.append(f'<rect x="{x + 2}" y="{y + 2}" width="{cell - 4}" height="{cell - 4}" rx="6" '
+                       f'fill="{fill[piece]}"{stroke}{mark}><title>{name}: {colour}</title></rect>')
+            if piece != GREEN:
+                out.append(f'<text x="{cx}" y="{cy}" font-size="16" fill="#ffffff" pointer-events="none" '
+                           f'{font}>{piece.upper()}</text>')
+        out.append(f'<text x="{width // 2}" y="{margin * 2 + side + 6}" font-size="15" fill="#222" {font}>'
+                   f'Red {red} · Blue {blue} · total {red + blue}</text>')
+        out.append("</svg>")
+        return "\n".join(out)
+
+    # --- storage ---
+
+    def dump(self, state: State) -> dict[str, Any]:
+        """A JSON-safe form; the board is in the written position format."""
+        return {
+            "size": state.size,
+            "board": written(state.board, state.size),
+            "history": list(state.history),
+            "winner": state.winner,
+            "stuck": state.stuck,
+        }
+
+    def load(self, data: dict[str, Any]) -> State:
+        """The inverse of :meth:`dump`."""
+        rows = parse_position(data["board"], RED + BLUE + GREEN + BUBBLE)
+        board = "".join("".join(row) for row in rows)
+        return State(int(data["size"]), board, tuple(data["history"]), data["winner"], bool(data["stuck"]))
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+engine = Carreaux()
