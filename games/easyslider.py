@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import textwrap
 from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
@@ -515,13 +516,17 @@ class EasySlider:
             me = state.seats[seat]
             lines.append(f"You ({_seat_label(seat)}): {_status_words(me)}.")
             if seat in self.to_move(state):
-                lines.append(f"You can slide {_or_list(self.moves(state, seat)[:-1])}; "
-                             "send slides like 'd1 d2 c2', or 'done'.")
+                lines.append(f"You can slide {_or_list(self.moves(state, seat)[:-1])}.")
+                lines.append("Send one or more slides, like 'd1 d2 c2', or 'done'.")
             lines.append("")
+        elif seat is not None and 0 <= seat < state.players and not state.over:
+            playing = _or_list([str(s + 1) for s in _playing(state)]).replace(" or ", " and ")
+            lines += [f"You ({_seat_label(seat)}) are not in {_round_name(state)}: it is between the "
+                      f"leaders, seats {playing}.", ""]
         lines += _text_scores(state)
         outcome = self.outcome(state)
         if outcome is not None:
-            lines += ["", outcome.reason]
+            lines += ["", *textwrap.wrap(outcome.reason, 72)]
         return "\n".join(lines) + "\n"
 
     def render_svg(self, state: State, seat: int | None = None) -> str:
@@ -635,13 +640,17 @@ def _text_legend() -> list[str]:
 
 
 def _text_scores(state: State) -> list[str]:
-    done_rounds = [f"r{r.number}" if not r.playoff else f"p{r.playoff}" for r in state.history]
-    header = "Seat " + "".join(f"{name:>4}" for name in done_rounds) + "  Total  This round"
-    lines = [header]
-    for s in range(state.players):
-        past = "".join(f"{'-' if r.points[s] is None else r.points[s]:>4}" for r in state.history)
-        now = "" if state.over else _status_words(state.seats[s])
-        lines.append(f"{s + 1:<5}{past}{state.totals[s]:>7}  {now}".rstrip())
+    """Totals and each seat's round so far, then the points of every finished round."""
+    lines = ["Seat  Total  " + ("Last round" if state.over else "This round")]
+    for s, seat in enumerate(state.seats):
+        lines.append(f"{s + 1:<4}{state.totals[s]:>7}  {_status_words(seat)}")
+    if state.history:
+        # A column per round, kept apart from the statuses so 10 rounds and playoffs fit in 72 columns.
+        names = [f"r{r.number}" if not r.playoff else f"p{r.playoff}" for r in state.history]
+        lines += ["", "Points by round:", "Seat" + "".join(f"{name:>4}" for name in names)]
+        for s in range(state.players):
+            points = ["-" if r.points[s] is None else str(r.points[s]) for r in state.history]
+            lines.append(f"{s + 1:<4}" + "".join(f"{p:>4}" for p in points))
     return lines
 
 
@@ -740,11 +749,11 @@ def _svg(state: State, seat: int | None, active: bool) -> str:
         out.append(f'<text x="{LEFT + 100}" y="{below + 20}" font-size="13" fill="#333">'
                    f'{escape(_status_words(state.seats[seat]))}</text>')
     out.append(f'<text x="10" y="{table_top}" font-size="13" font-weight="bold" fill="#333">Seat'
-               f'<tspan x="70">Total</tspan><tspan x="130">{"Final" if state.over else "This round"}'
+               f'<tspan x="70">Total</tspan><tspan x="130">{"Last round" if state.over else "This round"}'
                f'</tspan></text>')
     for s in range(state.players):
         y = table_top + 22 * (s + 1)
-        now = "" if state.over else _status_words(state.seats[s])
+        now = _status_words(state.seats[s])
         out.append(f'<text x="10" y="{y}" font-size="13" fill="#333">{s + 1}<tspan x="70">{state.totals[s]}'
                    f'</tspan><tspan x="130">{escape(now)}</tspan></text>')
     out.append("</svg>")

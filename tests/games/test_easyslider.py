@@ -400,6 +400,27 @@ def test_text_for_a_spectator_summarises_every_seat() -> None:
     assert "solving, 0 slides so far" in text
 
 
+def test_text_for_a_seat_waiting_out_a_playoff_says_so() -> None:
+    state = start(3, FAR, rounds=1)
+    state = engine.play(state, 0, " ".join(FAR_SOLUTION))
+    state = engine.play(state, 1, " ".join(FAR_SOLUTION))
+    state = engine.play(state, 2, "done")
+    text = engine.render_text(state, 2)
+    assert "not in playoff round 1" in text and "seats 1 and 2" in text and "|" not in text
+
+
+def test_text_stays_narrow_with_eight_players_ten_rounds_and_playoffs() -> None:
+    state = engine.new(8, engine.options.load({"rounds": 10}), 3)
+    while engine.to_move(state):
+        for seat in sorted(engine.to_move(state)):
+            state = engine.play(state, seat, "done")
+    assert len(engine.dump(state)["history"]) == 13  # everyone tied: 10 rounds and 3 playoffs
+    for seat in (None, *range(8)):
+        text = engine.render_text(state, seat)
+        assert text.isascii() and max(len(line) for line in text.splitlines()) <= 72
+    assert "Seats 1, 2, 3, 4, 5, 6, 7 and 8 share the lead" in engine.render_text(state)
+
+
 def svg_targets(svg: str) -> list[str]:
     root = ET.fromstring(svg)
     assert root.tag == f"{SVG}svg" and root.get("role") == "img"
