@@ -392,7 +392,7 @@ def _values(size: int, board: str) -> tuple[int, int]:
     return _group_value(row, n2, _tiles(board, RED)), _group_value(row, n2, _tiles(board, BLUE))
 
 
-def _options(size: int, board: str) -> list[tuple[int, int]]:
+def _slides(size: int, board: str) -> list[tuple[int, int]]:
     """Each tile next to the bubble with the total group value after sliding it, in notation order.
 
     Only the slid tile and the bubble change, so each player's tiles are updated rather than
@@ -417,7 +417,7 @@ def _options(size: int, board: str) -> list[tuple[int, int]]:
 def _legal(size: int, board: str) -> list[int]:
     """The tiles whose slide lowers the total group value."""
     total = sum(_values(size, board))
-    return [tile for tile, after in _options(size, board) if after < total]
+    return [tile for tile, after in _slides(size, board) if after < total]
 
 
 def _or_list(names: list[str]) -> str:
@@ -520,7 +520,7 @@ Rulings:
             raise IllegalMove(f"{name} is not next to the bubble ({_name(bubble, n)}); you can slide {can}.")
         if tile not in legal:
             before = sum(_values(n, state.board))
-            after = dict(_options(n, state.board))[tile]
+            after = dict(_slides(n, state.board))[tile]
             raise IllegalMove(
                 f"sliding {name} would not lower the total group value ({before} -> {after}); legal: {can}."
             )

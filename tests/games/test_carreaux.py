@@ -334,3 +334,27 @@ def test_playouts_from_random_positions(seed: int) -> None:
             continue  # a group was already complete
         check_playout(engine, 2, {"position": position}, seed, refuse_every=1)
         return
+
+
+
+def _results(state: carreaux.State, seen: dict[tuple[str, int], set[str]]) -> set[str]:
+    """Every result reachable from ``state``, memoised by position in ``seen``."""
+    key = (state.board, state.turn)
+    if key not in seen:
+        found = {"draw"} if state.stuck else {f"win {state.winner}"} if state.over else set()
+        for move in engine.moves(state, state.turn):
+            found |= _results(engine.play(state, state.turn, move), seen)
+        seen[key] = found
+    return seen[key]
+
+
+@pytest.mark.parametrize(("size", "positions"), [(4, 17), (6, 138)])
+def test_every_line_from_the_default_start_is_drawn(size: int, positions: int) -> None:
+    """A finding for whoever settles Figure 1: from the stand-in start, no line of play reaches a win.
+
+    The whole game tree is small (every move lowers the total), so it is walked exhaustively; if the
+    start or the rulings change, this test says whether wins become possible.
+    """
+    seen: dict[tuple[str, int], set[str]] = {}
+    assert _results(start(size=size), seen) == {"draw"}
+    assert len(seen) == positions
