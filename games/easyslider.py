@@ -313,17 +313,13 @@ def _settle(state: State) -> State:
     return replace(state, over=True)
 
 
-# --- move parsing --------------------------------------------------------------------------------------
+# --- wording -------------------------------------------------------------------------------------------
 
 
 def _or_list(words: list[str]) -> str:
     if len(words) <= 1:
         return "".join(words)
     return ", ".join(words[:-1]) + " or " + words[-1]
-
-
-def _ordinal(n: int) -> str:
-    return {1: "first", 2: "second", 3: "third"}.get(n, f"{n}th")
 
 
 def _seat_label(seat: int) -> str:
@@ -363,7 +359,8 @@ every fumbler.  Points add up over the rounds; the most points wins.
 ## Notation
 Tiles are written suit then value: `S2` is the 2 of Suns, `MA` the ace of Moons, `Cn` the null of
 Crowns (suits S Suns, M Moons, C Crowns, A Arms).  A move is one or more slides, each naming the cell
-of the tile that moves into the hole: `e2`, or several at once, `d1 d2 c2`.  Or `done`.
+of the tile that moves into the hole: `e2`, or several at once, `d1 d2 c2`.  Or `done`.  Input is
+forgiving: `D1, d2, C2` and `Done!` are read the same way.
 Cells are chess-like: files a to e from left to right, ranks 1 to 5 from bottom to top.
 
 ## Rulings
@@ -423,7 +420,8 @@ class EasySlider:
     def play(self, state: State, seat: int, text: str) -> State:
         """Play a batch of slides (and perhaps ``done``) on ``seat``'s board, all of them or none."""
         self._check_mover(state, seat)
-        words = [w for w in re.split(r"[\s,;]+", text.strip().lower()) if w]
+        # Players call "Done!" at the table, and may write it so; commas between slides are forgiven too.
+        words = [w.rstrip("!.") for w in re.split(r"[\s,;]+", text.strip().lower()) if w.rstrip("!.")]
         board = state.seats[seat].board
         if not words:
             raise IllegalMove("Send one or more slides, each the cell of a tile next to the hole "

@@ -211,7 +211,7 @@ def test_nulls_and_hole_anywhere_in_the_bottom_row_is_solved() -> None:
 
 
 def test_done_on_an_unsolved_board_is_a_fumble() -> None:
-    state = engine.play(start(2), 0, "d3 done")
+    state = engine.play(start(2), 0, "D3, Done!")
     seat = engine.dump(state)["seats"][0]
     assert seat["status"] == "fumbled" and seat["slides"] == 1
     assert engine.to_move(state) == frozenset({1})
