@@ -1,0 +1,33 @@
+# `make run`: the whole server on this machine (SQLite under instance/).  `make test`: the test suite.
+# Both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PBEM_CONFIG ?= config/development.toml
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/pbem db upgrade
+	$(BIN)/pbem run
+
+test: $(STAMP)
+	PBEM_CONFIG=config/testing.toml $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/engines.py
+	$(BIN)/python bench/carreaux.py
+
+clean:
+	rm -rf $(VENV) instance .pytest_cache .hypothesis

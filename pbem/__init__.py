@@ -1,0 +1,51 @@
+"""pbem: a play-by-email and asynchronous turn server for abstract board games.
+
+:func:`create_app` builds the Flask app; nothing starts threads, schedulers or listeners at import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from pbem import config as config_module
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the app from the settings (see :mod:`pbem.config`); ``config`` overrides by section."""
+    settings = config_module.load(config)
+    instance_path = Path(settings["server"]["instance_path"]).resolve()
+    instance_path.mkdir(parents=True, exist_ok=True)
+    app = Flask(
+        __name__,
+        instance_path=str(instance_path),
+        template_folder=str(PROJECT_ROOT / "templates"),
+        static_folder=str(PROJECT_ROOT / "pbem" / "static"),
+    )
+    app.config.update(config_module.flask_config(settings))
+
+    from pbem import cli, database
+    from pbem.extensions import csrf, db, login_manager, mail, migrate
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
+    mail.init_app(app)
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    database.init_app(app)
+    cli.init_app(app)
+
+    from pbem import models
+
+    @login_manager.user_loader
+    def load_user(user_id: str) -> models.User | None:
+        return db.session.get(models.User, int(user_id))
+
+    from pbem.web import main
+
+    app.register_blueprint(main.bp)
+    return app

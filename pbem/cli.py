@@ -1,0 +1,252 @@
+"""The ``pbem`` command: each subcommand builds the app itself, as a worker process does."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from datetime import datetime
+from pathlib import Path
+
+import click
+from flask import Flask
+
+from pbem import create_app
+from pbem.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
+
+
+def init_app(app: Flask) -> None:
+    """Nothing to register on ``flask``'s CLI: pbem has its own command (this keeps the factory's
+    pattern of one ``init_app`` per module)."""
+
+
+def _app() -> Flask:
+    try:
+        return create_app()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+@click.group()
+def main() -> None:
+    """pbem: a play-by-email and asynchronous turn server for abstract board games."""
+
+
+# The database ---------------------------------------------------------------------------
+
+
+@main.group()
+def db() -> None:
+    """Database schema commands."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or upgrade the database schema to the latest migration."""
+    import flask_migrate
+
+    app = _app()
+    with app.app_context():
+        flask_migrate.upgrade()
+    click.echo("The database is up to date.")
+
+
+# Accounts ---------------------------------------------------------------------------
+
+
+@main.group()
+def user() -> None:
+    """Player accounts."""
+
+
+@user.command("add")
+@click.argument("handle")
+@click.argument("email")
+@click.option("--password", help="A password for the web (optional; mail works without one).")
+def user_add(handle: str, email: str, password: str | None) -> None:
+    """Add a verified player and print their mail key."""
+    from pbem.accounts import AccountError, create_user
+    from pbem.extensions import db as database
+
+    app = _app()
+    with app.app_context():
+        try:
+            new = create_user(handle, email, password=password, verified=True)
+        except AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+        database.session.commit()
+        click.echo(f"Added {new.handle} <{new.email}>. Mail key: {new.mail_key}")
+
+
+# Checking ---------------------------------------------------------------------------
+
+
+@main.command()
+def verify() -> None:
+    """Replay every game from its record and report any whose stored state differs."""
+    from pbem import verify as verifying
+
+    app = _app()
+    with app.app_context():
+        problems = list(verifying.check_all())
+    for problem in problems:
+        click.echo(f"game #{problem.game_id}: {problem.problem}")
+    if problems:
+        click.echo(f"{len(problems)} game(s) do not match their records.")
+        sys.exit(1)
+    click.echo("Every game matches its record.")
+
+
+# Mail ---------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--lmtp", is_flag=True, help="Speak LMTP (for an MTA such as Postfix) instead of SMTP.")
+@click.option("--host", help="Address to listen on (default: smtpd.host).")
+@click.option("--port", type=int, help="Port to listen on (default: smtpd.port).")
+def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
+    """Receive mail: store each message, then process it."""
+    from pbem.mail import smtpd as listener
+
+    _logging()
+    app = _app()
+    cfg = app.config["PBEM"]["smtpd"]
+    server = listener.controller(app, host or cfg["host"], port or cfg["port"], lmtp=lmtp)
+    server.start()
+    click.echo(f"Listening for {'LMTP' if lmtp else 'SMTP'} on {server.hostname}:{server.port}")
+    _wait_for_signal()
+    server.stop()
+
+
+@main.command()
+def ingest() -> None:
+    """Store one message read from standard input (for an MTA pipe).
+
+    Exits 0 when stored (or already stored), 65 for a message that is not mail, 75 on a temporary
+    failure, so the MTA retries.
+    """
+    from pbem.mail import process, receive
+
+    raw = sys.stdin.buffer.read()
+    try:
+        app = _app()
+        with app.app_context():
+            receive.store(raw)
+            process.after_store()
+    except receive.MalformedMessage as exc:
+        click.echo(f"Rejected: {exc}", err=True)
+        sys.exit(EX_DATAERR)
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        click.echo(f"Temporary failure: {exc}", err=True)
+        sys.exit(EX_TEMPFAIL)
+
+
+@main.group()
+def outbox() -> None:
+    """The outbound mail queue."""
+
+
+@outbox.command("deliver")
+def outbox_deliver() -> None:
+    """Send every due mail once and say how it went."""
+    from pbem import outbox as queue
+
+    app = _app()
+    with app.app_context():
+        sent, failed = queue.deliver_due()
+        click.echo(f"{sent} sent, {failed} failed, {queue.pending_count()} waiting.")
+
+
+# Processes ---------------------------------------------------------------------------
+
+
+@main.command()
+def scheduler() -> None:
+    """Run the scheduler: outbox delivery (and, when built, deadline sweeps and digests)."""
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    from pbem import scheduler as jobs
+
+    _logging()
+    app = _app()
+    blocking = BlockingScheduler(timezone="UTC")
+    jobs.add_jobs(blocking, app)
+    click.echo("Scheduler running; Ctrl-C stops it.")
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        blocking.start()
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+def web(host: str, port: int) -> None:
+    """Serve the web pages with the built-in server (use a WSGI server such as gunicorn in production:
+    ``gunicorn 'pbem:create_app()'``)."""
+    _logging()
+    app = _app()
+    app.run(host=host, port=port, threaded=True, use_reloader=False)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+def run(host: str, port: int) -> None:
+    """Everything on one machine: web, mail listener, scheduler and the dev mailbox, in one process."""
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from pbem import devmail
+    from pbem import scheduler as jobs
+    from pbem.mail import smtpd as listener
+
+    _logging()
+    app = _app()
+    settings = app.config["PBEM"]
+    started = []
+    if settings["mailbox"]["enabled"]:
+        sink = devmail.controller(
+            Path(app.instance_path) / "mailbox", settings["mailbox"]["host"], settings["mailbox"]["port"]
+        )
+        sink.start()
+        started.append(sink)
+        click.echo(f"Dev mailbox: SMTP sink on {sink.hostname}:{sink.port}, kept in instance/mailbox")
+    inbound = listener.controller(app, settings["smtpd"]["host"], settings["smtpd"]["port"])
+    inbound.start()
+    started.append(inbound)
+    click.echo(f"Mail listener: SMTP on {inbound.hostname}:{inbound.port}")
+    background = BackgroundScheduler(timezone="UTC")
+    jobs.add_jobs(background, app)
+    background.start()
+    click.echo(f"Web: http://{host}:{port}/")
+    try:
+        app.run(host=host, port=port, threaded=True, use_reloader=False)
+    finally:
+        background.shutdown(wait=False)
+        for controller in reversed(started):
+            controller.stop()
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time as naive UTC (for commands that take --at)."""
+    return datetime.fromisoformat(text).replace(tzinfo=None)

@@ -1,0 +1,145 @@
+"""Settings: config/default.toml, then the file named by PBEM_CONFIG, then PBEM_* variables.
+
+A setting that is missing, misspelt or of the wrong type stops the server at start with a message that
+names the setting and where it came from, rather than failing later in the middle of a request.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+DEFAULT_FILE = CONFIG_DIR / "default.toml"
+
+# Variables that start with PBEM_ but are not settings.
+_NOT_SETTINGS = {"PBEM_CONFIG"}
+_NOT_SETTINGS_PREFIXES = ("PBEM_TEST_",)
+
+Settings = dict[str, dict[str, Any]]
+
+
+class ConfigError(Exception):
+    """A setting is missing or wrong; the message says which and how to fix it."""
+
+
+def _read_toml(path: Path) -> Settings:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"The config file {path} does not exist (named by PBEM_CONFIG?).") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"The config file {path} is not valid TOML: {exc}") from None
+
+
+def _coerce(value: Any, default: Any, name: str, source: str) -> Any:
+    """Convert ``value`` to the type of the setting's default, or explain why it cannot be."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        raise ConfigError(f"{name} (from {source}) must be true or false, not {value!r}.")
+    if isinstance(default, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a whole number, not {value!r}.") from None
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a number, not {value!r}.") from None
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} (from {source}) must be text, not {value!r}.")
+    return value
+
+
+def _merge(settings: Settings, overrides: Mapping[str, Any], source: str) -> None:
+    for section, values in overrides.items():
+        if section not in settings:
+            known = ", ".join(sorted(settings))
+            raise ConfigError(f"Unknown section [{section}] in {source}; the sections are: {known}.")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"[{section}] in {source} must be a table of settings.")
+        for key, value in values.items():
+            if key not in settings[section]:
+                known = ", ".join(sorted(settings[section]))
+                raise ConfigError(f"Unknown setting {section}.{key} in {source}; [{section}] has: {known}.")
+            name = f"{section}.{key}"
+            settings[section][key] = _coerce(value, settings[section][key], name, source)
+
+
+def _from_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """PBEM_<SECTION>_<KEY> variables as overrides, refusing names that match no setting."""
+    found: dict[str, dict[str, str]] = {}
+    for var, value in environ.items():
+        if not var.startswith("PBEM_") or var in _NOT_SETTINGS or var.startswith(_NOT_SETTINGS_PREFIXES):
+            continue
+        rest = var[len("PBEM_") :].lower()
+        for section in settings:
+            if rest.startswith(section + "_") and rest[len(section) + 1 :] in settings[section]:
+                found.setdefault(section, {})[rest[len(section) + 1 :]] = value
+                break
+        else:
+            raise ConfigError(
+                f"The environment variable {var} names no setting. Settings are PBEM_<SECTION>_<KEY>, "
+                "e.g. PBEM_DATABASE_URL or PBEM_MAIL_SMTP_PORT; see config/default.toml."
+            )
+    return found
+
+
+def load(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """The settings in force: defaults, the PBEM_CONFIG file, PBEM_* variables, then ``overrides``."""
+    environ = os.environ if environ is None else environ
+    settings = _read_toml(DEFAULT_FILE)
+    if environ.get("PBEM_CONFIG"):
+        path = Path(environ["PBEM_CONFIG"])
+        _merge(settings, _read_toml(path), str(path))
+    _merge(settings, _from_environment(settings, environ), "the environment")
+    if overrides:
+        _merge(settings, overrides, "the app factory's arguments")
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    if not settings["server"]["secret_key"]:
+        raise ConfigError(
+            "server.secret_key is not set. Put it in the file named by PBEM_CONFIG or set "
+            "PBEM_SERVER_SECRET_KEY (for example to the output of "
+            "`python3 -c 'import secrets; print(secrets.token_hex(32))'`)."
+        )
+    if not settings["database"]["url"]:
+        raise ConfigError("database.url is empty; set PBEM_DATABASE_URL, e.g. sqlite:///pbem.db.")
+    if not settings["mail"]["domain"] or "@" in settings["mail"]["domain"]:
+        raise ConfigError("mail.domain must be a bare domain such as pbem.example.org.")
+    for section in ("smtpd", "mailbox"):
+        port = settings[section]["port"]
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
+
+
+def flask_config(settings: Settings) -> dict[str, Any]:
+    """The Flask and extension keys that follow from the settings."""
+    mail = settings["mail"]
+    return {
+        "SECRET_KEY": settings["server"]["secret_key"],
+        "SQLALCHEMY_DATABASE_URI": settings["database"]["url"],
+        "MAIL_SERVER": mail["smtp_host"],
+        "MAIL_PORT": mail["smtp_port"],
+        "MAIL_USERNAME": mail["smtp_username"] or None,
+        "MAIL_PASSWORD": mail["smtp_password"] or None,
+        "MAIL_USE_TLS": mail["smtp_starttls"],
+        "MAIL_USE_SSL": False,
+        # Flask-Mail would silently drop mail under app.testing; the tests send real mail.
+        "MAIL_SUPPRESS_SEND": False,
+        "MAIL_DEFAULT_SENDER": f"{mail['from_name']} <pbem@{mail['domain']}>",
+        "PBEM": settings,
+    }

@@ -1,0 +1,59 @@
+"""The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message and answers at once.
+
+Storing is the only work done while the sender waits; a database failure answers 451 so the sending
+MTA keeps the message and retries, and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.lmtp import LMTP
+from aiosmtpd.smtp import SMTP, Envelope, Session
+from flask import Flask
+
+from pbem.mail import receive
+
+log = logging.getLogger(__name__)
+
+
+class StoreHandler:
+    """aiosmtpd handler: store the message in the database inside the app's context."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        """Store the message; 250 when stored (or already stored), 451 on a temporary failure."""
+        raw = envelope.original_content or envelope.content or b""
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogateescape")
+        try:
+            with self.app.app_context():
+                receive.store(raw, str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos])
+                from pbem.mail import process
+
+                process.after_store()
+        except receive.MalformedMessage as exc:
+            return f"554 5.6.0 {exc}"
+        except Exception:
+            log.exception("could not store a message from %s", envelope.mail_from)
+            return "451 4.3.0 Temporary failure storing the message; please retry"
+        return "250 2.0.0 Message accepted"
+
+
+class _LMTPController(Controller):
+    def factory(self) -> Any:
+        return LMTP(self.handler, **self.SMTP_kwargs)
+
+
+def controller(app: Flask, host: str, port: int, lmtp: bool = False) -> Controller:
+    """A listener (not yet started) that stores mail for ``app``."""
+    limit = app.config["PBEM"]["smtpd"]["max_message_bytes"]
+    cls = _LMTPController if lmtp else Controller
+    return cls(
+        StoreHandler(app), hostname=host, port=port, data_size_limit=limit,
+        decode_data=False, server_hostname=app.config["PBEM"]["mail"]["domain"],
+    )

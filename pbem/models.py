@@ -1,0 +1,296 @@
+"""The data model: players, games and their seats and moves, challenges, mail in and out, ratings.
+
+Times are stored as naive UTC datetimes; :func:`utcnow` is the one clock the server reads, so that
+tests and ``pbem sweep --at`` can set it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from pbem.extensions import db
+
+_clock_override: datetime | None = None
+
+
+def utcnow() -> datetime:
+    """The current time as naive UTC (or the time a test or ``pbem sweep --at`` has set)."""
+    if _clock_override is not None:
+        return _clock_override
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def set_clock(at: datetime | None) -> None:
+    """Make :func:`utcnow` answer ``at`` (naive UTC); None returns to the real clock."""
+    global _clock_override
+    _clock_override = at
+
+
+def new_mail_key() -> str:
+    """A fresh mail key: the password of pbmserv-style subject commands."""
+    return secrets.token_hex(4)
+
+
+def new_token_secret() -> str:
+    """A fresh per-user secret for reply tokens; replacing it revokes every token already mailed."""
+    return secrets.token_hex(16)
+
+
+class User(db.Model):
+    """A player.  ``handle_key`` is the handle folded for look-alike checks (case and similar glyphs)."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32), unique=True)
+    handle_key: Mapped[str] = mapped_column(String(32), unique=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    verified_at: Mapped[datetime | None] = mapped_column(DateTime)
+    mail_key: Mapped[str] = mapped_column(String(32), default=new_mail_key)
+    token_secret: Mapped[str] = mapped_column(String(64), default=new_token_secret)
+    # "move": a mail for every move; "digest": one mail a day listing the games awaiting a move.
+    notify: Mapped[str] = mapped_column(String(16), default="move")
+    last_digest_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Vacation: while on, the player's clocks stop.  The allowance is counted per calendar year.
+    vacation_since: Mapped[datetime | None] = mapped_column(DateTime)
+    vacation_year: Mapped[int | None] = mapped_column(Integer)
+    vacation_days_used: Mapped[float] = mapped_column(Float, default=0.0)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    seats: Mapped[list[Seat]] = relationship(back_populates="user")
+
+    @property
+    def verified(self) -> bool:
+        """Whether the player has confirmed their address."""
+        return self.verified_at is not None
+
+    @property
+    def on_vacation(self) -> bool:
+        """Whether the player's clocks are stopped."""
+        return self.vacation_since is not None
+
+    # Flask-Login's protocol.
+    @property
+    def is_authenticated(self) -> bool:
+        """Flask-Login: a loaded user is signed in."""
+        return True
+
+    @property
+    def is_active(self) -> bool:
+        """Flask-Login: only verified players may sign in."""
+        return self.verified
+
+    @property
+    def is_anonymous(self) -> bool:
+        """Flask-Login: a loaded user is never anonymous."""
+        return False
+
+    def get_id(self) -> str:
+        """Flask-Login: the session key."""
+        return str(self.id)
+
+    def __repr__(self) -> str:
+        return f"<User {self.handle}>"
+
+
+class Game(db.Model):
+    """One game: the engine and its options, the seed, the stored state, and how it stands.
+
+    ``version`` is the optimistic lock: every change to a game bumps it, and an UPDATE made from a stale
+    copy matches no row and fails, so two writers can never both apply a move.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    engine: Mapped[str] = mapped_column(String(32), index=True)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    players: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # "waiting" for seats or challenges, "active", "finished" (with result), "abandoned".
+    status: Mapped[str] = mapped_column(String(16), default="waiting", index=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    public: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Time control, e.g. {"kind": "per_move", "days": 3} or
+    # {"kind": "bank", "initial_days": 7, "increment_days": 1, "max_days": 14}, optional "weekend_pause".
+    time_control: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    ply: Mapped[int] = mapped_column(Integer, default=0)
+    draw_offered_by: Mapped[int | None] = mapped_column(Integer)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    seats: Mapped[list[Seat]] = relationship(
+        back_populates="game", order_by="Seat.number", cascade="all, delete-orphan"
+    )
+    moves: Mapped[list[Move]] = relationship(
+        back_populates="game", order_by="Move.number", cascade="all, delete-orphan"
+    )
+    created_by: Mapped[User | None] = relationship(foreign_keys=[created_by_id])
+
+    __mapper_args__ = {"version_id_col": version}
+
+    def seat_of(self, user: User) -> Seat | None:
+        """The seat ``user`` holds in this game, if any (the first, when one player holds several)."""
+        return next((s for s in self.seats if s.user_id == user.id), None)
+
+    def __repr__(self) -> str:
+        return f"<Game {self.engine} #{self.id} {self.status}>"
+
+
+class Seat(db.Model):
+    """A player's place in a game.  ``number`` counts from 0 as the engines do (people read it +1).
+
+    ``next_event_at`` is when the scheduler next has something to do for this seat (a reminder or the
+    deadline); it is indexed so that a sweep reads only the seats that are due.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"), index=True)
+    moves_made: Mapped[int] = mapped_column(Integer, default=0)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime)
+    next_event_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    reminders_sent: Mapped[int] = mapped_column(Integer, default=0)
+    bank_seconds: Mapped[float | None] = mapped_column(Float)
+    joined_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    game: Mapped[Game] = relationship(back_populates="seats")
+    user: Mapped[User | None] = relationship(back_populates="seats")
+
+    __table_args__ = (UniqueConstraint("game_id", "number", name="uq_seat_game_number"),)
+
+    @property
+    def label(self) -> str:
+        """The seat as people number it: "seat 1"."""
+        return f"seat {self.number + 1}"
+
+
+class Move(db.Model):
+    """One entry of a game's record: an engine move, or a server action (resign, draw, timeout).
+
+    ``number`` orders the record within the game.  Only ``kind == "move"`` entries (and timeouts of
+    engines that score them) are replayed through the engine; the others change the game's result.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    seat: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16), default="move")
+    text: Mapped[str] = mapped_column(String(500))
+    via: Mapped[str] = mapped_column(String(16))
+    comment: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    game: Mapped[Game] = relationship(back_populates="moves")
+
+    __table_args__ = (UniqueConstraint("game_id", "number", name="uq_move_game_number"),)
+
+
+class Challenge(db.Model):
+    """An invitation of a named player to a seat of a waiting game."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"), index=True)
+    seat: Mapped[int] = mapped_column(Integer)
+    challenger_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    challenged_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
+    # "pending", "accepted", "declined", "withdrawn".
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    game: Mapped[Game] = relationship()
+    challenger: Mapped[User] = relationship(foreign_keys=[challenger_id])
+    challenged: Mapped[User] = relationship(foreign_keys=[challenged_id])
+
+
+class OutboxMail(db.Model):
+    """A mail waiting to be sent, written in the same transaction as the change it reports.
+
+    The deliverer claims a row by setting ``claimed_until`` with a conditional UPDATE, sends it, and
+    marks it sent; a deliverer that dies mid-way lets the claim lapse and the mail goes out once more
+    with the same Message-ID, which mail clients fold into one.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(255), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    to_addr: Mapped[str] = mapped_column(String(254))
+    from_addr: Mapped[str] = mapped_column(String(320))
+    reply_to: Mapped[str | None] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(String(500))
+    body_text: Mapped[str] = mapped_column(Text)
+    body_html: Mapped[str | None] = mapped_column(Text)
+    # Extra headers such as In-Reply-To and References, by name.
+    headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_outbox_mail_due", "sent_at", "next_attempt_at"),)
+
+
+class InboundMail(db.Model):
+    """A received message, stored raw before anything is done with it.
+
+    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
+    without a Message-ID is keyed by the hash of its bytes.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(255), unique=True)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    mail_from: Mapped[str] = mapped_column(String(320), default="")
+    rcpt_to: Mapped[str] = mapped_column(String(1000), default="")
+    received_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # "received" (stored, not yet processed), "processed", "ignored" (bounce, auto-reply, loop),
+    # "rejected" (answered with an error), "failed" (a bug: kept for an operator).
+    status: Mapped[str] = mapped_column(String(16), default="received", index=True)
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime)
+    note: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
+
+
+class Rating(db.Model):
+    """A player's rating in one game (Elo), updated when a rated two-player game ends."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    engine: Mapped[str] = mapped_column(String(32))
+    rating: Mapped[float] = mapped_column(Float, default=1500.0)
+    games: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User] = relationship()
+
+    __table_args__ = (UniqueConstraint("user_id", "engine", name="uq_rating_user_engine"),)

@@ -1,0 +1,168 @@
+"""The outbox: mail is written as rows in the sender's transaction, and delivered by :func:`deliver_due`.
+
+Nothing in pbem sends mail inline.  A row is claimed with a conditional UPDATE (so two deliverers never
+send the same row at once), sent over SMTP with Flask-Mail, and marked sent.  A refused or failed send
+is retried with a doubling backoff and never dropped.  If a deliverer dies between sending and
+marking, the claim lapses and the mail goes out once more with the same Message-ID.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from email.utils import formataddr
+
+from flask import current_app
+from flask_mail import Message
+from sqlalchemy import or_, select, update
+
+from pbem.extensions import db, mail
+from pbem.models import Game, OutboxMail, User, utcnow
+
+log = logging.getLogger(__name__)
+
+
+def settings() -> dict:
+    """The [mail] settings in force."""
+    return current_app.config["PBEM"]["mail"]
+
+
+def server_address(local: str = "pbem") -> str:
+    """An address of the server's own, ``pbem@<mail domain>``."""
+    return f"{local}@{settings()['domain']}"
+
+
+def make_message_id(kind: str, game: Game | None = None) -> str:
+    """A new globally unique Message-ID in the server's domain."""
+    where = f"game-{game.id}." if game is not None and game.id else ""
+    return f"<{where}{kind}.{uuid.uuid4().hex}@{settings()['domain']}>"
+
+
+def thread_id(game: Game) -> str:
+    """The Message-ID every mail of a game refers to, so mail clients thread them together."""
+    return f"<game-{game.id}@{settings()['domain']}>"
+
+
+def enqueue(
+    to: User | str,
+    subject: str,
+    body_text: str,
+    *,
+    kind: str,
+    body_html: str | None = None,
+    game: Game | None = None,
+    reply_to: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> OutboxMail:
+    """Add a mail to the outbox in the current transaction; it is sent after the commit."""
+    to_addr = to.email if isinstance(to, User) else to
+    all_headers = dict(headers or {})
+    if game is not None:
+        db.session.flush()
+        all_headers.setdefault("In-Reply-To", thread_id(game))
+        all_headers.setdefault("References", thread_id(game))
+    row = OutboxMail(
+        message_id=make_message_id(kind, game),
+        kind=kind,
+        to_addr=to_addr,
+        from_addr=formataddr((settings()["from_name"], server_address())),
+        reply_to=reply_to,
+        subject=subject,
+        body_text=body_text,
+        body_html=body_html,
+        headers=all_headers,
+        game_id=game.id if game is not None else None,
+        user_id=to.id if isinstance(to, User) else None,
+        next_attempt_at=utcnow(),
+    )
+    db.session.add(row)
+    return row
+
+
+def _message(row: OutboxMail) -> Message:
+    msg = Message(
+        subject=row.subject,
+        recipients=[row.to_addr],
+        body=row.body_text,
+        html=row.body_html,
+        sender=row.from_addr,
+        reply_to=row.reply_to,
+        extra_headers={"Auto-Submitted": "auto-generated", **(row.headers or {})},
+    )
+    msg.msgId = row.message_id
+    return msg
+
+
+@contextmanager
+def _smtp_timeout(seconds: float) -> Iterator[None]:
+    """Flask-Mail opens its SMTP connection without a timeout; a server that accepts the connection and
+    then says nothing would hang the deliverer for ever, so a default timeout is set around the send."""
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def _claim(row_id: int, now, claim_seconds: int) -> bool:
+    """Take the row for this deliverer, unless another one holds it or it was sent meanwhile."""
+    result = db.session.execute(
+        update(OutboxMail)
+        .where(
+            OutboxMail.id == row_id,
+            OutboxMail.sent_at.is_(None),
+            or_(OutboxMail.claimed_until.is_(None), OutboxMail.claimed_until < now),
+        )
+        .values(claimed_until=now + timedelta(seconds=claim_seconds))
+    )
+    db.session.commit()
+    return result.rowcount == 1
+
+
+def deliver_due(limit: int = 100) -> tuple[int, int]:
+    """Send every due outbox mail (up to ``limit``); returns (sent, failed)."""
+    cfg = settings()
+    now = utcnow()
+    due = db.session.scalars(
+        select(OutboxMail.id)
+        .where(OutboxMail.sent_at.is_(None), OutboxMail.next_attempt_at <= now)
+        .order_by(OutboxMail.id)
+        .limit(limit)
+    ).all()
+    db.session.commit()
+    sent = failed = 0
+    for row_id in due:
+        if not _claim(row_id, now, cfg["claim_seconds"]):
+            continue
+        row = db.session.get(OutboxMail, row_id)
+        assert row is not None
+        try:
+            with _smtp_timeout(cfg["smtp_timeout_seconds"]), mail.connect() as connection:
+                connection.send(_message(row))
+        except (smtplib.SMTPException, OSError) as exc:
+            row.attempts += 1
+            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (row.attempts - 1))
+            row.next_attempt_at = utcnow() + timedelta(seconds=delay)
+            row.claimed_until = None
+            row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+            db.session.commit()
+            log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, row.attempts, exc)
+            failed += 1
+            continue
+        row.attempts += 1
+        row.sent_at = utcnow()
+        row.last_error = None
+        db.session.commit()
+        sent += 1
+    return sent, failed
+
+
+def pending_count() -> int:
+    """How many mails are waiting to be sent."""
+    return db.session.scalar(select(db.func.count(OutboxMail.id)).where(OutboxMail.sent_at.is_(None))) or 0

@@ -1,0 +1,412 @@
+"""The one move path: every change to a game's play goes through this module.
+
+Web views, the mail processor, links and the scheduler all call :func:`submit` (a move), :func:`resign`,
+the draw functions or :func:`time_out`.  Each call is one transaction: it locks the game, checks the
+seat, the turn and the expected move number, asks the engine, appends to the record, stores the new
+state, moves the clocks, writes the mails into the outbox, and commits — or changes nothing and raises
+:class:`PlayError` with a message for the player.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm.exc import StaleDataError
+
+import games
+from games import IllegalMove, Outcome
+from pbem import clock, notify, ratings
+from pbem.database import begin_write, is_postgresql
+from pbem.extensions import db
+from pbem.models import Game, Move, Seat, User, utcnow
+
+log = logging.getLogger(__name__)
+
+VIA = {"web", "mail", "link", "command", "server", "cli"}
+
+
+class PlayError(Exception):
+    """A request the server refuses; ``message`` is written for the player, ``code`` for programs."""
+
+    def __init__(self, message: str, code: str = "refused") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# Reading a game's state ------------------------------------------------------------------------------
+
+
+def engine_of(game: Game) -> games.Engine:
+    """The rule engine that plays ``game``."""
+    return games.get(game.engine)
+
+
+def state_of(game: Game) -> Any:
+    """The engine state of an active or finished game."""
+    if game.state is None:
+        raise PlayError(f"Game #{game.id} has not started yet.", "not-started")
+    return engine_of(game).load(game.state)
+
+
+def seats_to_move(game: Game) -> frozenset[int]:
+    """The seat numbers whose move it is (none unless the game is active)."""
+    if game.status != "active":
+        return frozenset()
+    return engine_of(game).to_move(state_of(game))
+
+
+def next_move_number(game: Game, seat: Seat) -> int:
+    """The number a player sees for their next move, and may confirm with ``#N``.
+
+    In a game where seats move one after another it is the game's move count plus one; where several
+    seats move at once (Easy Slider), each seat counts its own moves, so that one player's moves never
+    make another player's confirmation stale.
+    """
+    if engine_of(game).simultaneous:
+        return seat.moves_made + 1
+    return game.ply + 1
+
+
+# Starting games ---------------------------------------------------------------------------
+
+
+def create_game(
+    engine_slug: str,
+    players: list[User | None],
+    options: dict[str, Any] | None = None,
+    *,
+    created_by: User | None = None,
+    public: bool = True,
+    time_control: dict[str, Any] | None = None,
+    seed: int | None = None,
+) -> Game:
+    """A new game with one seat per entry of ``players`` (None is an open seat), added to the session.
+
+    The options are validated by the engine's schema (raising ``marshmallow.ValidationError``).  When
+    every seat is filled the game starts at once; otherwise it waits for players.  The caller commits.
+    """
+    engine = games.get(engine_slug)
+    if len(players) not in engine.players:
+        raise PlayError(
+            f"{engine.title} is for {_count_words(engine.players)}, not {len(players)}.", "players"
+        )
+    loaded = engine.options.load(options or {})
+    game = Game(
+        engine=engine.slug,
+        options=loaded,
+        seed=seed if seed is not None else random.SystemRandom().randrange(2**53),
+        players=len(players),
+        public=public,
+        time_control=time_control or clock.default_time_control(),
+        created_by=created_by,
+    )
+    now = utcnow()
+    for number, user in enumerate(players):
+        game.seats.append(Seat(number=number, user=user, joined_at=now if user else None))
+    db.session.add(game)
+    if all(players):
+        start(game)
+    return game
+
+
+def start(game: Game) -> None:
+    """Deal the game and ask the first mover(s) for a move.  The caller holds the transaction."""
+    engine = engine_of(game)
+    state = engine.new(game.players, engine.options.load(game.options), game.seed)
+    game.state = engine.dump(state)
+    game.status = "active"
+    game.started_at = utcnow()
+    db.session.flush()
+    for seat in game.seats:
+        if seat.number in engine.to_move(state):
+            clock.start_turn(game, seat)
+    notify.game_started(game, engine, state)
+
+
+# The move path ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _locked(game_or_id: Game | int) -> Iterator[Game]:
+    """A fresh transaction holding the game's lock; commits on success, rolls back on any error."""
+    game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
+    begin_write()
+    query = select(Game).where(Game.id == game_id).execution_options(populate_existing=True)
+    if is_postgresql():
+        query = query.with_for_update()
+    game = db.session.execute(query).scalar_one_or_none()
+    if game is None:
+        db.session.rollback()
+        raise PlayError(f"There is no game #{game_id}.", "no-game")
+    try:
+        yield game
+        db.session.commit()
+    except StaleDataError:
+        db.session.rollback()
+        raise PlayError(
+            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+            "conflict",
+        ) from None
+    except BaseException:
+        db.session.rollback()
+        raise
+
+
+def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset[int]) -> Seat:
+    """The user's seat that is to act, or a PlayError saying why there is none."""
+    mine = [s for s in game.seats if s.user_id == user.id]
+    if seat_number is not None:
+        mine = [s for s in mine if s.number == seat_number]
+    if not mine:
+        raise PlayError(f"You are not playing in game #{game.id}.", "not-seated")
+    if game.status != "active":
+        raise PlayError(f"Game #{game.id} is {_status_words(game)}; no more moves can be made.", "over")
+    ready = [s for s in mine if s.number in movers]
+    if not ready:
+        whose = ", ".join(_seat_name(game, n) for n in sorted(movers)) or "nobody"
+        raise PlayError(f"It is not your move in game #{game.id}: it is {whose}'s.", "not-your-turn")
+    return ready[0]
+
+
+def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
+            comment: str | None = None) -> Move:
+    if via not in VIA:
+        raise ValueError(f"unknown channel {via!r}")
+    number = (db.session.scalar(select(db.func.max(Move.number)).where(Move.game_id == game.id)) or 0) + 1
+    move = Move(
+        game=game, number=number, seat=seat.number, kind=kind, text=text, via=via,
+        user_id=user.id if user else None, comment=(comment or "").strip() or None,
+    )
+    db.session.add(move)
+    return move
+
+
+def submit(
+    game: Game | int,
+    user: User,
+    text: str,
+    via: str,
+    expect: int | None = None,
+    comment: str | None = None,
+    seat: int | None = None,
+) -> Move:
+    """Play ``text`` for ``user`` in ``game``: the one way a move enters the record.
+
+    ``expect`` is the move number the player saw (``#N`` in mail, the page's hidden field); when the
+    game has moved on since, the move is refused rather than applied to a position the player did not
+    see.  ``seat`` picks among several seats of one user.  Returns the recorded move.
+    """
+    with _locked(game) as locked:
+        engine = engine_of(locked)
+        state = state_of(locked)
+        movers = engine.to_move(state) if locked.status == "active" else frozenset()
+        player_seat = _seat_for(locked, user, seat, movers)
+        number = next_move_number(locked, player_seat)
+        if expect is not None and expect != number:
+            raise PlayError(
+                f"You confirmed move {expect}, but game #{locked.id} is at move {number}: the position has "
+                "changed since you looked. Look at the new position and send your move again.",
+                "stale",
+            )
+        try:
+            new_state = engine.play(state, player_seat.number, text)
+        except IllegalMove as exc:
+            raise PlayError(exc.message, "illegal") from None
+        canonical = " ".join(text.split()).lower()
+        move = _record(locked, player_seat, "move", canonical, via, user, comment)
+        before = _advance(locked, engine, state, new_state, player_seat)
+        notify.move_played(locked, engine, new_state, move, before)
+        log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
+        return move
+
+
+def _advance(
+    game: Game, engine: games.Engine, old_state: Any, new_state: Any, mover: Seat | None
+) -> frozenset[int]:
+    """Store the new state, move the clocks, and finish the game if the engine says it is over.
+
+    Returns the seats that were to move before, for the notices."""
+    game.state = engine.dump(new_state)
+    game.ply += 1
+    if mover is not None:
+        mover.moves_made += 1
+    if game.draw_offered_by is not None and mover is not None and mover.number != game.draw_offered_by:
+        # Moving instead of answering a draw offer declines it, as over the board.
+        game.draw_offered_by = None
+    before, after = engine.to_move(old_state), engine.to_move(new_state)
+    for seat in game.seats:
+        if seat.number in before and (seat.number not in after or seat is mover):
+            clock.stop_turn(game, seat)
+        if seat.number in after and (seat.number not in before or seat is mover):
+            clock.start_turn(game, seat)
+    outcome = engine.outcome(new_state)
+    if outcome is not None:
+        _finish(game, outcome)
+    return before
+
+
+def _finish(game: Game, outcome: Outcome) -> None:
+    """End the game with ``outcome``: stop every clock, rate it, and tell everyone."""
+    game.status = "finished"
+    game.result = outcome.to_dict()
+    game.finished_at = utcnow()
+    game.draw_offered_by = None
+    for seat in game.seats:
+        clock.stop_turn(game, seat)
+    ratings.rate(game, outcome)
+    notify.game_over(game, outcome)
+
+
+# Server actions: resignation, draws, timeouts -------------------------------------------------------------
+
+
+def _players_seat(game: Game, user: User) -> Seat:
+    seat = game.seat_of(user)
+    if seat is None:
+        raise PlayError(f"You are not playing in game #{game.id}.", "not-seated")
+    if game.status != "active":
+        raise PlayError(f"Game #{game.id} is {_status_words(game)}.", "over")
+    return seat
+
+
+def _require_opponents(game: Game, action: str) -> None:
+    if game.players < 2:
+        raise PlayError(f"There is nobody to {action} in a game of one player.", "solitaire")
+
+
+def resign(game: Game | int, user: User, via: str) -> Outcome:
+    """``user`` resigns and the game ends: the opponent wins, or with more players the resigner loses and
+    the others share first place; a solitaire game is abandoned."""
+    with _locked(game) as locked:
+        seat = _players_seat(locked, user)
+        name = _seat_name(locked, seat.number)
+        if locked.players == 1:
+            outcome = Outcome(("loss",), f"{name} abandoned the game")
+        elif locked.players == 2:
+            outcome = Outcome.win(1 - seat.number, 2, f"{name} resigned")
+        else:
+            results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
+            outcome = Outcome(results, f"{name} resigned")
+        _record(locked, seat, "resign", "resign", via, user)
+        _finish(locked, outcome)
+        return outcome
+
+
+def offer_draw(game: Game | int, user: User, via: str) -> None:
+    """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it)."""
+    with _locked(game) as locked:
+        _require_opponents(locked, "offer a draw to")
+        seat = _players_seat(locked, user)
+        if locked.draw_offered_by is not None:
+            if locked.draw_offered_by == seat.number:
+                raise PlayError("You have already offered a draw in this game.", "draw-pending")
+            raise PlayError("Your opponent has offered a draw: accept or decline it.", "draw-pending")
+        locked.draw_offered_by = seat.number
+        _record(locked, seat, "draw-offer", "draw offer", via, user)
+        notify.draw_offered(locked, seat)
+
+
+def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
+    """``user`` accepts the pending draw offer; the game ends drawn."""
+    with _locked(game) as locked:
+        seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
+            raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
+        _record(locked, seat, "draw-accept", "draw accept", via, user)
+        outcome = Outcome.draw(locked.players, "drawn by agreement")
+        _finish(locked, outcome)
+        return outcome
+
+
+def decline_draw(game: Game | int, user: User, via: str) -> None:
+    """``user`` declines the pending draw offer; play goes on."""
+    with _locked(game) as locked:
+        seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
+            raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
+        locked.draw_offered_by = None
+        _record(locked, seat, "draw-decline", "draw decline", via, user)
+        notify.draw_declined(locked, seat)
+
+
+def time_out(game: Game | int, seat_number: int) -> Outcome | None:
+    """The seat's deadline has passed: end its part as the rules for absent players say.
+
+    A pending draw offer from the opponent is accepted instead (as pbmserv did).  Engines with a
+    ``time_out`` of their own (simultaneous games) score the absent seat and play goes on; a solitaire
+    game is abandoned; otherwise the absent seat loses on time.  Returns the outcome if the game ended.
+    """
+    with _locked(game) as locked:
+        engine = engine_of(locked)
+        state = state_of(locked)
+        if locked.status != "active" or seat_number not in engine.to_move(state):
+            return None
+        seat = next(s for s in locked.seats if s.number == seat_number)
+        name = _seat_name(locked, seat_number)
+        if locked.draw_offered_by is not None and locked.draw_offered_by != seat_number:
+            _record(locked, seat, "draw-accept", "draw accept (timeout)", "server", None)
+            outcome = Outcome.draw(locked.players, f"{name} ran out of time with a draw offer pending")
+            _finish(locked, outcome)
+            return outcome
+        engine_time_out = getattr(engine, "time_out", None)
+        if engine_time_out is not None and locked.players > 1:
+            record = _record(locked, seat, "timeout", "timeout", "server", None)
+            new_state = engine_time_out(state, seat_number)
+            before = _advance(locked, engine, state, new_state, None)
+            notify.timed_out(locked, seat)
+            notify.move_played(locked, engine, new_state, record, before)
+            return engine.outcome(new_state)
+        _record(locked, seat, "timeout", "timeout", "server", None)
+        if locked.players == 1:
+            outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
+            _finish(locked, outcome)
+            locked.status = "abandoned"
+        else:
+            results = tuple("loss" if n == seat_number else "win" for n in range(locked.players))
+            outcome = Outcome(results, f"{name} lost on time")
+            _finish(locked, outcome)
+        return outcome
+
+
+# Replaying ---------------------------------------------------------------------------
+
+
+def replay(game: Game) -> Any:
+    """The state rebuilt from (engine, options, seed, recorded moves), for checking the stored one."""
+    engine = engine_of(game)
+    state = engine.new(game.players, engine.options.load(game.options), game.seed)
+    for move in game.moves:
+        if move.kind == "move":
+            state = engine.play(state, move.seat, move.text)
+        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
+            state = engine.time_out(state, move.seat)
+    return state
+
+
+# Words ---------------------------------------------------------------------------
+
+
+def _seat_name(game: Game, number: int) -> str:
+    seat = next((s for s in game.seats if s.number == number), None)
+    if seat is not None and seat.user is not None:
+        return seat.user.handle
+    return f"seat {number + 1}"
+
+
+def _status_words(game: Game) -> str:
+    return {"waiting": "still waiting for players", "finished": "over", "abandoned": "abandoned"}.get(
+        game.status, game.status
+    )
+
+
+def _count_words(players: range) -> str:
+    low, high = players.start, players.stop - 1
+    if low == high:
+        return f"{low} player{'s' if low != 1 else ''}"
+    return f"{low} to {high} players"

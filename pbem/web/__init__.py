@@ -1,0 +1,1 @@
+"""The web blueprints, one per area."""

@@ -1,0 +1,142 @@
+"""Server fixtures: an app on a real database (SQLite file, and PostgreSQL when
+PBEM_TEST_DATABASE_URL is set), a real SMTP sink for outbound mail, and players.
+
+Each PostgreSQL test gets tables in a database of its own run (created at the start, dropped at the
+end) and empties them afterwards, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from flask import Flask
+
+from pbem import create_app, devmail
+from pbem.extensions import db
+from pbem.models import User
+from tests.conftest import free_port
+
+PG_ADMIN_URL = os.environ.get("PBEM_TEST_DATABASE_URL", "")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_ADMIN_URL else [])
+
+
+def create_pg_database(prefix: str) -> str:
+    """A new empty PostgreSQL database; returns its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_database(url: str) -> None:
+    """Drop a database made by :func:`create_pg_database`, even with connections left open."""
+    name = sa.make_url(url).database
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL database for this test run."""
+    url = create_pg_database("pbem_test")
+    yield url
+    drop_pg_database(url)
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The database URL of one backend: a fresh SQLite file, or the run's PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'pbem.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def sink_port() -> int:
+    """The port of the outbound SMTP sink (started by the ``sink`` fixture)."""
+    return free_port()
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path, sink_port: int) -> dict:
+    """Settings overrides for a test app."""
+    return {
+        "server": {"instance_path": str(tmp_path / "instance")},
+        "database": {"url": db_url},
+        "mail": {"smtp_port": sink_port},
+    }
+
+
+@pytest.fixture
+def app(settings: dict) -> Iterator[Flask]:
+    """An app with its tables created, emptied again after the test."""
+    app = create_app(settings)
+    with app.app_context():
+        db.create_all()
+    yield app
+    with app.app_context():
+        db.session.remove()
+        if db.engine.dialect.name == "postgresql":
+            names = ", ".join(f'"{t.name}"' for t in db.metadata.sorted_tables)
+            with db.engine.begin() as conn:
+                conn.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        db.engine.dispose()
+
+
+@pytest.fixture
+def ctx(app: Flask) -> Iterator[Flask]:
+    """The app with an app context pushed for the test body."""
+    with app.app_context():
+        yield app
+        db.session.remove()
+
+
+class Sink:
+    """The dev mailbox's SMTP sink, running on a loopback port, with helpers to read what arrived."""
+
+    def __init__(self, path: Path, port: int) -> None:
+        self.path = path
+        self.controller = devmail.controller(path, "127.0.0.1", port)
+
+    def start(self) -> None:
+        """Start listening."""
+        self.controller.start()
+
+    def stop(self) -> None:
+        """Stop listening (the mail kept stays)."""
+        self.controller.stop()
+
+    def messages(self, to: str | None = None) -> list:
+        """The mails received, oldest first, optionally only those to ``to``."""
+        found = devmail.messages(self.path)
+        if to is not None:
+            found = [m for m in found if to in m["X-Pbem-Envelope-To"]]
+        return found
+
+
+@pytest.fixture
+def sink(tmp_path: Path, sink_port: int) -> Iterator[Sink]:
+    """A real SMTP server on loopback that keeps outbound mail."""
+    s = Sink(tmp_path / "sink", sink_port)
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def players(ctx: Flask) -> tuple[User, User, User]:
+    """Three verified players: alice, bob and carol."""
+    from pbem.accounts import create_user
+
+    users = tuple(create_user(h, f"{h}@example.org", verified=True) for h in ("alice", "bob", "carol"))
+    db.session.commit()
+    return users  # type: ignore[return-value]
