@@ -1,6 +1,6 @@
 """Carreaux legal moves: the plain breadth-first search per pair against the per-size tables.
 
-Run: ``cd /work/main && .venv/bin/python bench/carreaux.py`` (about five minutes: the plain search is the
+Run: ``cd /work/main && .venv/bin/python bench/carreaux.py`` (about a minute: the plain search is the
 slow part; ``--quick`` uses a tenth of the positions).  For random positions (the default start's tiles
 shuffled, the bubble anywhere, no group complete) it computes Red's legal slides both ways, checks they
 agree, and prints both medians and the speed-up, plus the one-time preparation and table memory per size.
