@@ -104,16 +104,19 @@ class Sink:
     """The dev mailbox's SMTP sink, running on a loopback port, with helpers to read what arrived."""
 
     def __init__(self, path: Path, port: int) -> None:
-        self.path = path
-        self.controller = devmail.controller(path, "127.0.0.1", port)
+        self.path, self.port = path, port
+        self.controller = None
 
     def start(self) -> None:
-        """Start listening."""
+        """Start listening (an aiosmtpd controller cannot be restarted, so each start makes one)."""
+        self.controller = devmail.controller(self.path, "127.0.0.1", self.port)
         self.controller.start()
 
     def stop(self) -> None:
         """Stop listening (the mail kept stays)."""
-        self.controller.stop()
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
 
     def messages(self, to: str | None = None) -> list:
         """The mails received, oldest first, optionally only those to ``to``."""

@@ -1,0 +1,51 @@
+"""Settings: files, PBEM_* variables, and clear refusals of wrong ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pbem import config
+from pbem.config import ConfigError
+
+
+def test_defaults_then_file_then_environment(tmp_path: Path) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text('[server]\nsecret_key = "s"\n[mail]\ndomain = "games.example.org"\nsmtp_port = 2500\n')
+    settings = config.load(environ={"PBEM_CONFIG": str(path), "PBEM_MAIL_SMTP_PORT": "2600"})
+    assert settings["mail"]["domain"] == "games.example.org"
+    assert settings["mail"]["smtp_port"] == 2600  # The environment wins, and is typed.
+    assert settings["smtpd"]["port"] == 2525  # Untouched defaults stay.
+
+
+def test_a_missing_secret_stops_the_start_with_instructions() -> None:
+    with pytest.raises(ConfigError, match="server.secret_key is not set.*PBEM_SERVER_SECRET_KEY"):
+        config.load(environ={})
+
+
+def test_a_misspelt_variable_is_named() -> None:
+    with pytest.raises(ConfigError, match="PBEM_MAIL_SMTP_PROT names no setting"):
+        config.load(environ={"PBEM_SERVER_SECRET_KEY": "s", "PBEM_MAIL_SMTP_PROT": "25"})
+
+
+def test_a_wrong_type_is_named_with_its_source(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"smtpd.port \(from the environment\) must be a whole number"):
+        config.load(environ={"PBEM_SERVER_SECRET_KEY": "s", "PBEM_SMTPD_PORT": "twenty-five"})
+    path = tmp_path / "bad.toml"
+    path.write_text("[server]\nsecret_key = 's'\nwho = 1\n")
+    with pytest.raises(ConfigError, match="Unknown setting server.who"):
+        config.load(environ={"PBEM_CONFIG": str(path)})
+
+
+def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        config.load(environ={"PBEM_CONFIG": str(tmp_path / "nope.toml")})
+
+
+def test_the_shipped_files_load() -> None:
+    for name in ("development.toml", "testing.toml"):
+        assert config.load(environ={"PBEM_CONFIG": str(config.CONFIG_DIR / name)})["server"]["secret_key"]
+    example = config.CONFIG_DIR / "production.example.toml"
+    settings = config.load(environ={"PBEM_CONFIG": str(example), "PBEM_SERVER_SECRET_KEY": "from-env"})
+    assert settings["database"]["url"].startswith("postgresql")

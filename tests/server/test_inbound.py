@@ -1,0 +1,111 @@
+"""Receiving mail: every message is stored raw first, once, over real SMTP and through `pbem ingest`."""
+
+from __future__ import annotations
+
+import os
+import smtplib
+import subprocess
+import sys
+from collections.abc import Iterator
+from email.message import EmailMessage
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem.extensions import db
+from pbem.mail import smtpd
+from pbem.models import InboundMail
+from tests.conftest import free_port
+
+
+def a_mail(message_id: str | None = "<m1@example.org>", body: str = "b3\n") -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"] = "alice@example.org"
+    msg["To"] = "pbem@pbem.localhost"
+    msg["Subject"] = "Re: [pbem] Cambio #1: your move"
+    if message_id:
+        msg["Message-ID"] = message_id
+    msg.set_content(body)
+    return msg
+
+
+@pytest.fixture
+def listener(app: Flask) -> Iterator[int]:
+    port = free_port()
+    server = smtpd.controller(app, "127.0.0.1", port)
+    server.start()
+    yield port
+    server.stop()
+
+
+def send(port: int, msg: EmailMessage) -> None:
+    with smtplib.SMTP("127.0.0.1", port, timeout=10) as client:
+        client.send_message(msg)
+
+
+def stored() -> list[InboundMail]:
+    db.session.rollback()
+    return db.session.scalars(select(InboundMail).order_by(InboundMail.id)).all()
+
+
+def test_a_message_is_stored_raw(ctx: Flask, listener: int) -> None:
+    send(listener, a_mail())
+    [row] = stored()
+    assert row.message_id == "<m1@example.org>"
+    assert b"Subject: Re: [pbem] Cambio #1: your move" in row.raw
+    assert row.mail_from == "alice@example.org" and "pbem@pbem.localhost" in row.rcpt_to
+    assert row.status == "received"
+
+
+def test_the_same_message_twice_is_stored_once(ctx: Flask, listener: int) -> None:
+    send(listener, a_mail())
+    send(listener, a_mail())
+    assert len(stored()) == 1
+
+
+def test_a_message_without_id_is_keyed_by_its_bytes(ctx: Flask, listener: int) -> None:
+    send(listener, a_mail(None, "b3"))
+    send(listener, a_mail(None, "b3"))
+    send(listener, a_mail(None, "c2"))
+    rows = stored()
+    assert len(rows) == 2 and all(r.message_id.startswith("<sha256.") for r in rows)
+
+
+def test_garbage_is_refused_with_a_status_not_a_crash(ctx: Flask, listener: int) -> None:
+    with smtplib.SMTP("127.0.0.1", listener, timeout=10) as client:
+        client.ehlo()
+        client.docmd("MAIL FROM:<x@example.org>")
+        client.docmd("RCPT TO:<pbem@pbem.localhost>")
+        code, reply = client.data(b"no headers at all, just words\r\n")
+    assert code == 554 and b"no headers" in reply
+    assert stored() == []
+
+
+def run_ingest(app: Flask, raw: bytes) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PBEM_DATABASE_URL"] = app.config["SQLALCHEMY_DATABASE_URI"]
+    env["PBEM_SERVER_INSTANCE_PATH"] = app.instance_path
+    return subprocess.run(
+        [sys.executable, "-m", "pbem", "ingest"], input=raw, env=env, capture_output=True, timeout=60
+    )
+
+
+def test_ingest_stores_and_answers_with_exit_codes(ctx: Flask) -> None:
+    raw = a_mail("<piped@example.org>").as_bytes()
+    assert run_ingest(ctx, raw).returncode == 0
+    assert run_ingest(ctx, raw).returncode == 0  # A duplicate is fine, and stored once.
+    assert [r.message_id for r in stored()] == ["<piped@example.org>"]
+    rejected = run_ingest(ctx, b"\r\n")
+    assert rejected.returncode == 65 and b"no headers" in rejected.stderr
+
+
+def test_ingest_reports_a_temporary_failure_when_the_database_is_away(ctx: Flask, tmp_path) -> None:
+    env = dict(os.environ)
+    env["PBEM_DATABASE_URL"] = f"sqlite:///{tmp_path}/missing/dir/pbem.db"
+    env["PBEM_SERVER_INSTANCE_PATH"] = str(tmp_path / "instance")
+    result = subprocess.run(
+        [sys.executable, "-m", "pbem", "ingest"], input=a_mail().as_bytes(), env=env,
+        capture_output=True, timeout=60,
+    )
+    assert result.returncode == 75

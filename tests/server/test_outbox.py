@@ -1,0 +1,82 @@
+"""The outbox against a real SMTP server on loopback: delivered, retried while the server is down,
+and delivered exactly once when it comes back."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import outbox
+from pbem.extensions import db
+from pbem.models import OutboxMail, set_clock, utcnow
+
+
+def queue_one(to: str = "alice@example.org") -> int:
+    row = outbox.enqueue(to, "[pbem] Test: hello", "The board\n  a b c\n", kind="test")
+    db.session.commit()
+    return row.id
+
+
+def test_a_queued_mail_is_delivered_with_its_message_id(ctx: Flask, sink) -> None:
+    row_id = queue_one()
+    assert outbox.deliver_due() == (1, 0)
+    [received] = sink.messages("alice@example.org")
+    row = db.session.get(OutboxMail, row_id)
+    assert received["Message-ID"] == row.message_id
+    assert received["Subject"] == "[pbem] Test: hello"
+    assert received["Auto-Submitted"] == "auto-generated"
+    assert "The board" in received.get_payload(decode=True).decode()
+    assert row.sent_at is not None
+    assert outbox.deliver_due() == (0, 0)  # Nothing is sent twice.
+    assert len(sink.messages()) == 1
+
+
+def test_server_down_then_up_delivers_once(ctx: Flask, sink) -> None:
+    sink.stop()
+    row_id = queue_one()
+    try:
+        assert outbox.deliver_due() == (0, 1)
+        row = db.session.get(OutboxMail, row_id)
+        assert row.sent_at is None and row.attempts == 1 and row.last_error
+        assert row.next_attempt_at > utcnow()  # Backed off, not dropped.
+        assert outbox.deliver_due() == (0, 0)  # Not due again yet.
+        sink.start()
+        set_clock(utcnow() + timedelta(hours=1))
+        assert outbox.deliver_due() == (1, 0)
+        assert outbox.deliver_due() == (0, 0)
+    finally:
+        set_clock(None)
+    assert len(sink.messages("alice@example.org")) == 1
+    assert db.session.get(OutboxMail, row_id).attempts == 2
+
+
+def test_a_claimed_mail_is_left_to_its_deliverer(ctx: Flask, sink) -> None:
+    row_id = queue_one()
+    row = db.session.get(OutboxMail, row_id)
+    row.claimed_until = utcnow() + timedelta(minutes=5)  # Another deliverer is sending it.
+    db.session.commit()
+    assert outbox.deliver_due() == (0, 0)
+    # If that deliverer died, the claim lapses and the mail goes out (with the same Message-ID).
+    set_clock(utcnow() + timedelta(minutes=6))
+    try:
+        assert outbox.deliver_due() == (1, 0)
+    finally:
+        set_clock(None)
+    assert sink.messages()[0]["Message-ID"] == row.message_id
+
+
+def test_mails_of_a_game_thread_together(ctx: Flask, sink, players) -> None:
+    from pbem import play
+
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    play.submit(game.id, alice, "b3", "web")
+    outbox.deliver_due()
+    mails = sink.messages()
+    assert len(mails) == 2
+    assert {m["References"] for m in mails} == {f"<game-{game.id}@pbem.localhost>"}
+    assert len({m["Message-ID"] for m in mails}) == 2
+    assert db.session.scalars(select(OutboxMail).where(OutboxMail.sent_at.is_(None))).all() == []
