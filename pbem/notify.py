@@ -121,18 +121,23 @@ def game_over(game: Game, outcome: Outcome) -> None:
         )
 
 
-def _tell_opponents(game: Game, actor: Seat, what: str, template: str) -> None:
+def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:
+    """A mail about ``game`` to one player: the subject says ``what``, the words come from ``template``
+    (whose name, e.g. ``mail/draw_offered.txt``, also names the kind of mail)."""
     engine = games.get(game.engine)
+    outbox.enqueue(
+        to,
+        _subject(game, engine, what),
+        render_template(template, game=game, engine=engine, url=game_url(game), **context),
+        kind=template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-"),
+        game=game,
+    )
+
+
+def _tell_opponents(game: Game, actor: Seat, what: str, template: str) -> None:
     for seat in game.seats:
         if seat.user is not None and seat.number != actor.number:
-            outbox.enqueue(
-                seat.user,
-                _subject(game, engine, what),
-                render_template(template, game=game, engine=engine, actor=_player(game, actor.number),
-                                url=game_url(game)),
-                kind=template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-"),
-                game=game,
-            )
+            send(seat.user, game, what, template, actor=_player(game, actor.number))
 
 
 def draw_offered(game: Game, seat: Seat) -> None:

@@ -133,7 +133,7 @@ def start(game: Game) -> None:
 
 
 @contextmanager
-def _locked(game_or_id: Game | int) -> Iterator[Game]:
+def locked_game(game_or_id: Game | int) -> Iterator[Game]:
     """A fresh transaction holding the game's lock; commits on success, rolls back on any error."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
     begin_write()
@@ -202,7 +202,7 @@ def submit(
     game has moved on since, the move is refused rather than applied to a position the player did not
     see.  ``seat`` picks among several seats of one user.  Returns the recorded move.
     """
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         engine = engine_of(locked)
         state = state_of(locked)
         movers = engine.to_move(state) if locked.status == "active" else frozenset()
@@ -283,7 +283,7 @@ def _require_opponents(game: Game, action: str) -> None:
 def resign(game: Game | int, user: User, via: str) -> Outcome:
     """``user`` resigns and the game ends: the opponent wins, or with more players the resigner loses and
     the others share first place; a solitaire game is abandoned."""
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         name = _seat_name(locked, seat.number)
         if locked.players == 1:
@@ -300,7 +300,7 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
 
 def offer_draw(game: Game | int, user: User, via: str) -> None:
     """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it)."""
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         _require_opponents(locked, "offer a draw to")
         seat = _players_seat(locked, user)
         if locked.draw_offered_by is not None:
@@ -314,7 +314,7 @@ def offer_draw(game: Game | int, user: User, via: str) -> None:
 
 def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
     """``user`` accepts the pending draw offer; the game ends drawn."""
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
@@ -326,7 +326,7 @@ def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
 
 def decline_draw(game: Game | int, user: User, via: str) -> None:
     """``user`` declines the pending draw offer; play goes on."""
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
@@ -342,7 +342,7 @@ def time_out(game: Game | int, seat_number: int) -> Outcome | None:
     ``time_out`` of their own (simultaneous games) score the absent seat and play goes on; a solitaire
     game is abandoned; otherwise the absent seat loses on time.  Returns the outcome if the game ended.
     """
-    with _locked(game) as locked:
+    with locked_game(game) as locked:
         engine = engine_of(locked)
         state = state_of(locked)
         if locked.status != "active" or seat_number not in engine.to_move(state):

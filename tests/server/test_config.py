@@ -20,7 +20,7 @@ def test_defaults_then_file_then_environment(tmp_path: Path) -> None:
 
 
 def test_a_missing_secret_stops_the_start_with_instructions() -> None:
-    with pytest.raises(ConfigError, match="server.secret_key is not set.*PBEM_SERVER_SECRET_KEY"):
+    with pytest.raises(ConfigError, match=r"server.secret_key is not set.*PBEM_SERVER_SECRET_KEY"):
         config.load(environ={})
 
 
@@ -34,7 +34,7 @@ def test_a_wrong_type_is_named_with_its_source(tmp_path: Path) -> None:
         config.load(environ={"PBEM_SERVER_SECRET_KEY": "s", "PBEM_SMTPD_PORT": "twenty-five"})
     path = tmp_path / "bad.toml"
     path.write_text("[server]\nsecret_key = 's'\nwho = 1\n")
-    with pytest.raises(ConfigError, match="Unknown setting server.who"):
+    with pytest.raises(ConfigError, match=r"Unknown setting server\.who"):
         config.load(environ={"PBEM_CONFIG": str(path)})
 
 
