@@ -1147,7 +1147,7 @@ def move_fragments(moves: list[str]) -> set[str]:
 
 
 SVG_TILE = 60
-SVG_PAD = 30
+SVG_PAD = 44
 FILLS = {"l": "#f1e4c3", "d": "#8a6f4d"}
 INK = "#3b2f22"
 TARGET = 'class="target" fill="transparent" stroke="#1f9d55" stroke-width="2.5" stroke-dasharray="5 3"'
@@ -1169,8 +1169,11 @@ def svg_tile(geo: Geometry, bit: str, f: int, r: int, x0: float, y0: float) -> l
             px, py = x0 + cx * s, y0 + (1 - cy) * s
             dx, dy = (1 if cx == 0 else -1), (-1 if cy == 0 else 1)  # into the tile, SVG y pointing down
             sweep = 1 if dx * dy > 0 else 0
-            arc = f"M{px} {py} L{px + dx * half} {py} A{half} {half} 0 0 {sweep} {px} {py + dy * half} Z"
-            out.append(f'<path d="{arc}" fill="{FILLS[geo.colour[j]]}" stroke="{INK}" stroke-width="1.5"/>')
+            start = f"{px + dx * half} {py}"
+            arc = f"A{half} {half} 0 0 {sweep} {px} {py + dy * half}"
+            # The cap is filled without an outline so tile edges stay invisible; the arc alone is inked.
+            out.append(f'<path d="M{px} {py} L{start} {arc} Z" fill="{FILLS[geo.colour[j]]}"/>')
+            out.append(f'<path d="M{start} {arc}" fill="none" stroke="{INK}" stroke-width="1.5"/>')
     return out
 
 

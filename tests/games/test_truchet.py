@@ -422,8 +422,8 @@ def test_render_svg_marks_exactly_the_legal_fragments() -> None:
     for other in (None, LIGHT):
         quiet = ET.fromstring(engine.render_svg(state, other))
         assert not [el for el in quiet.iter() if el.get("data-move")]
-    caps = [el for el in root.iter(SVG + "path")]
-    assert len(caps) == 2 * 25  # two quarter-circle caps per tile
+    arcs = [el for el in root.iter(SVG + "path") if " A30.0 30.0 0 0 " in (el.get("d") or "")]
+    assert len(arcs) == 4 * 25  # two quarter-circle caps per tile, each filled and inked
 
 
 def test_render_svg_setting_phase_marks_tiles() -> None:
