@@ -549,8 +549,8 @@ class Mover:
             x, y = parse_cell(name, self.geo.width, self.geo.width)
         except IllegalMove:
             last = self.geo.names[-1]
-            raise IllegalMove(f"{name} is not a junction of this board: junctions run from a1 to {last}.") \
-                from None
+            message = f"{name} is not a junction of this board: junctions run from a1 to {last}."
+            raise IllegalMove(message) from None
         return self.geo.junction(x, y)
 
     def describe(self, j: int) -> str:
@@ -619,7 +619,7 @@ class Mover:
                     todo.append(p)
         return goal in seen
 
-    def step(self, s: int, goal: int, why: str) -> int:
+    def step(self, s: int, goal: int) -> int:
         """Move the stack on ``s`` through its region to the empty ``goal``; returns its height."""
         geo = self.geo
         h = self.own_height(s)
@@ -638,7 +638,7 @@ class Mover:
             if not reach:
                 hint = f" The stack on {a} has no step{after}."
             elif options:
-                hint = f" From {a} you can {why} to {options}."
+                hint = f" From {a} you can step to {options}."
             else:
                 hint = ""
             if geo.light[goal] != geo.light[s]:
@@ -653,14 +653,20 @@ class Mover:
         self.stacks[s] = 0
         return h
 
+    def refuse_own(self, target: int) -> None:
+        """Refuse a landing on one of the mover's own stacks."""
+        v = self.stacks[target]
+        if v * self.sign > 0:
+            name = self.geo.names[target]
+            raise IllegalMove(f"{name} holds your own {height_word(abs(v))}: pieces never land on their own "
+                              f"side's stacks, only on empty junctions or enemy stacks.")
+
     def land(self, target: int, h: int, verb: str) -> None:
         """Put ``h`` of the mover's pieces on ``target``, capturing an enemy stack if allowed."""
         geo = self.geo
         v = self.stacks[target]
         name = geo.names[target]
-        if v * self.sign > 0:
-            raise IllegalMove(f"{name} holds your own {height_word(abs(v))}: pieces never land on their own "
-                              f"side's stacks, only on empty junctions or enemy stacks.")
+        self.refuse_own(target)
         if h > MAX_HEIGHT:
             raise IllegalMove(f"That {verb} would make a {h}-stack on {name}; no stack may be taller than 4.")
         if v:
@@ -721,9 +727,8 @@ class Mover:
                 tname = geo.names[t]
                 raise IllegalMove(f"The stack stepping to {tname} must then merge, but {tname} is not next "
                                   f"to {name} among the sources named ({named}).")
-            self.step(s, t, "step")
-        if self.stacks[target] * self.sign > 0:
-            self.land(target, 1, "merge")  # refuses: own stack
+            self.step(s, t)
+        self.refuse_own(target)
         total = 0
         for d in sorted(letters, key=DIRECTIONS.index):
             q = neighbours[d]
@@ -883,8 +888,7 @@ class TruchetEngine:
         if position:
             tiles = tiles_from_position(position)
         elif options.get("tiles", "random") == "alternate":
-            state = TruchetState(size=n, tiles=UNSET * (n * n), stacks=stacks, turn=LIGHT)
-            return state
+            return TruchetState(size=n, tiles=UNSET * (n * n), stacks=stacks, turn=LIGHT)
         else:
             rng = Random(seed)
             tiles = "".join("l" if rng.random() < 0.5 else "d" for _ in range(n * n))
@@ -958,7 +962,7 @@ class TruchetEngine:
             raise IllegalMove("The tiles are all set; now every turn moves a stack. " + FORMS)
         if m := _STEP.match(word):
             s, goal = mover.junction(m.group(1)), mover.junction(m.group(2))
-            mover.step(s, goal, "step")
+            mover.step(s, goal)
             parts.append(f"{geo.names[s]}-{geo.names[goal]}")
         elif m := _SPLIT.match(word):
             letters = canonical_letters(m.group(3))
@@ -966,7 +970,7 @@ class TruchetEngine:
             head = ""
             if m.group(1):
                 s = mover.junction(m.group(1))
-                mover.step(s, at, "step")
+                mover.step(s, at)
                 head = f"{geo.names[s]}-"
             mover.split(at, letters)
             parts.append(f"{head}{geo.names[at]}>{letters}")
@@ -1039,7 +1043,7 @@ class TruchetEngine:
     def status(self, state: TruchetState) -> str:
         """One line: phase, whose turn, pieces left."""
         counts = [sum(abs(v) for v in state.stacks if v * SIGN[s] > 0) for s in (DARK, LIGHT)]
-        pieces = f"Dark {counts[0]} pieces, Light {counts[1]}"
+        pieces = f"pieces: Dark {counts[0]}, Light {counts[1]}"
         if state.over:
             out = self.outcome(state)
             return f"Game over: {out.reason if out else state.reason} ({pieces})"
@@ -1089,8 +1093,9 @@ def tile_rows(geo: Geometry, tiles: str, r: int) -> tuple[str, str]:
         else:
             upper.append(cap * 3 + "/" + band * 2)
             lower.append(band * 2 + "/" + cap * 3)
-    upper.append(FILL[geo.colour[geo.junction(n, r + 1)]] * 2)
-    lower.append(FILL[geo.colour[geo.junction(n, r)]] * 2)
+    if tiles[r * n + n - 1] != UNSET:  # the right edge carries the colours of the last tile's corners
+        upper.append(FILL[geo.colour[geo.junction(n, r + 1)]] * 2)
+        lower.append(FILL[geo.colour[geo.junction(n, r)]] * 2)
     return "".join(upper), "".join(lower)
 
 
