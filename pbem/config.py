@@ -49,6 +49,15 @@ def _coerce(value: Any, default: Any, name: str, source: str) -> Any:
             return int(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{name} (from {source}) must be a whole number, not {value!r}.") from None
+    if isinstance(default, list):
+        # A list of numbers (e.g. scheduler.reminder_hours); from the environment, separated by commas.
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{name} (from {source}) must be a list of numbers, not {value!r}.")
+        try:
+            return [float(item) for item in items if not (isinstance(item, str) and not item.strip())]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a list of numbers, not {value!r}.") from None
     if isinstance(default, float):
         try:
             return float(value)
@@ -120,6 +129,11 @@ def _check(settings: Settings) -> None:
         raise ConfigError("database.url is empty; set PBEM_DATABASE_URL, e.g. sqlite:///pbem.db.")
     if not settings["mail"]["domain"] or "@" in settings["mail"]["domain"]:
         raise ConfigError("mail.domain must be a bare domain such as pbem.example.org.")
+    if any(hours <= 0 for hours in settings["scheduler"]["reminder_hours"]):
+        raise ConfigError("scheduler.reminder_hours must be hours before the deadline, each above 0.")
+    digest_hour = settings["scheduler"]["digest_hour"]
+    if not 0 <= digest_hour <= 23:
+        raise ConfigError(f"scheduler.digest_hour must be an hour from 0 to 23, not {digest_hour}.")
     for section in ("smtpd", "mailbox"):
         port = settings[section]["port"]
         if not 0 <= port <= 65535:
