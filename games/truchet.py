@@ -532,8 +532,6 @@ class Mover:
     """Validates one move against a position, explaining refusals; produces the next stacks."""
 
     def __init__(self, state: TruchetState, seat: int) -> None:
-        self.state = state
-        self.seat = seat
         self.sign = SIGN[seat]
         self.geo = geometry(state.size)
         self.tiles = state.tiles
