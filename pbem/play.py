@@ -13,6 +13,7 @@ import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -335,12 +336,16 @@ def decline_draw(game: Game | int, user: User, via: str) -> None:
         notify.draw_declined(locked, seat)
 
 
-def time_out(game: Game | int, seat_number: int) -> Outcome | None:
+def time_out(game: Game | int, seat_number: int, deadline: datetime | None = None) -> Outcome | None:
     """The seat's deadline has passed: end its part as the rules for absent players say.
 
     A pending draw offer from the opponent is accepted instead (as pbmserv did).  Engines with a
     ``time_out`` of their own (simultaneous games) score the absent seat and play goes on; a solitaire
     game is abandoned; otherwise the absent seat loses on time.  Returns the outcome if the game ended.
+
+    ``deadline`` is the one the sweep read: under the game's lock the seat must still have it (and its
+    player must not be on vacation), so a sweep acting late, or twice, never times out a seat that has
+    moved or begun a new turn since.
     """
     with locked_game(game) as locked:
         engine = engine_of(locked)
@@ -348,6 +353,8 @@ def time_out(game: Game | int, seat_number: int) -> Outcome | None:
         if locked.status != "active" or seat_number not in engine.to_move(state):
             return None
         seat = next(s for s in locked.seats if s.number == seat_number)
+        if deadline is not None and (seat.deadline != deadline or (seat.user and seat.user.on_vacation)):
+            return None
         name = _seat_name(locked, seat_number)
         if locked.draw_offered_by is not None and locked.draw_offered_by != seat_number:
             _record(locked, seat, "draw-accept", "draw accept (timeout)", "server", None)
