@@ -856,7 +856,10 @@ Rulings:
 - A stack that steps first must take part in the merge, so it must end next to the target.
 - Flips are never a move on their own: every turn has a stack move. A player who cannot move any stack
   loses even if flips remain (a flip cannot free a stack, since a stack pins the tiles around it).
-- Tiles set in the alternate setup cannot be flipped until the piece moves begin.
+- In the alternate setup a player may set any unset tile except the centre, which is set last; tiles
+  cannot be flipped until the piece moves begin.
+- Board sizes are odd, 3 to 11 tiles a side; a written position fixes the size and the tiles, so it
+  cannot be combined with tiles=alternate.
 - The draw by repetition counts positions with the same tiles, stacks and side to move; a capture makes
   earlier positions unreachable.
 - Board text: empty junctions show as + (Dark) or - (Light); stacks as D2 (Dark, height 2) or L3; the

@@ -480,7 +480,7 @@ def test_playout_small(size: int, seed: int) -> None:
 
 
 @given(seed=st.integers(0, 2**32 - 1))
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 def test_playout_seven(seed: int) -> None:
     check_playout(engine, 2, {}, seed)
 
