@@ -38,6 +38,8 @@ def _logging(verbose: bool = False) -> None:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    # aiosmtpd logs every connection at INFO; our own handlers log what matters.
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
 @click.group()
