@@ -45,7 +45,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     def load_user(user_id: str) -> models.User | None:
         return db.session.get(models.User, int(user_id))
 
-    from pbem.web import main
+    from pbem import web
 
-    app.register_blueprint(main.bp)
+    web.init_app(app)
     return app

@@ -1,29 +1,47 @@
-"""Accounts: creating players, with handles checked for look-alikes."""
+"""Accounts: signing up, confirming the address, signing in, password resets and a player's settings.
+
+Confirmation and reset links are signed with the server secret (itsdangerous) and expire; a reset link
+is also bound to the password it replaces, so it works once.  Mails go through the outbox.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from flask import current_app, render_template
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import func, or_, select
-from werkzeug.security import generate_password_hash
+from werkzeug.security import check_password_hash, generate_password_hash
 
+from pbem import outbox
 from pbem.extensions import db
-from pbem.models import User, utcnow
+from pbem.models import User, new_mail_key, utcnow
 
 HANDLE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,31}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$|^[^@\s]+@[^@\s]+\.localhost$")
+MIN_PASSWORD = 8
+NOTIFY_CHOICES = {"move": "a mail for every move", "digest": "one mail a day listing the games awaiting me"}
+# How long the links in confirmation and reset mails stay good, in seconds.
+VERIFY_LINK_SECONDS = 7 * 86400
+RESET_LINK_SECONDS = 2 * 3600
 
 # Characters people confuse in a handle, folded to one representative.
 _LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "5": "s", "_": "-"})
 
 
 class AccountError(ValueError):
-    """A handle or address that cannot be used; the message says why."""
+    """A handle, address, password or link that cannot be used; the message says why."""
 
 
 def handle_key(handle: str) -> str:
     """The handle folded so that look-alikes (case, 0/o, 1/l/i, 5/s, _/-) collide."""
     return handle.casefold().translate(_LOOKALIKES)
+
+
+def _check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
 
 
 def create_user(handle: str, email: str, password: str | None = None, verified: bool = False) -> User:
@@ -57,3 +75,163 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
 def find_user(handle: str) -> User | None:
     """The player with this handle (case-insensitive), if any."""
     return db.session.scalar(select(User).where(User.handle_key == handle_key(handle.strip())))
+
+
+def _by_email(email: str) -> User | None:
+    return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+
+
+# Signing up and confirming the address ----------------------------------------------------------------
+
+
+def _signer(purpose: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=f"account-{purpose}")
+
+
+def _link(path: str) -> str:
+    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + path
+
+
+def sign_up(handle: str, email: str, password: str) -> User:
+    """Create an unconfirmed account and mail it a confirmation link; commits."""
+    _check_password(password)
+    user = create_user(handle, email, password)
+    db.session.flush()
+    send_verification(user)
+    db.session.commit()
+    return user
+
+
+def send_verification(user: User) -> None:
+    """Write the mail with the link that confirms ``user``'s address into the outbox (caller commits)."""
+    token = _signer("verify").dumps({"u": user.id, "e": user.email})
+    outbox.enqueue(
+        user,
+        "[pbem] Confirm your address",
+        render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
+                        days=VERIFY_LINK_SECONDS // 86400),
+        kind="verify",
+    )
+
+
+def resend_verification(email: str) -> None:
+    """Send a new confirmation link to an unconfirmed account with this address (silently nothing
+    otherwise, so the form does not tell strangers who has an account); commits."""
+    user = _by_email(email)
+    if user is not None and not user.verified:
+        send_verification(user)
+        db.session.commit()
+
+
+def verify(token: str) -> User:
+    """Confirm the address named by a confirmation link; commits.  AccountError if the link is bad."""
+    data = _load(token, "verify", VERIFY_LINK_SECONDS)
+    user = db.session.get(User, data.get("u"))
+    if user is None or user.email != data.get("e"):
+        raise AccountError("This confirmation link is not for any current account.")
+    if user.verified_at is None:
+        user.verified_at = utcnow()
+        db.session.commit()
+    return user
+
+
+def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
+    what = "confirmation" if purpose == "verify" else "reset"
+    try:
+        data = _signer(purpose).loads(token, max_age=max_age)
+    except SignatureExpired:
+        raise AccountError(f"This {what} link has expired; ask for a new one.") from None
+    except BadSignature:
+        raise AccountError(f"This {what} link is damaged or not one of ours; ask for a new one.") from None
+    if not isinstance(data, dict):
+        raise AccountError(f"This {what} link is not one of ours.")
+    return data
+
+
+# Signing in and passwords ---------------------------------------------------------------------------
+
+
+def authenticate(login: str, password: str) -> User:
+    """The player whose handle or address and password these are; AccountError otherwise."""
+    login = login.strip()
+    user = _by_email(login) if "@" in login else find_user(login)
+    if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
+        raise AccountError("That handle (or address) and password do not match an account.")
+    if not user.verified:
+        raise AccountError(
+            f"{user.handle} has not confirmed their address yet: follow the link in the mail we sent, "
+            "or ask for a new one."
+        )
+    return user
+
+
+def _reset_fingerprint(user: User) -> str:
+    # Bound to the current password, so a reset link stops working once it has been used.
+    return (user.password_hash or "none")[-16:]
+
+
+def request_reset(email: str) -> None:
+    """Mail a password-reset link to the account with this address, if there is one; commits."""
+    user = _by_email(email)
+    if user is None:
+        return
+    token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
+    outbox.enqueue(
+        user,
+        "[pbem] Reset your password",
+        render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
+                        hours=RESET_LINK_SECONDS // 3600),
+        kind="reset",
+    )
+    db.session.commit()
+
+
+def user_for_reset(token: str) -> User:
+    """The player a reset link is for; AccountError if it is bad, expired or already used."""
+    data = _load(token, "reset", RESET_LINK_SECONDS)
+    user = db.session.get(User, data.get("u"))
+    if user is None or data.get("p") != _reset_fingerprint(user):
+        raise AccountError("This reset link has already been used; ask for a new one.")
+    return user
+
+
+def reset_password(token: str, password: str) -> User:
+    """Set a new password through a reset link; the link also confirms the address.  Commits."""
+    user = user_for_reset(token)
+    set_password(user, password)
+    if user.verified_at is None:
+        user.verified_at = utcnow()
+    db.session.commit()
+    return user
+
+
+def set_password(user: User, password: str) -> None:
+    """Replace ``user``'s password (the caller commits)."""
+    _check_password(password)
+    user.password_hash = generate_password_hash(password)
+
+
+def change_password(user: User, current: str, password: str) -> None:
+    """Replace ``user``'s password after checking the current one; commits."""
+    if not user.password_hash or not check_password_hash(user.password_hash, current):
+        raise AccountError("Your current password is not right, so the password was not changed.")
+    set_password(user, password)
+    db.session.commit()
+
+
+# Settings ---------------------------------------------------------------------------
+
+
+def set_notify(user: User, choice: str) -> None:
+    """Choose how ``user`` hears about their moves (see :data:`NOTIFY_CHOICES`); commits."""
+    if choice not in NOTIFY_CHOICES:
+        raise AccountError(f"Notification must be one of: {', '.join(NOTIFY_CHOICES)}.")
+    user.notify = choice
+    db.session.commit()
+
+
+def regenerate_mail_key(user: User) -> str:
+    """Give ``user`` a new mail key (the old one stops working at once); commits and returns it."""
+    user.mail_key = new_mail_key()
+    db.session.commit()
+    return user.mail_key

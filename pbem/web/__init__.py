@@ -1,1 +1,49 @@
-"""The web blueprints, one per area."""
+"""The web blueprints, one per area, and what they share: sign-in settings and error pages."""
+
+from __future__ import annotations
+
+from flask import Flask, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+
+import games
+from pbem.extensions import login_manager
+
+
+def wants_json() -> bool:
+    """Whether the request came from the page's script, which reads JSON answers."""
+    return request.accept_mimetypes.best == "application/json"
+
+
+def _game_title(slug: str) -> str:
+    try:
+        return games.get(slug).title
+    except games.UnknownGame:
+        return slug
+
+
+def init_app(app: Flask) -> None:
+    """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
+    from pbem.web import auth, gameplay, gameview, main, players
+
+    app.add_template_filter(_game_title, "game_title")
+    app.add_template_global(gameview.action_words, "action_words")
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = "Sign in to see that page."
+    login_manager.login_message_category = "info"
+    app.register_blueprint(main.bp)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(gameplay.bp)
+    app.register_blueprint(players.bp)
+
+    @app.errorhandler(CSRFError)
+    def csrf_refused(exc: CSRFError) -> tuple[object, int]:
+        message = ("This form has expired or did not come from this site, so nothing was done. "
+                   "Reload the page and try again.")
+        if wants_json():
+            return jsonify(ok=False, code="csrf", message=message), 400
+        return render_template("error.html", title="Form refused", message=message), 400
+
+    @app.errorhandler(404)
+    def not_found(_exc: Exception) -> tuple[str, int]:
+        return render_template("error.html", title="Not found",
+                               message="There is nothing here (or it is not yours to see)."), 404

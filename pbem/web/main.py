@@ -1,13 +1,11 @@
-"""The front page and the game page (read-only until the web-play pages arrive)."""
+"""The front page."""
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, render_template
-from markupsafe import Markup
+from flask import Blueprint, render_template
 from sqlalchemy import select
 
 import games
-from pbem import clock, play
 from pbem.extensions import db
 from pbem.models import Game
 
@@ -26,15 +24,3 @@ def index() -> str:
         .order_by(Game.finished_at.desc()).limit(20)
     ).all()
     return render_template("index.html", engines=games.all(), active=active, finished=finished)
-
-
-@bp.get("/games/<int:game_id>")
-def game_page(game_id: int) -> str:
-    """A game: its board, players, clocks and record."""
-    game = db.session.get(Game, game_id)
-    if game is None or not game.public:
-        abort(404)
-    engine = games.get(game.engine)
-    board = Markup(engine.render_svg(play.state_of(game))) if game.state else None
-    clocks = {s.number: clock.describe(clock.time_left(s)) for s in game.seats}
-    return render_template("game.html", game=game, engine=engine, board=board, clocks=clocks)

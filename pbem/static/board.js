@@ -1,0 +1,196 @@
+// The game page's script: compose a move by clicking the board, confirm it, send it, and swap in the new
+// position without reloading.  Without this script the page still works through its forms.
+(function () {
+  "use strict";
+  var live = document.getElementById("live");
+  if (!live) return;
+  var notice = document.getElementById("notice");
+  var clicked = [];   // the fragments clicked so far, in order
+  var legal = [];     // the legal moves of the viewer's seat, from the page
+  var POLL_MS = 15000;
+
+  // Whether `fragment` occurs in `move` at or after `from` as a whole token (so "a1" does not match
+  // inside "a12"); returns the index just after it, or -1.
+  function find(move, fragment, from) {
+    var i = move.indexOf(fragment, from);
+    while (i >= 0) {
+      var before = i === 0 ? "" : move[i - 1];
+      var after = move[i + fragment.length] || "";
+      var word = /[a-z0-9]/i;
+      var clean = !(word.test(before) && word.test(fragment[0])) &&
+                  !(word.test(after) && word.test(fragment[fragment.length - 1]));
+      if (clean) return i + fragment.length;
+      i = move.indexOf(fragment, i + 1);
+    }
+    return -1;
+  }
+
+  // The legal moves that contain every clicked fragment in order; when none do, in any order (a pair of
+  // tiles can be clicked either way round).
+  function candidates(fragments) {
+    var ordered = legal.filter(function (move) {
+      var at = 0;
+      return fragments.every(function (f) { at = find(move, f, at); return at >= 0; });
+    });
+    if (ordered.length || fragments.length < 2) return ordered;
+    return legal.filter(function (move) {
+      return fragments.every(function (f) { return find(move, f, 0) >= 0; });
+    });
+  }
+
+  function show(message, isError) {
+    notice.textContent = message;
+    notice.className = "flash" + (isError ? " error" : "");
+    notice.hidden = !message;
+  }
+
+  function proposal() {
+    if (!clicked.length) return null;
+    var joined = clicked.join(" ");
+    if (legal.indexOf(joined) >= 0) return joined;
+    var last = clicked[clicked.length - 1];
+    if (clicked.length === 1 && legal.indexOf(last) >= 0) return last;
+    var left = candidates(clicked);
+    return left.length === 1 ? left[0] : null;
+  }
+
+  function render() {
+    var box = document.getElementById("proposal");
+    var board = document.getElementById("my-board");
+    if (!box || !board) return;
+    var left = candidates(clicked);
+    board.querySelectorAll("[data-move]").forEach(function (el) {
+      var fragment = el.getAttribute("data-move");
+      el.classList.toggle("picked", clicked.indexOf(fragment) >= 0);
+      var useful = !clicked.length || clicked.indexOf(fragment) >= 0 ||
+                   candidates(clicked.concat([fragment])).length > 0;
+      el.classList.toggle("dim", !useful);
+    });
+    box.innerHTML = "";
+    if (!clicked.length) { box.hidden = true; return; }
+    box.hidden = false;
+    var chosen = proposal();
+    var line = document.createElement("p");
+    if (chosen) {
+      line.append("Play ");
+      var code = document.createElement("code");
+      code.id = "proposed-move";
+      code.textContent = chosen;
+      line.append(code, "? ");
+      line.append(button("Confirm", "confirm-move", function () { send(chosen); }));
+    } else {
+      line.textContent = "Selected " + clicked.join(" ") + ": " + left.length + " moves fit. Click on, or pick one:";
+    }
+    line.append(" ", button("Clear", "clear-move", function () { clicked = []; render(); }, "secondary"));
+    box.append(line);
+    if (!chosen && left.length <= 24) {
+      var list = document.createElement("p");
+      list.className = "candidates";
+      left.forEach(function (move) {
+        list.append(button(move, null, function () { clicked = [move]; send(move); }, "secondary"));
+      });
+      box.append(list);
+    }
+  }
+
+  function button(label, id, onClick, style) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    if (id) b.id = id;
+    if (style) b.className = style;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  function send(move) {
+    var form = live.querySelector("form.move-form");
+    form.querySelector("[name=move]").value = move;
+    post(form);
+  }
+
+  function post(form) {
+    var confirmText = form.getAttribute("data-confirm");
+    if (confirmText && !window.confirm(confirmText)) return;
+    var buttons = form.querySelectorAll("button");
+    buttons.forEach(function (b) { b.disabled = true; });
+    fetch(form.action, {
+      method: "POST",
+      body: new FormData(form),
+      headers: { "Accept": "application/json" },
+      credentials: "same-origin"
+    }).then(function (response) {
+      return response.json();
+    }).then(function (answer) {
+      if (answer.ok) {
+        clicked = [];
+        show(answer.message, false);
+        return refresh();
+      }
+      var error = live.querySelector("#move-error");
+      if (error && form.classList.contains("move-form")) {
+        error.textContent = answer.message;
+        error.hidden = false;
+      } else {
+        show(answer.message, true);
+      }
+      buttons.forEach(function (b) { b.disabled = false; });
+    }).catch(function () {
+      show("The server did not answer; nothing was sent. Try again.", true);
+      buttons.forEach(function (b) { b.disabled = false; });
+    });
+  }
+
+  function refresh() {
+    return fetch(live.getAttribute("data-live-url"), { credentials: "same-origin" })
+      .then(function (response) { return response.text(); })
+      .then(function (html) { live.innerHTML = html; setUp(); });
+  }
+
+  function version() {
+    var inner = live.querySelector(".live");
+    return inner ? inner.getAttribute("data-version") : null;
+  }
+
+  // Someone else may move meanwhile: look now and then, but never disturb a move being composed.
+  function poll() {
+    var typing = live.querySelector("#move-text");
+    var busy = clicked.length || (typing && typing.value) || document.activeElement === typing;
+    if (document.hidden || busy) return;
+    fetch(live.getAttribute("data-version-url"), { credentials: "same-origin" })
+      .then(function (response) { return response.json(); })
+      .then(function (answer) { if (String(answer.version) !== version()) refresh(); })
+      .catch(function () {});
+  }
+
+  function setUp() {
+    var data = live.querySelector("#legal-moves");
+    legal = data ? JSON.parse(data.textContent) : [];
+    clicked = [];
+    var board = document.getElementById("my-board");
+    if (board) {
+      board.querySelectorAll("[data-move]").forEach(function (el) {
+        el.addEventListener("click", function (event) {
+          event.preventDefault();
+          var fragment = el.getAttribute("data-move");
+          var next = clicked.indexOf(fragment) >= 0 ? clicked.filter(function (f) { return f !== fragment; })
+                                                    : clicked.concat([fragment]);
+          // A click that fits no legal move with the earlier clicks starts a new move.
+          if (next.length && !candidates(next).length) next = [fragment];
+          clicked = next;
+          render();
+        });
+      });
+    }
+    live.querySelectorAll("form.move-form, form.js-post").forEach(function (form) {
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        post(form);
+      });
+    });
+    render();
+  }
+
+  setUp();
+  window.setInterval(poll, POLL_MS);
+})();

@@ -1,0 +1,147 @@
+"""Accounts on the web: sign up, confirm the address, sign in and out, reset a password, settings."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from urllib.parse import urlsplit
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import current_user, login_required, login_user, logout_user
+from werkzeug.wrappers import Response
+
+from pbem import accounts
+from pbem.accounts import AccountError
+
+bp = Blueprint("auth", __name__)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site, so a crafted link cannot send a player elsewhere after signing in."""
+    if target and target.startswith("/") and not target.startswith("//") and not urlsplit(target).netloc:
+        return target
+    return url_for("games.dashboard")
+
+
+@bp.route("/signup", methods=["GET", "POST"])
+def signup() -> str | Response | tuple[str, int]:
+    """Create an account; a confirmation link goes to the address given."""
+    form = request.form
+    if request.method == "POST":
+        try:
+            user = accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
+        except AccountError as exc:
+            return render_template("auth/signup.html", error=exc.args[0], form=form), 400
+        return render_template("auth/check_mail.html", email=user.email)
+    return render_template("auth/signup.html", form=form)
+
+
+@bp.get("/verify/<token>")
+def verify(token: str) -> Response | tuple[str, int]:
+    """Follow the link of a confirmation mail."""
+    try:
+        user = accounts.verify(token)
+    except AccountError as exc:
+        return render_template("auth/resend.html", error=exc.args[0]), 400
+    login_user(user)
+    flash(f"Your address is confirmed. Welcome, {user.handle}!", "info")
+    return redirect(url_for("games.dashboard"))
+
+
+@bp.route("/verify", methods=["GET", "POST"])
+def resend() -> str:
+    """Ask for a new confirmation link."""
+    if request.method == "POST":
+        accounts.resend_verification(request.form.get("email", ""))
+        return render_template("auth/check_mail.html", email=request.form.get("email", ""))
+    return render_template("auth/resend.html")
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> str | Response | tuple[str, int]:
+    """Sign in with handle (or address) and password."""
+    if request.method == "POST":
+        try:
+            user = accounts.authenticate(request.form.get("login", ""), request.form.get("password", ""))
+        except AccountError as exc:
+            return render_template("auth/login.html", error=exc.args[0], form=request.form), 400
+        login_user(user, remember=bool(request.form.get("remember")))
+        return redirect(_safe_next(request.args.get("next")))
+    return render_template("auth/login.html", form=request.form)
+
+
+@bp.post("/logout")
+def logout() -> Response:
+    """Sign out (a POST, so a link on another site cannot sign a player out)."""
+    logout_user()
+    return redirect(url_for("main.index"))
+
+
+@bp.route("/reset", methods=["GET", "POST"])
+def reset_request() -> str:
+    """Ask for a password-reset link by mail."""
+    if request.method == "POST":
+        accounts.request_reset(request.form.get("email", ""))
+        return render_template("auth/check_mail.html", email=request.form.get("email", ""), reset=True)
+    return render_template("auth/reset_request.html")
+
+
+@bp.route("/reset/<token>", methods=["GET", "POST"])
+def reset(token: str) -> str | Response | tuple[str, int]:
+    """Choose a new password through the link of a reset mail."""
+    try:
+        user = accounts.user_for_reset(token)
+    except AccountError as exc:
+        return render_template("auth/reset_request.html", error=exc.args[0]), 400
+    if request.method == "POST":
+        try:
+            user = accounts.reset_password(token, request.form.get("password", ""))
+        except AccountError as exc:
+            return render_template("auth/reset.html", user=user, error=exc.args[0]), 400
+        login_user(user)
+        flash("Your password is changed and you are signed in.", "info")
+        return redirect(url_for("games.dashboard"))
+    return render_template("auth/reset.html", user=user)
+
+
+@bp.route("/settings", methods=["GET", "POST"])
+@login_required
+def settings() -> str | Response | tuple[str, int]:
+    """Notification choice, vacation, mail key and password."""
+    if request.method == "POST":
+        action = request.form.get("action", "")
+        try:
+            message = _apply_setting(action)
+        except AccountError as exc:
+            return render_template("auth/settings.html", error=exc.args[0], **_settings_context()), 400
+        flash(message, "info")
+        return redirect(url_for("auth.settings"))
+    return render_template("auth/settings.html", **_settings_context())
+
+
+def _vacation() -> ModuleType | None:
+    """The vacation module, when the scheduler's vacation support is installed."""
+    try:
+        from pbem import vacation
+    except ModuleNotFoundError:
+        return None
+    return vacation
+
+
+def _settings_context() -> dict:
+    return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_available": _vacation() is not None}
+
+
+def _apply_setting(action: str) -> str:
+    user = current_user._get_current_object()
+    if action == "notify":
+        accounts.set_notify(user, request.form.get("notify", ""))
+        return f"Notifications: {accounts.NOTIFY_CHOICES[user.notify]}."
+    if action == "mail-key":
+        return f"Your new mail key is {accounts.regenerate_mail_key(user)}; the old one no longer works."
+    if action == "password":
+        accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
+        return "Your password is changed."
+    vacation = _vacation()
+    if action in ("vacation-on", "vacation-off") and vacation is not None:
+        return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
+    raise AccountError("That setting does not exist.")

@@ -1,0 +1,75 @@
+"""A player's dashboard: challenges to answer, then games waiting for their move (soonest deadline
+first), games waiting for others, games still gathering players, and the latest finished ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+
+from pbem import challenges, clock, play
+from pbem.extensions import db
+from pbem.models import Challenge, Game, Seat, User
+from pbem.web.gameview import player_name
+
+FINISHED_SHOWN = 10
+
+
+@dataclass
+class Entry:
+    """One game on the dashboard: whose move it is and how long they have."""
+
+    game: Game
+    title: str
+    movers: str = ""
+    time_left: str = ""
+    deadline: datetime | None = None
+
+
+@dataclass
+class Dashboard:
+    """The dashboard's lists, in the order shown."""
+
+    challenges: list[Challenge] = field(default_factory=list)
+    my_move: list[Entry] = field(default_factory=list)
+    their_move: list[Entry] = field(default_factory=list)
+    waiting: list[Entry] = field(default_factory=list)
+    finished: list[Entry] = field(default_factory=list)
+
+
+def build(user: User) -> Dashboard:
+    """``user``'s dashboard."""
+    board = Dashboard(challenges=challenges.pending_challenges(user))
+    mine = db.session.scalars(
+        select(Game).join(Seat).where(Seat.user_id == user.id, Game.status.in_(("waiting", "active")))
+        .distinct().order_by(Game.id)
+    ).all()
+    for game in mine:
+        title = play.engine_of(game).title
+        if game.status == "waiting":
+            board.waiting.append(Entry(game, title))
+            continue
+        movers = play.seats_to_move(game)
+        my_seats = [s for s in game.seats if s.user_id == user.id and s.number in movers]
+        if my_seats:
+            seat = min(my_seats, key=lambda s: s.deadline or datetime.max)
+            board.my_move.append(Entry(game, title, "you", clock.describe(clock.time_left(seat)),
+                                       seat.deadline))
+        else:
+            waiting_on = [s for s in game.seats if s.number in movers]
+            soonest = min(waiting_on, key=lambda s: s.deadline or datetime.max, default=None)
+            board.their_move.append(Entry(
+                game, title, ", ".join(player_name(game, s.number) for s in waiting_on),
+                clock.describe(clock.time_left(soonest)) if soonest else "",
+                soonest.deadline if soonest else None,
+            ))
+    board.my_move.sort(key=lambda e: e.deadline or datetime.max)
+    board.their_move.sort(key=lambda e: e.deadline or datetime.max)
+    finished = db.session.scalars(
+        select(Game).join(Seat).where(Seat.user_id == user.id, Game.status.in_(("finished", "abandoned")),
+                                      Game.started_at.is_not(None))
+        .distinct().order_by(Game.finished_at.desc()).limit(FINISHED_SHOWN)
+    ).all()
+    board.finished = [Entry(g, play.engine_of(g).title) for g in finished]
+    return board

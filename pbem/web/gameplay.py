@@ -1,0 +1,235 @@
+"""Playing on the web: the new-game form, challenges and the lobby, the dashboard, the game page and its
+move, draw and resign posts.  Every change is made by :mod:`pbem.play` or :mod:`pbem.challenges`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
+from flask_login import current_user, login_required
+from werkzeug.wrappers import Response
+
+import games
+from pbem import challenges, play
+from pbem.extensions import db
+from pbem.models import Game, User
+from pbem.play import PlayError
+from pbem.web import dashboard as dashboard_service
+from pbem.web import gameview, newgame, wants_json
+
+bp = Blueprint("games", __name__)
+
+# Most refusals are the player's to fix (400); these say the page is out of date or not theirs.
+_STATUS = {"not-seated": 403, "stale": 409, "conflict": 409, "not-your-turn": 409, "over": 409}
+MAX_COMMENT = 2000
+
+
+def _visible_game(game_id: int) -> Game:
+    game = db.session.get(Game, game_id)
+    if game is None or not gameview.visible(game, current_user):
+        abort(404)
+    return game
+
+
+def _me() -> User:
+    """The signed-in player as a model object (the proxy cannot be stored in relationships)."""
+    return current_user._get_current_object()
+
+
+def _seat_arg() -> int | None:
+    value = request.values.get("seat", "")
+    return int(value) if value.isdigit() else None
+
+
+# Pages ---------------------------------------------------------------------------
+
+
+@bp.get("/games/<int:game_id>")
+def game(game_id: int) -> str:
+    """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
+    view = gameview.build(_visible_game(game_id), current_user, _seat_arg())
+    return render_template("games/game.html", view=view, typed="", comment="")
+
+
+@bp.get("/games/<int:game_id>/live")
+def live(game_id: int) -> str:
+    """The changing part of the game page, for the page's script to swap in after a move."""
+    view = gameview.build(_visible_game(game_id), current_user, _seat_arg())
+    return render_template("games/_live.html", view=view, typed="", comment="")
+
+
+@bp.get("/games/<int:game_id>/version")
+def version(game_id: int) -> Response:
+    """The game's change counter, which the page polls to learn that someone else has moved."""
+    return jsonify(version=_visible_game(game_id).version)
+
+
+@bp.get("/rules/<slug>")
+def rules(slug: str) -> str:
+    """A game's rules, notation and rulings."""
+    try:
+        engine = games.get(slug)
+    except games.UnknownGame:
+        abort(404)
+    return render_template("games/rules.html", engine=engine)
+
+
+@bp.get("/lobby")
+def lobby() -> str:
+    """Public games with open seats anyone may take."""
+    return render_template("games/lobby.html", games=challenges.open_games(), gameview=gameview)
+
+
+@bp.get("/dashboard")
+@login_required
+def dashboard() -> str:
+    """My challenges and games, those waiting for my move first."""
+    return render_template("games/dashboard.html", board=dashboard_service.build(current_user))
+
+
+# Starting games ---------------------------------------------------------------------------
+
+
+@bp.route("/games/new", methods=["GET", "POST"])
+@login_required
+def new() -> str | Response | tuple[str, int]:
+    """The new-game form: the game, its options, the players in seat order, public or private, time."""
+    slug = request.values.get("game", "cambio")
+    try:
+        engine = games.get(slug)
+    except games.UnknownGame:
+        engine = games.all()[0]
+    form: Any = request.form if request.method == "POST" and "create" in request.form else {}
+    if not form:
+        return _new_form(engine, {}, {})
+    read = newgame.read(engine, form, _me())
+    if read.errors:
+        return _new_form(engine, form, read.errors), 400
+    try:
+        created = challenges.new_game(
+            _me(), engine.slug, read.seats, read.options, public=read.public,
+            time_control={"kind": "per_move", "days": read.days},
+        )
+    except PlayError as exc:
+        return _new_form(engine, form, {"players": exc.message}), 400
+    flash("The game has started: your move." if created.status == "active"
+          else "The game is created; it starts when every seat is taken.", "info")
+    return redirect(url_for("games.game", game_id=created.id))
+
+
+def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
+    return render_template(
+        "games/new.html", engine=engine, engines=games.all(), options=newgame.option_fields(engine),
+        form=form, errors=errors, days=newgame.day_choices(), default_days=newgame.default_days(),
+        submitted=bool(form),
+    )
+
+
+# Actions: each POST calls one service function and answers the page's script in JSON, or redirects
+# back to the game page (the page without script).
+
+
+def _act(game_id: int, action: Callable[[Game], Any], done: str) -> Response | tuple[Response, int]:
+    game = _visible_game(game_id)
+    try:
+        action(game)
+    except PlayError as exc:
+        status = _STATUS.get(exc.code, 400)
+        if wants_json():
+            return jsonify(ok=False, code=exc.code, message=exc.message), status
+        flash(exc.message, "error")
+        return redirect(url_for("games.game", game_id=game_id)), 303
+    if wants_json():
+        return jsonify(ok=True, message=done)
+    flash(done, "info")
+    return redirect(url_for("games.game", game_id=game_id)), 303
+
+
+@bp.post("/games/<int:game_id>/move")
+@login_required
+def move(game_id: int) -> str | Response | tuple[Any, int]:
+    """Play a move for the signed-in player, checked against the move number the page showed."""
+    game = _visible_game(game_id)
+    text = request.form.get("move", "").strip()
+    comment = request.form.get("comment", "").strip()
+    expect_text = request.form.get("expect", "")
+    error: PlayError | None = None
+    if not text:
+        error = PlayError("Type a move, or click the board to choose one.", "empty")
+    elif len(comment) > MAX_COMMENT:
+        error = PlayError(f"The comment is too long: at most {MAX_COMMENT} characters.", "comment")
+    elif not expect_text.isdigit():
+        error = PlayError("The form did not say which move you were answering; reload the page.", "stale")
+    if error is None:
+        try:
+            played = play.submit(game_id, _me(), text, "web", expect=int(expect_text),
+                                 comment=comment or None, seat=_seat_arg())
+        except PlayError as exc:
+            error = exc
+    if error is None:
+        message = f"You played {played.text}."
+        if wants_json():
+            return jsonify(ok=True, message=message, move=played.text)
+        flash(message, "info")
+        return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg())), 303
+    status = _STATUS.get(error.code, 400)
+    if wants_json():
+        return jsonify(ok=False, code=error.code, message=error.message), status
+    # Without the script: the page again, with the message and what was typed kept.
+    db.session.rollback()
+    view = gameview.build(db.session.get(Game, game.id), current_user, _seat_arg())
+    return render_template("games/game.html", view=view, error=error.message, typed=text,
+                           comment=comment), status
+
+
+@bp.post("/games/<int:game_id>/draw")
+@login_required
+def draw(game_id: int) -> Response | tuple[Response, int]:
+    """Offer, accept or decline a draw."""
+    answer = request.form.get("answer", "offer")
+    actions = {
+        "offer": (play.offer_draw, "You offered a draw."),
+        "accept": (play.accept_draw, "You accepted the draw: the game is drawn."),
+        "decline": (play.decline_draw, "You declined the draw; play goes on."),
+    }
+    if answer not in actions:
+        answer = "offer"
+    function, done = actions[answer]
+    return _act(game_id, lambda g: function(g.id, _me(), "web"), done)
+
+
+@bp.post("/games/<int:game_id>/resign")
+@login_required
+def resign(game_id: int) -> Response | tuple[Response, int]:
+    """Resign (or abandon a game of one)."""
+    return _act(game_id, lambda g: play.resign(g.id, _me(), "web"), "You resigned.")
+
+
+@bp.post("/games/<int:game_id>/accept")
+@login_required
+def accept(game_id: int) -> Response | tuple[Response, int]:
+    """Accept a challenge; the game starts when every seat is taken."""
+    return _act(game_id, lambda g: challenges.accept(g.id, _me()), "You accepted the challenge.")
+
+
+@bp.post("/games/<int:game_id>/decline")
+@login_required
+def decline(game_id: int) -> Response | tuple[Response, int]:
+    """Decline a challenge; the game is called off."""
+    return _act(game_id, lambda g: challenges.decline(g.id, _me()),
+                "You declined the challenge; the game is called off.")
+
+
+@bp.post("/games/<int:game_id>/withdraw")
+@login_required
+def withdraw(game_id: int) -> Response | tuple[Response, int]:
+    """The creator calls off a game still waiting for players."""
+    return _act(game_id, lambda g: challenges.withdraw(g.id, _me()), "You withdrew the game.")
+
+
+@bp.post("/games/<int:game_id>/take")
+@login_required
+def take(game_id: int) -> Response | tuple[Response, int]:
+    """Take an open seat; taking the last one starts the game."""
+    return _act(game_id, lambda g: challenges.take_seat(g.id, _me()), "You took a seat.")

@@ -1,0 +1,212 @@
+"""What the game page shows a given viewer: boards, seats and clocks, the record, the actions open to
+them.  Read-only: every change goes through :mod:`pbem.play` or :mod:`pbem.challenges`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy import select
+
+import games
+from pbem import clock, play
+from pbem.extensions import db
+from pbem.models import Challenge, Game, Move, Seat, User
+
+# How the record names the server's actions.
+ACTION_WORDS = {
+    "resign": "resigned",
+    "draw-offer": "offered a draw",
+    "draw-accept": "accepted the draw",
+    "draw-decline": "declined the draw",
+    "timeout": "ran out of time",
+}
+
+
+def visible(game: Game, user: User | None) -> bool:
+    """Whether ``user`` may see ``game``: public games to everyone, private ones to their players and
+    the players challenged to them."""
+    if game.public:
+        return True
+    if user is None or not user.is_authenticated:
+        return False
+    if game.seat_of(user) is not None or game.created_by_id == user.id:
+        return True
+    return db.session.scalar(
+        select(Challenge.id).where(Challenge.game_id == game.id, Challenge.challenged_id == user.id)
+    ) is not None
+
+
+@dataclass
+class SeatView:
+    """One seat as the page shows it."""
+
+    number: int
+    user: User | None
+    to_move: bool
+    clock: str
+    challenged: User | None = None
+    result: str | None = None
+    score: float | None = None
+    group_value: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The seat as people number it."""
+        return f"Seat {self.number + 1}"
+
+
+@dataclass
+class Board:
+    """One SVG board and whose it is."""
+
+    caption: str
+    svg: Markup
+    clickable: bool = False
+
+
+@dataclass
+class GameView:
+    """Everything the game page and its live fragment present."""
+
+    game: Game
+    engine: games.Engine
+    status: str
+    seats: list[SeatView]
+    boards: list[Board]
+    moves: list[tuple[Move, str]]
+    viewer_seat: Seat | None = None
+    my_turn: bool = False
+    expect: int | None = None
+    legal: list[str] = field(default_factory=list)
+    draw_offered_by: int | None = None
+    can_offer_draw: bool = False
+    can_answer_draw: bool = False
+    can_resign: bool = False
+    my_challenge: Challenge | None = None
+    can_withdraw: bool = False
+    can_take_seat: bool = False
+    hidden_moves: int = 0
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the game still waits for players."""
+        return self.game.status == "waiting"
+
+
+def player_name(game: Game, number: int) -> str:
+    """The handle at seat ``number``, or the seat's label while it is open."""
+    seat = next((s for s in game.seats if s.number == number), None)
+    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
+
+
+def build(game: Game, viewer: User | None, seat_number: int | None = None) -> GameView:
+    """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
+    seats of one player."""
+    engine = play.engine_of(game)
+    state = play.state_of(game) if game.state is not None else None
+    movers = engine.to_move(state) if state is not None and game.status == "active" else frozenset()
+    signed_in = viewer is not None and viewer.is_authenticated
+    mine = [s for s in game.seats if signed_in and s.user_id == viewer.id]
+    viewer_seat = next((s for s in mine if s.number == seat_number), None) or next(
+        (s for s in mine if s.number in movers), mine[0] if mine else None)
+    pending = _pending_challenges(game) if game.status == "waiting" else {}
+    outcome = games.Outcome.from_dict(game.result) if game.result else None
+    # Carreaux shows each side's group value next to the players.
+    group_values = engine.group_values(state) if state is not None and hasattr(engine, "group_values") \
+        else None
+
+    seats = []
+    for seat in game.seats:
+        seats.append(SeatView(
+            number=seat.number,
+            user=seat.user,
+            to_move=seat.number in movers,
+            clock=clock.describe(clock.time_left(seat)) if seat.number in movers else "",
+            challenged=pending[seat.number].challenged if seat.number in pending else None,
+            result=outcome.results[seat.number] if outcome and seat.number < len(outcome.results) else None,
+            score=outcome.scores[seat.number] if outcome and outcome.scores else None,
+            group_value=group_values[seat.number]
+            if group_values and seat.number < len(group_values) else None,
+        ))
+
+    my_turn = viewer_seat is not None and viewer_seat.number in movers
+    view = GameView(
+        game=game,
+        engine=engine,
+        status=_status(game, movers, outcome),
+        seats=seats,
+        boards=_boards(game, engine, state, viewer_seat, my_turn),
+        moves=[],
+        viewer_seat=viewer_seat,
+        my_turn=my_turn,
+        expect=play.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
+        legal=engine.moves(state, viewer_seat.number) if my_turn and viewer_seat else [],
+        draw_offered_by=game.draw_offered_by,
+    )
+    view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
+    active_player = viewer_seat is not None and game.status == "active"
+    view.can_resign = active_player
+    view.can_offer_draw = active_player and game.players > 1 and game.draw_offered_by is None
+    view.can_answer_draw = (active_player and game.draw_offered_by is not None
+                            and game.draw_offered_by != viewer_seat.number)
+    if signed_in and game.status == "waiting":
+        view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
+        view.can_withdraw = game.created_by_id == viewer.id
+        open_seats = [s for s in game.seats if s.user_id is None and s.number not in pending]
+        view.can_take_seat = bool(open_seats) and not mine and game.public
+    return view
+
+
+def _pending_challenges(game: Game) -> dict[int, Challenge]:
+    rows = db.session.scalars(
+        select(Challenge).where(Challenge.game_id == game.id, Challenge.status == "pending")
+    )
+    return {c.seat: c for c in rows}
+
+
+def _status(game: Game, movers: frozenset[int], outcome: games.Outcome | None) -> str:
+    if game.status == "waiting":
+        return "Waiting for players."
+    if game.status == "abandoned":
+        return "Called off." if game.state is None else f"Abandoned: {outcome.reason if outcome else ''}."
+    if outcome is not None:
+        return f"Game over: {outcome.reason}."
+    names = [player_name(game, n) for n in sorted(movers)]
+    return f"{' and '.join(names)} to move." if names else "Nobody can move."
+
+
+def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | None,
+            my_turn: bool) -> list[Board]:
+    """The viewer's own board; in a game where everyone solves the same deal at once, the other boards
+    stay hidden until the end (they would give the solution away)."""
+    if state is None:
+        return []
+    if engine.simultaneous and game.status != "active":
+        return [Board(player_name(game, s.number), Markup(engine.render_svg(state, s.number)))
+                for s in game.seats]
+    if viewer_seat is not None:
+        caption = "Your board" if engine.simultaneous else ""
+        return [Board(caption, Markup(engine.render_svg(state, viewer_seat.number)), clickable=my_turn)]
+    return [Board("", Markup(engine.render_svg(state, None)))]
+
+
+def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
+    """The moves with their player's name; in a simultaneous game still running, only the viewer's own
+    moves are listed (with a count of the others')."""
+    shown, hidden = [], 0
+    for move in game.moves:
+        secret = (engine.simultaneous and game.status == "active" and move.kind == "move"
+                  and (viewer_seat is None or move.seat != viewer_seat.number))
+        if secret:
+            hidden += 1
+            continue
+        shown.append((move, player_name(game, move.seat)))
+    return shown, hidden
+
+
+def action_words(move: Move) -> str:
+    """A record entry in words: the move itself, or what the player did."""
+    return move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)

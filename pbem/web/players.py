@@ -1,0 +1,30 @@
+"""A player's public page: their ratings and their public games."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, render_template
+from sqlalchemy import select
+
+from pbem import accounts
+from pbem.extensions import db
+from pbem.models import Game, Rating, Seat
+
+bp = Blueprint("players", __name__)
+
+GAMES_SHOWN = 50
+
+
+@bp.get("/players/<handle>")
+def player(handle: str) -> str:
+    """A player's ratings and public games (private games are not listed)."""
+    user = accounts.find_user(handle)
+    if user is None or not user.verified:
+        abort(404)
+    ratings = db.session.scalars(
+        select(Rating).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
+    played = db.session.scalars(
+        select(Game).join(Seat).where(Seat.user_id == user.id, Game.public.is_(True),
+                                      Game.status.in_(("active", "finished")))
+        .distinct().order_by(Game.updated_at.desc()).limit(GAMES_SHOWN)
+    ).all()
+    return render_template("players/player.html", player=user, ratings=ratings, games=played)

@@ -1,0 +1,101 @@
+"""Accounts on the web: sign up and confirm by mail, sign in, reset a password, settings."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from flask import Flask
+
+from pbem import outbox
+from pbem.extensions import db
+from pbem.models import User
+from tests.server.webclient import WebClient
+
+
+def link_in_mail(sink, to: str, path: str) -> str:
+    """The path of the last link to ``path`` mailed to ``to``, after the outbox has delivered."""
+    outbox.deliver_due()
+    body = sink.messages(to)[-1].get_payload(decode=True).decode()
+    return re.findall(rf"https?://[^/\s]+({path}/\S+)", body)[-1]
+
+
+def test_sign_up_confirm_by_mail_then_sign_in(app: Flask, ctx: Flask, sink) -> None:
+    web = WebClient(app)
+    page = web.post("/signup", {"handle": "dora", "email": "Dora@Example.org", "password": "long enough"})
+    assert page.status_code == 200 and "Check your mail" in page.get_data(as_text=True)
+    # Unconfirmed, the account cannot sign in yet, and says why.
+    refused = web.post("/login", {"login": "dora", "password": "long enough"})
+    assert refused.status_code == 400 and "not confirmed" in refused.get_data(as_text=True)
+
+    link = link_in_mail(sink, "dora@example.org", "/verify")
+    assert web.get(link).status_code == 302
+    assert db.session.scalar(db.select(User).where(User.handle == "dora")).verified
+    assert "My games" in web.get("/dashboard").get_data(as_text=True)
+
+    other = WebClient(app)
+    assert other.post("/login", {"login": "dora", "password": "wrong password"}).status_code == 400
+    assert other.post("/login", {"login": "dora@example.org", "password": "long enough"}).status_code == 302
+    # A tampered link is refused with a way on.
+    assert "damaged" in web.get(link[:-3] + "xyz").get_data(as_text=True)
+
+
+def test_sign_up_refusals_keep_what_was_typed(app: Flask, ctx: Flask, players) -> None:
+    web = WebClient(app)
+    cases = [
+        ({"handle": "two words", "email": "x@example.org", "password": "long enough"}, "without spaces"),
+        ({"handle": "ALlCE", "email": "x@example.org", "password": "long enough"}, "too like 'alice'"),
+        ({"handle": "Bob", "email": "x@example.org", "password": "long enough"}, "too like 'bob'"),
+        ({"handle": "xavier", "email": "alice@example.org", "password": "long enough"}, "already an account"),
+        ({"handle": "xavier", "email": "not-an-address", "password": "long enough"}, "not a mail address"),
+        ({"handle": "xavier", "email": "x@example.org", "password": "short"}, "at least 8"),
+    ]
+    for form, message in cases:
+        page = web.post("/signup", form)
+        text = html.unescape(page.get_data(as_text=True))
+        assert page.status_code == 400 and message in text, (form, text)
+        assert f'value="{form["email"]}"' in text  # Nothing typed is lost.
+    assert db.session.scalar(db.select(db.func.count(User.id))) == 3
+
+
+def test_password_reset_by_mail_works_once(app: Flask, ctx: Flask, players, sink) -> None:
+    alice = players[0]
+    web = WebClient(app)
+    web.sign_in(alice, "old password")
+    web.post("/reset", {"email": "alice@example.org"})
+    web.post("/reset", {"email": "nobody@example.org"})  # Same answer, no mail: strangers learn nothing.
+    link = link_in_mail(sink, "alice@example.org", "/reset")
+    assert len(sink.messages()) == 1
+    assert web.post(link, {"password": "short"}).status_code == 400
+    assert web.post(link, {"password": "new password"}).status_code == 302
+    again = web.post(link, {"password": "third password"})
+    assert again.status_code == 400 and "already been used" in again.get_data(as_text=True)
+    fresh = WebClient(app)
+    assert fresh.post("/login", {"login": "alice", "password": "old password"}).status_code == 400
+    assert fresh.post("/login", {"login": "alice", "password": "new password"}).status_code == 302
+
+
+def test_settings_notification_and_mail_key(app: Flask, ctx: Flask, players) -> None:
+    alice = players[0]
+    web = WebClient(app)
+    web.sign_in(alice)
+    old_key = alice.mail_key
+    assert web.post("/settings", {"action": "notify", "notify": "digest"}).status_code == 302
+    assert web.post("/settings", {"action": "notify", "notify": "never"}).status_code == 400
+    page = web.post("/settings", {"action": "mail-key"}, follow_redirects=True).get_data(as_text=True)
+    db.session.expire_all()
+    alice = db.session.get(User, alice.id)
+    assert alice.notify == "digest" and alice.mail_key != old_key and alice.mail_key in page
+    wrong = web.post("/settings", {"action": "password", "current": "nope", "password": "another one"})
+    assert wrong.status_code == 400 and "not right" in wrong.get_data(as_text=True)
+
+
+def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, players) -> None:
+    web = WebClient(app)
+    from pbem import accounts
+
+    accounts.set_password(players[0], "correct horse")
+    db.session.commit()
+    form = {"login": "alice", "password": "correct horse"}
+    assert web.post("/login?next=//evil.example/x", form).headers["Location"] == "/dashboard"
+    assert web.post("/login?next=/lobby", form).headers["Location"] == "/lobby"
