@@ -1,7 +1,10 @@
-"""The mails a game sends: move requests, move notices, draw offers, results.
+"""The mails a game sends: move requests, move notices, challenges, draw offers, results.
 
 Each function is called inside the move path's transaction and only writes outbox rows; the words are
-in ``templates/mail/``.  A player who chose the daily digest gets no per-move request.
+in ``templates/mail/`` (a ``.txt`` template per mail, and an ``.html`` one where the mail has more than
+text to show).  Every mail to a player carries a Reply-To of ``play+TOKEN@<mail domain>`` naming the
+game, the seat and the player, so that answering the mail is how one plays.  A player who chose the
+daily digest gets no per-move request.
 """
 
 from __future__ import annotations
@@ -9,57 +12,139 @@ from __future__ import annotations
 from typing import Any
 
 from flask import current_app, render_template
+from jinja2 import TemplateNotFound
+from sqlalchemy import select
 
 import games
 from games import Outcome
-from pbem import clock, outbox
-from pbem.models import Game, Move, Seat, User
+from pbem import clock, outbox, tokens
+from pbem.models import Challenge, Game, Move, Seat, User
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
 MAX_LISTED_MOVES = 30
 
 
+def base_url() -> str:
+    """The site's address without a trailing slash."""
+    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
+
+
 def game_url(game: Game) -> str:
     """The absolute address of the game's page."""
-    return f"{current_app.config['PBEM']['server']['base_url'].rstrip('/')}/games/{game.id}"
+    return f"{base_url()}/games/{game.id}"
 
 
-def _subject(game: Game, engine: games.Engine, what: str) -> str:
+def move_link(game: Game, seat: Seat, number: int, move: str | None = None) -> str:
+    """A signed one-click link for ``seat``'s player: confirm ``move`` (or choose one) as move ``number``."""
+    assert seat.user is not None
+    return f"{base_url()}/m/{tokens.move_link_token(game.id, seat.number, seat.user, number, move)}"
+
+
+def subject(game: Game, engine: games.Engine, what: str) -> str:
+    """The subject of a mail about ``game``: ``[pbem] Cambio #12: what``."""
     return f"[pbem] {engine.title} #{game.id}: {what}"
 
 
-def _context(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
+    """The players of these seats, in words ("alice", "alice and bob"; "nobody" for none)."""
+    names = [_player(game, n) for n in sorted(numbers)]
+    if not names:
+        return "nobody"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+    """What a mail or answer shows of a game for one seat (or a watcher): board, turn, clock, legal moves.
+
+    The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
+    """
     from pbem.play import next_move_number  # The move path imports this module; import late.
 
     number = seat.number if seat is not None else None
-    legal = engine.moves(state, number) if number is not None and game.status == "active" else []
+    movers = engine.to_move(state) if game.status == "active" else frozenset()
+    to_move = number is not None and number in movers
+    legal = engine.moves(state, number) if to_move else []
+    listed = legal if len(legal) <= MAX_LISTED_MOVES else None
+    move_number = next_move_number(game, seat) if seat is not None else game.ply + 1
+    links: list[tuple[str, str]] = []
+    link = None
+    if to_move and seat is not None and seat.user is not None:
+        link = move_link(game, seat, move_number)
+        links = [(m, move_link(game, seat, move_number, m)) for m in listed or []]
+    last = _last_move(game)
     return {
         "game": game,
         "engine": engine,
         "seat": seat,
         "board": engine.render_text(state, number),
-        "legal": legal if len(legal) <= MAX_LISTED_MOVES else None,
+        "to_move": to_move,
+        "whose": seat_names(game, movers),
+        "legal": listed,
         "legal_count": len(legal),
-        "move_number": next_move_number(game, seat) if seat is not None else game.ply + 1,
+        "move_number": move_number,
         "time_left": clock.describe(clock.time_left(seat)) if seat is not None else None,
         "url": game_url(game),
+        "link": link,
+        "move_links": links,
         "players": [(s.label, s.user.handle if s.user else "(open)") for s in game.seats],
-        "last": game.moves[-1] if game.moves else None,
+        "example": legal[0] if legal else None,
+        "last": last,
+        "last_by": _player(game, last.seat) if last is not None else None,
     }
+
+
+def _last_move(game: Game) -> Move | None:
+    played = [m for m in game.moves if m.kind == "move"]
+    return played[-1] if played else None
+
+
+def html_part(template: str, text: str, **context: Any) -> str:
+    """The HTML alternative of a mail: ``template`` with ``.html`` for ``.txt`` when there is one, else
+    the text as preformatted HTML (mail clients drop SVG, so boards stay text either way)."""
+    try:
+        return render_template(template.removesuffix(".txt") + ".html", text=text, **context)
+    except TemplateNotFound:
+        return render_template("mail/plain.html", text=text, **context)
+
+
+def _reply_address(game: Game, user: User) -> str | None:
+    """``play+TOKEN@…`` for ``user``'s seat in ``game``, or the seat they are challenged to."""
+    seat = game.seat_of(user)
+    if seat is not None:
+        return tokens.reply_address(game.id, seat.number, user)
+    from pbem.extensions import db
+
+    challenge = db.session.scalar(
+        select(Challenge).where(Challenge.game_id == game.id, Challenge.challenged_id == user.id)
+        .order_by(Challenge.id.desc())
+    )
+    return tokens.reply_address(game.id, challenge.seat, user) if challenge is not None else None
+
+
+def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **context: Any) -> None:
+    """One game mail to a player: text and HTML from ``template``, the reply token, the game's thread."""
+    context.pop("game", None)
+    engine = context.pop("engine", None) or games.get(game.engine)
+    context.setdefault("url", game_url(game))
+    reply_to = _reply_address(game, to)
+    text = render_template(template, game=game, engine=engine, reply_to=reply_to, **context)
+    outbox.enqueue(
+        to,
+        subject(game, engine, what),
+        text,
+        kind=kind,
+        body_html=html_part(template, text, game=game, engine=engine, reply_to=reply_to, **context),
+        game=game,
+        reply_to=reply_to,
+    )
 
 
 def _request_move(game: Game, engine: games.Engine, state: Any, seat: Seat) -> None:
     user = seat.user
     if user is None or user.notify == "digest":
         return
-    ctx = _context(game, engine, state, seat)
-    outbox.enqueue(
-        user,
-        _subject(game, engine, f"your move (move {ctx['move_number']})"),
-        render_template("mail/your_move.txt", **ctx),
-        kind="your-move",
-        game=game,
-    )
+    ctx = position(game, engine, state, seat)
+    _mail(user, game, f"your move (move {ctx['move_number']})", "mail/your_move.txt", "your-move", **ctx)
 
 
 def game_started(game: Game, engine: games.Engine, state: Any) -> None:
@@ -86,14 +171,9 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
         if seat.number in after and (seat.number not in before or mover_again):
             _request_move(game, engine, state, seat)
         elif seat.number != move.seat and not engine.simultaneous:
-            ctx = _context(game, engine, state, seat)
-            outbox.enqueue(
-                seat.user,
-                _subject(game, engine, f"{_player(game, move.seat)} played {move.text}"),
-                render_template("mail/move_notice.txt", move=move, **ctx),
-                kind="move-notice",
-                game=game,
-            )
+            ctx = position(game, engine, state, seat)
+            _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
 
 
 def game_over(game: Game, outcome: Outcome) -> None:
@@ -104,34 +184,17 @@ def game_over(game: Game, outcome: Outcome) -> None:
         if seat.user is None:
             continue
         result = outcome.results[seat.number] if seat.number < len(outcome.results) else "loss"
-        outbox.enqueue(
-            seat.user,
-            _subject(game, engine, f"game over: {outcome.reason}"),
-            render_template(
-                "mail/game_over.txt",
-                game=game,
-                engine=engine,
-                outcome=outcome,
-                result=result,
-                board=engine.render_text(state, None) if state is not None else "",
-                url=game_url(game),
-            ),
-            kind="game-over",
-            game=game,
-        )
+        _mail(seat.user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
+              engine=engine, outcome=outcome, result=result,
+              board=engine.render_text(state, None) if state is not None else "", last=_last_move(game))
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:
     """A mail about ``game`` to one player: the subject says ``what``, the words come from ``template``
-    (whose name, e.g. ``mail/draw_offered.txt``, also names the kind of mail)."""
-    engine = games.get(game.engine)
-    outbox.enqueue(
-        to,
-        _subject(game, engine, what),
-        render_template(template, game=game, engine=engine, url=game_url(game), **context),
-        kind=template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-"),
-        game=game,
-    )
+    (whose name, e.g. ``mail/draw_offered.txt``, also names the kind of mail).  Its Reply-To carries the
+    player's token for the game, so it can be answered (``accept``, ``draw decline``…) by mail."""
+    kind = template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-")
+    _mail(to, game, what, template, kind, **context)
 
 
 def _tell_opponents(game: Game, actor: Seat, what: str, template: str) -> None:

@@ -74,6 +74,17 @@ def reply_address(game_id: int, seat: int, user: User) -> str:
     return f"play+{reply_token(game_id, seat, user)}@{domain}"
 
 
+def reply_token_in(address: str) -> str | None:
+    """The TOKEN of an address ``play+TOKEN@<mail domain>`` (any case), or None for any other address."""
+    local, _, domain = address.strip().strip("<>").rpartition("@")
+    if domain.lower() != current_app.config["PBEM"]["mail"]["domain"].lower():
+        return None
+    prefix, plus, token = local.partition("+")
+    if prefix.lower() != "play" or not plus or not token:
+        return None
+    return token.lower()
+
+
 def _links() -> URLSafeSerializer:
     return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="move-link")
 
@@ -94,3 +105,9 @@ def load_move_link(token: str) -> dict | None:
     except BadSignature:
         return None
     return data if isinstance(data, dict) else None
+
+
+def move_link_current(data: dict, user: User) -> bool:
+    """Whether a move link's claims were made for ``user`` under their current token secret (a new
+    secret revokes the links already mailed, as it does reply tokens)."""
+    return data.get("u") == user.id and hmac.compare_digest(str(data.get("t", "")), user.token_secret[:8])

@@ -1,11 +1,303 @@
-"""The second stage of inbound mail: act on stored messages.
+"""The second stage of inbound mail: act on stored messages, and answer each one once.
 
-Turning a stored message into a move, a command or an answer is built by the play-by-email work; until
-then stored messages wait with status "received", and nothing is lost.
+A stored message (status "received") is claimed with a conditional UPDATE to "processing" before
+anything is done, so two processors, or a processor and a restart, never act on it twice.  Then:
+
+- mail no person wrote (bounces, auto-replies, list mail, our own mail) is "ignored", never answered;
+- a message to ``play+TOKEN@<mail domain>`` is a reply: the token must verify and the From address
+  must be the registered address of the player it names; its first line is the command;
+- anything else is a pbmserv-style command in the subject (or, failing that, the body's first line).
+
+Each command gets exactly one answer mail, through the outbox: the result ("processed"), or what was
+wrong and what would be accepted ("rejected").  A fault of the server's own is "failed", kept for an
+operator.  Messages still "received" when a processor starts (a crash between storing and processing)
+are processed then.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from dataclasses import dataclass
+
+from flask import Flask, current_app, render_template
+from sqlalchemy import select, update
+
+import games
+from pbem import notify, outbox, tokens
+from pbem.database import begin_write
+from pbem.extensions import db
+from pbem.mail import bounces, parse
+from pbem.mail.commands import (
+    Answer,
+    CommandError,
+    looks_like_command,
+    parse_reply,
+    parse_subject,
+    run_reply,
+    run_subject,
+)
+from pbem.models import Game, InboundMail, User, utcnow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """How a message was handled: its final status, a note for the operator, and the answer to send."""
+
+    status: str
+    note: str
+    answer: Answer | CommandError | None = None
+    user: User | None = None
+    game: Game | None = None
+    reply_to: str | None = None
+
+
+def mail_domain() -> str:
+    """The domain of the server's own addresses."""
+    return current_app.config["PBEM"]["mail"]["domain"]
+
+
+# The queue ---------------------------------------------------------------------------------------------
+
+
+def process_pending(limit: int = 500) -> int:
+    """Process every stored message still waiting (oldest first); returns how many this call handled."""
+    waiting = db.session.scalars(
+        select(InboundMail.id).where(InboundMail.status == "received").order_by(InboundMail.id).limit(limit)
+    ).all()
+    db.session.rollback()
+    return sum(process_one(row_id) for row_id in waiting)
+
 
 def after_store() -> None:
-    """Hook run after each stored message; processing arrives with the play-by-email issue."""
+    """Run after a message is stored (``pbem ingest``): process what is waiting, now."""
+    process_pending()
+
+
+def _claim(row_id: int) -> bool:
+    """Take the message for this processor, unless another one has taken it already."""
+    begin_write()
+    claimed = db.session.execute(
+        update(InboundMail)
+        .where(InboundMail.id == row_id, InboundMail.status == "received")
+        .values(status="processing", processed_at=utcnow())
+    ).rowcount
+    db.session.commit()
+    return claimed == 1
+
+
+def process_one(row_id: int) -> bool:
+    """Claim and handle one stored message; False when another processor had it already."""
+    if not _claim(row_id):
+        return False
+    row = db.session.get(InboundMail, row_id)
+    assert row is not None
+    raw, mail_from, rcpt_to = row.raw, row.mail_from, row.rcpt_to
+    mail: parse.Incoming | None = None
+    try:
+        mail = parse.read(raw, rcpt_to)
+        outcome = _handle(mail, mail_from, bool(rcpt_to))
+        _finish(row_id, mail, outcome)
+    except Exception as exc:
+        log.exception("inbound message #%s could not be processed", row_id)
+        db.session.rollback()
+        _fail(row_id, mail, f"{type(exc).__name__}: {exc}")
+    return True
+
+
+def _finish(row_id: int, mail: parse.Incoming, outcome: Outcome) -> None:
+    """Record the outcome and write the answer in one transaction."""
+    begin_write()
+    row = db.session.get(InboundMail, row_id)
+    assert row is not None
+    row.status, row.note = outcome.status, outcome.note[:2000]
+    row.user_id = outcome.user.id if outcome.user is not None else None
+    row.game_id = outcome.game.id if outcome.game is not None else None
+    row.processed_at = utcnow()
+    if outcome.answer is not None:
+        _answer(mail, outcome)
+    db.session.commit()
+    log.info("inbound #%s from %s: %s (%s)", row_id, mail.from_addr, outcome.status, outcome.note[:200])
+
+
+def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
+    """Keep the message as "failed" for an operator, and tell a person who wrote it."""
+    try:
+        begin_write()
+        row = db.session.get(InboundMail, row_id)
+        assert row is not None
+        row.status, row.note, row.processed_at = "failed", note[:2000], utcnow()
+        if mail is not None and mail.from_addr and bounces.automatic(mail, None, mail_domain()) is None:
+            sorry = CommandError(
+                "Your mail could not be processed because of a fault on the server. It has been kept for "
+                "the operator. Look at the game on the web before sending it again: it may have been "
+                "played."
+            )
+            _answer(mail, Outcome("failed", note, sorry))
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        log.exception("could not record the failure of inbound message #%s", row_id)
+
+
+# Deciding what a message is ---------------------------------------------------------------------------
+
+
+def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Outcome:
+    envelope = mail_from if by_smtp else _return_path(mail)
+    reason = bounces.automatic(mail, envelope, mail_domain())
+    if reason is not None:
+        return Outcome("ignored", reason)
+    for address in mail.recipients:
+        token = tokens.reply_token_in(address)
+        if token is not None:
+            return _reply(mail, token, address)
+    return _subject_command(mail)
+
+
+def _return_path(mail: parse.Incoming) -> str | None:
+    """The envelope sender an MTA wrote into Return-Path, or None when the message has none."""
+    value = mail.header("Return-Path")
+    return value if value else None
+
+
+def _reply(mail: parse.Incoming, token_text: str, address: str) -> Outcome:
+    """A reply to a game mail: check the token and the sender, then run the first line's command."""
+    token = tokens.parse_reply(token_text)
+    user = db.session.get(User, token.user_id) if token is not None else None
+    if token is None or user is None or not tokens.verify_reply(token, user):
+        return Outcome("rejected", f"bad reply token {token_text[:40]}", CommandError(
+            f"The address you replied to ({address}) is not a valid reply address: it was changed, or it "
+            "has expired because the player's reply addresses were renewed. Reply to the latest mail about "
+            "your game, or play on the web."
+        ))
+    if mail.from_addr != user.email.lower():
+        return Outcome("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
+            "This reply address belongs to another player's mail, so your reply was not used. Answer "
+            "from the address your game mails are sent to, or play on the web."
+        ))
+    game = db.session.get(Game, token.game_id)
+    if game is None:
+        return Outcome("rejected", f"no game #{token.game_id}", CommandError(
+            f"Game #{token.game_id} no longer exists."), user)
+    reply_to = tokens.reply_address(game.id, token.seat, user)
+    line, comment = parse.command_and_comment(mail.text)
+    try:
+        answer = run_reply(parse_reply(line), user, game, token.seat, comment)
+    except CommandError as exc:
+        return Outcome("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
+    return Outcome("processed", f"{line[:100]!r}", answer, user, game, reply_to)
+
+
+def _subject_command(mail: parse.Incoming) -> Outcome:
+    """A pbmserv-style command in the subject, or else on the body's first line."""
+    line = mail.subject
+    comment = ""
+    if not looks_like_command(line):
+        body_line, body_comment = parse.command_and_comment(mail.text)
+        if looks_like_command(body_line):
+            line, comment = body_line, body_comment
+    try:
+        command = parse_subject(line)
+        answer = run_subject(command, mail.from_addr, comment)
+    except CommandError as exc:
+        return Outcome("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+    user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
+    return Outcome("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+
+
+# Answering ---------------------------------------------------------------------------------------------
+
+
+def _answer(mail: parse.Incoming, outcome: Outcome) -> None:
+    """Write the one answer to ``mail`` into the outbox, threaded under it (and under the game)."""
+    answer = outcome.answer
+    assert answer is not None
+    ok = isinstance(answer, Answer)
+    game = answer.game if answer.game is not None else outcome.game
+    seat = answer.seat
+    context: dict = {"message": answer.message, "ok": ok, "extra": getattr(answer, "extra", ""),
+                     "position": None, "reply_to": outcome.reply_to}
+    if game is not None:
+        game = db.session.get(Game, game.id)
+    if game is not None and game.state is not None and (answer.game is not None or not ok):
+        engine = games.get(game.engine)
+        if seat is not None:
+            seat = next((s for s in game.seats if s.id == seat.id), None)
+        context["position"] = notify.position(game, engine, engine.load(game.state), seat)
+    text = render_template("mail/answer.txt", **context)
+    subject = _redacted_subject(mail)
+    headers = {}
+    if mail.message_id:
+        references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
+        headers = {"In-Reply-To": mail.message_id, "References": references}
+    outbox.enqueue(
+        outcome.user if outcome.user is not None and outcome.user.email.lower() == mail.from_addr
+        else mail.from_addr,
+        subject,
+        text,
+        kind="answer" if ok else "answer-error",
+        body_html=notify.html_part("mail/answer.txt", text, **context),
+        game=game,
+        reply_to=outcome.reply_to,
+        headers=headers,
+    )
+
+
+def _redacted_subject(mail: parse.Incoming) -> str:
+    """"Re: " and the subject of the mail answered, with any mail key in it hidden."""
+    original = mail.subject or "your mail"
+    try:
+        said = parse_subject(original).said if looks_like_command(original) else original
+    except CommandError:
+        said = original
+    said = said[:200]
+    return said if said.lower().startswith("re:") else f"Re: {said}"
+
+
+# The processor thread of a listener --------------------------------------------------------------------
+
+
+class Runner:
+    """Processes stored messages in a thread of its own, so the listener answers the sending MTA as soon
+    as a message is stored.  It is woken after each store, looks again every ``interval`` seconds, and on
+    start processes whatever an earlier run left "received"."""
+
+    def __init__(self, app: Flask, interval: float = 30.0) -> None:
+        self.app, self.interval = app, interval
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the thread (it processes what is waiting at once)."""
+        self._stop.clear()
+        self._wake.set()
+        self._thread = threading.Thread(target=self._run, name="pbem-mail-process", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """A message was stored: look now."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Finish the message in hand and stop."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(30)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                with self.app.app_context():
+                    process_pending()
+                    db.session.remove()
+            except Exception:  # The database may be away for a while; try again on the next wake.
+                log.exception("processing stored mail failed; will retry")

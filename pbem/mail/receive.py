@@ -15,6 +15,7 @@ from email.policy import default as default_policy
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import InboundMail
 
@@ -47,6 +48,9 @@ def store(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> 
     if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
         raise MalformedMessage("The message has no headers.")
     key = message_key(raw)
+    # Take the write lock before looking (BEGIN IMMEDIATE on SQLite): a read that later turns into a write
+    # fails at once, without waiting, when the processor has written in between.
+    begin_write()
     existing = db.session.scalar(select(InboundMail).where(InboundMail.message_id == key))
     if existing is not None:
         log.info("duplicate message %s ignored", key)

@@ -1,7 +1,8 @@
 """The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message and answers at once.
 
 Storing is the only work done while the sender waits; a database failure answers 451 so the sending
-MTA keeps the message and retries, and nothing is lost.
+MTA keeps the message and retries, and nothing is lost.  Processing happens beside it, in the
+listener's :class:`pbem.mail.process.Runner` thread, which is woken after each store.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 
-from pbem.mail import receive
+from pbem.mail import process, receive
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,9 @@ log = logging.getLogger(__name__)
 class StoreHandler:
     """aiosmtpd handler: store the message in the database inside the app's context."""
 
-    def __init__(self, app: Flask) -> None:
+    def __init__(self, app: Flask, runner: process.Runner | None = None) -> None:
         self.app = app
+        self.runner = runner
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Store the message; 250 when stored (or already stored), 451 on a temporary failure."""
@@ -33,27 +35,45 @@ class StoreHandler:
         try:
             with self.app.app_context():
                 receive.store(raw, str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos])
-                from pbem.mail import process
-
-                process.after_store()
         except receive.MalformedMessage as exc:
             return f"554 5.6.0 {exc}"
         except Exception:
             log.exception("could not store a message from %s", envelope.mail_from)
             return "451 4.3.0 Temporary failure storing the message; please retry"
+        if self.runner is not None:
+            self.runner.wake()
         return "250 2.0.0 Message accepted"
 
 
-class _LMTPController(Controller):
+class _ListenerController(Controller):
+    """An aiosmtpd controller that starts and stops the processor thread with the listener."""
+
+    def __init__(self, handler: StoreHandler, runner: process.Runner, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.runner = runner
+
+    def start(self) -> None:
+        """Start processing (what an earlier run left waiting first), then listening."""
+        self.runner.start()
+        super().start()
+
+    def stop(self, no_assert: bool = False) -> None:
+        """Stop listening, then processing."""
+        super().stop(no_assert)
+        self.runner.stop()
+
+
+class _LMTPController(_ListenerController):
     def factory(self) -> Any:
         return LMTP(self.handler, **self.SMTP_kwargs)
 
 
 def controller(app: Flask, host: str, port: int, lmtp: bool = False) -> Controller:
-    """A listener (not yet started) that stores mail for ``app``."""
+    """A listener (not yet started) that stores mail for ``app`` and processes it in its own thread."""
     limit = app.config["PBEM"]["smtpd"]["max_message_bytes"]
-    cls = _LMTPController if lmtp else Controller
+    runner = process.Runner(app)
+    cls = _LMTPController if lmtp else _ListenerController
     return cls(
-        StoreHandler(app), hostname=host, port=port, data_size_limit=limit,
+        StoreHandler(app, runner), runner, hostname=host, port=port, data_size_limit=limit,
         decode_data=False, server_hostname=app.config["PBEM"]["mail"]["domain"],
     )

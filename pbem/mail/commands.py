@@ -1,0 +1,524 @@
+"""The mail commands: their grammar (in a reply, or pbmserv-style in a subject) and what each one does.
+
+A reply to a game mail names its game, seat and player by the reply token, so its command is short:
+``b3 #7``, ``resign``, ``draw offer``, ``accept``.  A mail to ``pbem@<mail domain>`` carries a
+pbmserv-style command in its subject, with the player's handle and mail key where it acts for them:
+``cambio move 12 alice KEY a3v#7``.  Either way the work is done by the one move path
+(:mod:`pbem.play`) or :mod:`pbem.challenges`, and the result is an :class:`Answer` for the player.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import render_template
+from marshmallow import ValidationError, missing
+from sqlalchemy import select
+
+import games
+from pbem import challenges, notify, play
+from pbem.accounts import find_user
+from pbem.extensions import db
+from pbem.models import Game, Seat, User
+from pbem.play import PlayError
+
+# "b3 #7", "a3v#7": a move followed by the move number the player saw.
+_EXPECT = re.compile(r"^(?P<move>.*?)\s*#\s*(?P<number>\d+)\s*$")
+_PREFIXES = re.compile(r"^\s*((re|aw|sv|wg|fwd?|tr|antw)\s*(\[\d+\])?\s*:\s*|\[pbem\]\s*)", re.IGNORECASE)
+
+REPLY_VERBS = ("move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation")
+GAME_VERBS = ("move", "show", "challenge", "accept", "decline", "resign", "draw", "help")
+DRAW_ANSWERS = ("offer", "accept", "decline")
+
+
+class CommandError(Exception):
+    """A command that cannot be done; the message says what was wrong and what would be accepted.
+
+    ``game`` and ``seat``, when set, ask the answer to show that game's position for that seat (the
+    board and the legal moves), which is what a player needs after a refused move.
+    """
+
+    def __init__(self, message: str, game: Game | None = None, seat: Seat | None = None) -> None:
+        super().__init__(message)
+        self.message, self.game, self.seat = message, game, seat
+
+
+@dataclass
+class Command:
+    """A parsed command.  ``said`` is how it was written, with any mail key blanked out."""
+
+    verb: str
+    said: str
+    args: list[str] = field(default_factory=list)
+    move: str = ""
+    expect: int | None = None
+    slug: str | None = None
+    game_id: int | None = None
+    handle: str | None = None
+    key: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    """What to tell the player: the words, and optionally a game position to show under them."""
+
+    message: str
+    game: Game | None = None
+    seat: Seat | None = None
+    extra: str = ""
+
+
+# Grammar ---------------------------------------------------------------------------------------------
+
+
+def _split_expect(text: str) -> tuple[str, int | None]:
+    found = _EXPECT.match(text)
+    if found is None:
+        return text.strip(), None
+    return found["move"].strip(), int(found["number"])
+
+
+def parse_reply(line: str) -> Command:
+    """The command on the first line of a reply: a verb, or else a move (with an optional ``#N``)."""
+    words = line.split()
+    if not words:
+        raise CommandError(
+            "Your reply has no command: write your move (or resign, draw offer, show, help) on the first "
+            "line, above the quoted mail."
+        )
+    verb = words[0].lower()
+    if verb in REPLY_VERBS and verb != "move":
+        return Command(verb, line, args=[w.lower() for w in words[1:]])
+    text = " ".join(words[1:]) if verb == "move" else line
+    move, expect = _split_expect(text)
+    if not move:
+        raise CommandError("Write the move after 'move', e.g. 'move b3' or 'move b3 #7'.")
+    return Command("move", line, move=move, expect=expect)
+
+
+def strip_subject(subject: str) -> str:
+    """The subject without "Re:", "Fwd:" and "[pbem]" prefixes."""
+    previous = None
+    while previous != subject:
+        previous, subject = subject, _PREFIXES.sub("", subject, count=1)
+    return subject.strip()
+
+
+def looks_like_command(line: str) -> bool:
+    """Whether ``line`` starts like a pbmserv-style command (a command word or a game's name)."""
+    words = strip_subject(line).split()
+    if not words:
+        return False
+    first = words[0].lower()
+    return first in ("help", "games", "vacation") or _engine(first) is not None
+
+
+def _engine(slug: str) -> games.Engine | None:
+    try:
+        return games.get(slug.lower())
+    except games.UnknownGame:
+        return None
+
+
+def _game_number(word: str, example: str) -> int:
+    number = word.lstrip("#")
+    if not number.isdigit():
+        raise CommandError(f"{word!r} is not a game number. Write it like this: {example}")
+    return int(number)
+
+
+def parse_subject(line: str) -> Command:
+    """A pbmserv-style command: ``help [game]``, ``games [handle]``, ``vacation HANDLE KEY on|off``, or
+    ``GAME VERB …`` (see the help mail for every form)."""
+    text = strip_subject(line)
+    words = text.split()
+    if not words or not looks_like_command(text):
+        raise CommandError(
+            f"I found no command in {text[:100]!r}. Put a command in the subject, e.g. 'help', "
+            "'games alice' or 'cambio show 12'; send 'help' for the list."
+        )
+    first, rest = words[0].lower(), words[1:]
+    if first == "help":
+        return Command("help", text, args=[w.lower() for w in rest[:1]])
+    if first == "games":
+        return Command("games", text, handle=rest[0] if rest else None)
+    if first == "vacation":
+        switch = [w.lower() for w in rest if w.lower() in ("on", "off")]
+        others = [w for w in rest if w.lower() not in ("on", "off")]
+        if len(switch) != 1 or len(others) != 2:
+            raise CommandError(
+                "Write vacation commands like this: 'vacation alice MAILKEY on' or "
+                "'vacation alice MAILKEY off'."
+            )
+        return Command("vacation", _blank_key(text, others[1]), args=switch, handle=others[0], key=others[1])
+    slug = first
+    if not rest:
+        return Command("help", text, args=[slug])
+    verb, rest = rest[0].lower(), rest[1:]
+    if verb not in GAME_VERBS:
+        raise CommandError(
+            f"{verb!r} is not a command. After the game's name comes one of: {', '.join(GAME_VERBS)}; "
+            f"e.g. '{slug} show 12'. Send 'help' for the list."
+        )
+    if verb == "help":
+        return Command("help", text, args=[slug])
+    if verb == "challenge":
+        handles = [w for w in rest if "=" not in w]
+        options = dict(w.split("=", 1) for w in rest if "=" in w)
+        if not handles:
+            raise CommandError(f"Name the players to challenge: '{slug} challenge alice bob size=4'.")
+        return Command("challenge", text, slug=slug, args=handles, options=options)
+    if verb == "show":
+        if not rest:
+            raise CommandError(f"Name the game to show: '{slug} show 12'.")
+        game_id = _game_number(rest[0], f"{slug} show 12")
+        handle, key = (rest[1], rest[2]) if len(rest) >= 3 else (None, None)
+        said = _blank_key(text, key) if key else text
+        return Command("show", said, slug=slug, game_id=game_id, handle=handle, key=key)
+    forms = {
+        "move": f"{slug} move 12 alice MAILKEY a3v#7",
+        "accept": f"{slug} accept 15 bob MAILKEY",
+        "decline": f"{slug} decline 15 bob MAILKEY",
+        "resign": f"{slug} resign 12 alice MAILKEY",
+        "draw": f"{slug} draw 12 alice MAILKEY offer",
+    }
+    needed = 4 if verb in ("move", "draw") else 3
+    if len(rest) < needed:
+        raise CommandError(f"That {verb} command is short of words. Write it like this: {forms[verb]}")
+    game_id = _game_number(rest[0], forms[verb])
+    handle, key, tail = rest[1], rest[2], rest[3:]
+    said = _blank_key(text, key)
+    if verb == "move":
+        move, expect = _split_expect(" ".join(tail))
+        return Command("move", said, slug=slug, game_id=game_id, handle=handle, key=key, move=move,
+                       expect=expect)
+    if verb == "draw":
+        if tail[0].lower() not in DRAW_ANSWERS:
+            raise CommandError(f"A draw command ends with offer, accept or decline: {forms['draw']}")
+        return Command("draw", said, slug=slug, game_id=game_id, handle=handle, key=key,
+                       args=[tail[0].lower()])
+    return Command(verb, said, slug=slug, game_id=game_id, handle=handle, key=key)
+
+
+def _blank_key(text: str, key: str) -> str:
+    """``text`` with the mail key hidden, so that answers never carry it."""
+    return re.sub(rf"(?<!\S){re.escape(key)}(?!\S)", "********", text, count=1)
+
+
+# Who is asking -----------------------------------------------------------------------------------------
+
+
+def player_by_key(handle: str | None, key: str | None) -> User:
+    """The player named by ``handle`` whose mail key is ``key``, or a CommandError saying which is wrong."""
+    user = find_user(handle or "")
+    if user is None:
+        raise CommandError(f"There is no player called {handle!r}.")
+    if not key or not hmac.compare_digest(key.lower().encode(), user.mail_key.lower().encode()):
+        raise CommandError(
+            f"The mail key for {user.handle} is wrong. Your mail key is in your welcome mail and on your "
+            "settings page; a subject command reads 'GAME VERB GAME-NUMBER HANDLE MAILKEY …'."
+        )
+    if not user.verified:
+        raise CommandError(
+            f"{user.handle} has not confirmed their address yet; follow the link in the welcome mail."
+        )
+    return user
+
+
+def player_by_address(address: str) -> User | None:
+    """The verified player whose registered address is ``address``."""
+    user = db.session.scalar(select(User).where(db.func.lower(User.email) == address.lower()))
+    return user if user is not None and user.verified else None
+
+
+# Doing it ---------------------------------------------------------------------------------------------
+
+
+def _game(command: Command) -> Game:
+    game = db.session.get(Game, command.game_id)
+    if game is None:
+        raise CommandError(f"There is no game #{command.game_id}.")
+    if command.slug and game.engine != command.slug.lower():
+        engine = games.get(game.engine)
+        raise CommandError(
+            f"Game #{game.id} is a game of {engine.title}; write '{engine.slug} …' rather than "
+            f"'{command.slug} …'."
+        )
+    return game
+
+
+def _seat(game: Game, user: User, number: int | None) -> Seat | None:
+    seats = [s for s in game.seats if s.user_id == user.id and (number is None or s.number == number)]
+    return seats[0] if seats else None
+
+
+def run_reply(command: Command, user: User, game: Game, seat_number: int, comment: str) -> Answer:
+    """Do a command from a reply to a mail about ``game``, whose token named ``seat_number``."""
+    if command.verb in ("help", "games", "vacation"):
+        return _run_general(command, user)
+    return _run_in_game(command, user, game, seat_number, comment, via="mail")
+
+
+def run_subject(command: Command, sender: str, comment: str) -> Answer:
+    """Do a pbmserv-style command from a mail whose From address is ``sender``."""
+    if command.verb == "help":
+        return _help(command.args[0] if command.args else None)
+    if command.verb == "games":
+        return _games(command.handle, player_by_address(sender))
+    if command.verb == "challenge":
+        return _challenge(command, sender)
+    if command.verb == "show" and command.key is None:
+        game = _game(command)
+        if not game.public:
+            raise CommandError(
+                f"Game #{game.id} is private; its players see it with "
+                f"'{game.engine} show {game.id} HANDLE MAILKEY'."
+            )
+        return _show(game, None)
+    user = player_by_key(command.handle, command.key)
+    if command.verb == "vacation":
+        return _run_general(command, user)
+    game = _game(command)
+    return _run_in_game(command, user, game, None, comment, via="command")
+
+
+def _run_general(command: Command, user: User) -> Answer:
+    if command.verb == "help":
+        return _help(command.args[0] if command.args else None)
+    if command.verb == "games":
+        target = find_user(command.args[0]) if command.args else user
+        if target is None:
+            raise CommandError(f"There is no player called {command.args[0]!r}.")
+        return _games(target.handle, user)
+    from pbem import vacation  # The scheduler's module; imported when used.
+
+    if command.args == ["on"]:
+        return Answer(vacation.turn_on(user))
+    if command.args == ["off"]:
+        return Answer(vacation.turn_off(user))
+    raise CommandError("Write 'vacation on' to stop your clocks, or 'vacation off' when you are back.")
+
+
+def _run_in_game(
+    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
+) -> Answer:
+    engine = games.get(game.engine)
+    verb = command.verb
+    try:
+        if verb == "show":
+            if game.seat_of(user) is None and not game.public:
+                raise CommandError(f"You are not playing in game #{game.id}, which is private.")
+            return _show(game, _seat(game, user, seat_number))
+        if verb == "move":
+            return _move(command, user, game, seat_number, comment, via)
+        if verb == "resign":
+            outcome = play.resign(game.id, user, via)
+            return Answer(f"You resigned {engine.title} #{game.id}: {outcome.reason.rstrip('.')}.")
+        if verb in ("accept", "decline") and game.status == "waiting":
+            return _answer_challenge(verb, user, game)
+        if verb in ("accept", "decline") and game.draw_offered_by is not None:
+            verb, command.args = "draw", [verb]
+        if verb == "draw":
+            return _draw(command.args, user, game, via)
+        if verb in ("accept", "decline"):
+            raise CommandError(
+                f"There is nothing to {verb} in {engine.title} #{game.id}: no challenge or draw offer is "
+                "waiting for your answer."
+            )
+    except PlayError as exc:
+        raise CommandError(exc.message, game, _seat(game, user, seat_number)) from None
+    raise CommandError(f"{verb!r} cannot be used here; send 'help' for the commands.")
+
+
+def _move(
+    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
+) -> Answer:
+    engine = games.get(game.engine)
+    try:
+        move = play.submit(game.id, user, command.move, via, expect=command.expect, comment=comment or None,
+                           seat=seat_number)
+    except PlayError as exc:
+        seat = _seat(game, user, seat_number)
+        message = exc.message
+        if exc.code == "illegal":
+            message = f"{command.move!r} was not played: {exc.message}"
+        elif exc.code == "stale":
+            message = f"{command.move!r} was not played. {exc.message}"
+        raise CommandError(message, game, seat) from None
+    game = db.session.get(Game, game.id)
+    assert game is not None
+    seat = _seat(game, user, move.seat)
+    number = play.next_move_number(game, seat) - 1 if seat is not None else move.number
+    done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
+    if comment:
+        done += " Your comment goes to the other players."
+    if game.status != "active":
+        reason = (game.result or {}).get("reason", "").rstrip(".")
+        return Answer(f"{done} The game is over: {reason}.", game, seat)
+    return Answer(done, game, seat)
+
+
+def _draw(args: list[str], user: User, game: Game, via: str) -> Answer:
+    if args[:1] == ["offer"]:
+        play.offer_draw(game.id, user, via)
+        return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered.")
+    if args[:1] == ["accept"]:
+        outcome = play.accept_draw(game.id, user, via)
+        return Answer(f"You accepted the draw: game #{game.id} is over, {outcome.reason.rstrip('.')}.")
+    if args[:1] == ["decline"]:
+        play.decline_draw(game.id, user, via)
+        return Answer(f"You declined the draw offer in game #{game.id}; play goes on.")
+    raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
+
+
+def _answer_challenge(verb: str, user: User, game: Game) -> Answer:
+    engine = games.get(game.engine)
+    if verb == "decline":
+        challenges.decline(game.id, user)
+        return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off.")
+    challenges.accept(game.id, user)
+    game = db.session.get(Game, game.id)
+    assert game is not None
+    if game.status == "active":
+        movers = play.seats_to_move(game)
+        return Answer(
+            f"You accepted: {engine.title} #{game.id} has started, and it is "
+            f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it.",
+            game, game.seat_of(user),
+        )
+    return Answer(f"You accepted: {engine.title} #{game.id} starts when every seat is filled.")
+
+
+def _show(game: Game, seat: Seat | None) -> Answer:
+    engine = games.get(game.engine)
+    if game.state is None:
+        waiting = ", ".join(s.user.handle for s in game.seats if s.user is not None)
+        return Answer(f"{engine.title} #{game.id} is waiting for players (seated so far: {waiting}).")
+    status = {"active": "in play", "finished": "over", "abandoned": "abandoned"}.get(game.status, game.status)
+    words = f"{engine.title} #{game.id} is {status}"
+    if game.result:
+        words += f": {game.result.get('reason', '').rstrip('.')}"
+    return Answer(words + ".", game, seat)
+
+
+def _help(slug: str | None) -> Answer:
+    if slug:
+        engine = _engine(slug)
+        if engine is None:
+            names = ", ".join(e.slug for e in games.all())
+            raise CommandError(f"There is no game called {slug!r}. The games are: {names}.")
+        return Answer(f"The rules of {engine.title}:", extra=engine.help + "\n\n" + _options_help(engine))
+    return Answer("The mail commands of pbem:", extra=render_template("mail/help.txt", games=games.all()))
+
+
+def _options_help(engine: games.Engine) -> str:
+    lines = [f"Options for '{engine.slug} challenge …' (name=value):"]
+    for name, field_ in engine.options.fields.items():
+        default = field_.load_default
+        words = field_.metadata.get("description") or ""
+        if default is not None and not callable(default) and default is not missing:
+            words = f"{words} (default {default})".strip()
+        lines.append(f"  {name}: {words}".rstrip(": ") if words else f"  {name}")
+    lines.append("  days: days per move, a whole number (default: the server's)")
+    lines.append("  seat: your seat, when you do not name yourself among the players (default 1)")
+    return "\n".join(lines)
+
+
+def _games(handle: str | None, asker: User | None) -> Answer:
+    user = find_user(handle) if handle else asker
+    if user is None:
+        if handle:
+            raise CommandError(f"There is no player called {handle!r}.")
+        raise CommandError("Name the player: 'games alice'.")
+    mine = asker is not None and asker.id == user.id
+    seats = db.session.scalars(
+        select(Seat).join(Game).where(Seat.user_id == user.id, Game.status.in_(("waiting", "active")))
+        .order_by(Game.id)
+    ).all()
+    lines = []
+    for seat in seats:
+        game = seat.game
+        if not game.public and not mine:
+            continue
+        engine = games.get(game.engine)
+        if game.status == "waiting":
+            state = "waiting for players"
+        else:
+            movers = play.seats_to_move(game)
+            state = f"{notify.seat_names(game, movers)} to move"
+            if mine and seat.number in movers:
+                state = "your move"
+        others = [s.user.handle for s in game.seats if s.user is not None and s.user_id != user.id]
+        against = f" against {', '.join(others)}" if others else ""
+        lines.append(f"  #{game.id} {engine.title}, {seat.label}{against}: {state}")
+    pending = challenges.pending_challenges(user) if mine else []
+    for challenge in pending:
+        engine = games.get(challenge.game.engine)
+        lines.append(f"  #{challenge.game_id} {engine.title}: {challenge.challenger.handle} challenges you "
+                     f"(answer '{engine.slug} accept {challenge.game_id} {user.handle} MAILKEY')")
+    if not lines:
+        return Answer(f"{user.handle} has no games in play.")
+    return Answer(f"{user.handle}'s games in play:", extra="\n".join(lines))
+
+
+def _challenge(command: Command, sender: str) -> Answer:
+    challenger = player_by_address(sender)
+    if challenger is None:
+        raise CommandError(
+            f"Challenges by mail must come from a player's registered address; {sender} is not one. "
+            "Sign up on the web first, or send the challenge from the address you registered."
+        )
+    engine = _engine(command.slug or "")
+    assert engine is not None
+    seats: list[User | None] = []
+    for handle in command.args:
+        user = find_user(handle)
+        if user is None:
+            raise CommandError(f"There is no player called {handle!r}; check the spelling of the handles.")
+        seats.append(user)
+    options: dict[str, Any] = dict(command.options)
+    seat_option = options.pop("seat", None)
+    days = options.pop("days", None)
+    if all(u is None or u.id != challenger.id for u in seats):
+        # The challenger is seat 1 unless they name themselves elsewhere or ask with seat=N.
+        where = 1
+        if seat_option is not None:
+            if not seat_option.isdigit() or not 1 <= int(seat_option) <= len(seats) + 1:
+                raise CommandError(f"seat={seat_option} is not a seat of this game (1 to {len(seats) + 1}).")
+            where = int(seat_option)
+        seats.insert(where - 1, challenger)
+    time_control = None
+    if days is not None:
+        if not days.isdigit() or not 1 <= int(days) <= 365:
+            raise CommandError(f"days={days} must be a whole number of days per move, from 1 to 365.")
+        time_control = {"kind": "per_move", "days": int(days)}
+    try:
+        game = challenges.new_game(challenger, engine.slug, seats, options, time_control=time_control)
+    except ValidationError as exc:
+        raise CommandError(
+            f"The options were not accepted: {_validation_words(exc)}.\n{_options_help(engine)}"
+        ) from None
+    except PlayError as exc:
+        raise CommandError(exc.message) from None
+    others = [u.handle for u in seats if u is not None and u.id != challenger.id]
+    order = ", ".join(f"seat {i + 1} {u.handle}" for i, u in enumerate(seats) if u is not None)
+    return Answer(
+        f"{engine.title} #{game.id} is set up ({order}). {' and '.join(others)} "
+        f"{'has' if len(others) == 1 else 'have'} been sent the challenge; the game starts when "
+        f"{'it is' if len(others) == 1 else 'they are'} accepted."
+    )
+
+
+def _validation_words(exc: ValidationError) -> str:
+    messages = exc.messages
+    if isinstance(messages, dict):
+        parts = []
+        for key, value in messages.items():
+            text = " ".join(value) if isinstance(value, list) else str(value)
+            parts.append(f"{key}: {text}" if key != "_schema" else text)
+        return "; ".join(parts)
+    return str(messages)
