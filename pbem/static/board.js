@@ -9,14 +9,15 @@
   var legal = [];     // the legal moves of the viewer's seat, from the page
   var POLL_MS = 15000;
 
-  // Whether `fragment` occurs in `move` at or after `from` as a whole token (so "a1" does not match
-  // inside "a12"); returns the index just after it, or -1.
+  // Whether `fragment` occurs in `move` at or after `from` as a whole name (so "a1" does not match
+  // inside "a12", nor the junction "a3" inside the tile flip "^a3"); returns the index just after it,
+  // or -1.
   function find(move, fragment, from) {
     var i = move.indexOf(fragment, from);
     while (i >= 0) {
       var before = i === 0 ? "" : move[i - 1];
       var after = move[i + fragment.length] || "";
-      var word = /[a-z0-9]/i;
+      var word = /[a-z0-9^]/i;
       var clean = !(word.test(before) && word.test(fragment[0])) &&
                   !(word.test(after) && word.test(fragment[fragment.length - 1]));
       if (clean) return i + fragment.length;
