@@ -174,12 +174,52 @@ def outbox_deliver() -> None:
         click.echo(f"{sent} sent, {failed} failed, {queue.pending_count()} waiting.")
 
 
+# The scheduler's work, one pass at a time ------------------------------------------------------------
+
+
+def _set_time(at: str | None) -> None:
+    """Make the server's clock read ``at`` (an ISO 8601 time, UTC) for this command."""
+    from pbem.models import set_clock
+
+    if at is not None:
+        try:
+            set_clock(parse_time(at))
+        except ValueError:
+            raise click.BadParameter(
+                f"{at!r} is not a time; write it as ISO 8601, e.g. 2025-03-03T12:00 (UTC).", param_hint="--at"
+            ) from None
+
+
+@main.command()
+@click.option("--at", help="Sweep as if it were this time (ISO 8601, UTC), e.g. 2025-03-03T12:00.")
+def sweep(at: str | None) -> None:
+    """Run one deadline sweep now: end run-out vacations, send due reminders, time out absent players."""
+    from pbem import sweep as sweeping
+
+    _set_time(at)
+    app = _app()
+    with app.app_context():
+        click.echo(f"Sweep: {sweeping.sweep()}.")
+
+
+@main.command()
+@click.option("--at", help="As if it were this time (ISO 8601, UTC).")
+def digest(at: str | None) -> None:
+    """Write the daily digests that are due into the outbox."""
+    from pbem import digest as digests
+
+    _set_time(at)
+    app = _app()
+    with app.app_context():
+        click.echo(f"{digests.send_due()} digest(s) written.")
+
+
 # Processes ---------------------------------------------------------------------------
 
 
 @main.command()
 def scheduler() -> None:
-    """Run the scheduler: outbox delivery (and, when built, deadline sweeps and digests)."""
+    """Run the scheduler: outbox delivery, deadline sweeps (reminders, timeouts, vacations) and digests."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from pbem import scheduler as jobs

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from games import Outcome
+from pbem.database import is_postgresql
 from pbem.extensions import db
-from pbem.models import Game, Rating
+from pbem.models import Game, Rating, utcnow
 
 K_FACTOR = 32.0
 SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 
 
 def rating_of(user_id: int, engine: str) -> Rating:
-    """The player's rating row for ``engine``, created at 1500 if they have none."""
-    row = db.session.scalar(select(Rating).where(Rating.user_id == user_id, Rating.engine == engine))
-    if row is None:
-        row = Rating(user_id=user_id, engine=engine, rating=1500.0, games=0)
-        db.session.add(row)
-    return row
+    """The player's rating row for ``engine``, created at 1500 if they have none, and locked until the
+    transaction ends (games between the same players may finish at the same moment: without the lock
+    one would overwrite the other's change, and both would try to create a missing row)."""
+    insert = postgresql_insert if is_postgresql() else sqlite_insert
+    db.session.execute(
+        insert(Rating).values(user_id=user_id, engine=engine, rating=1500.0, games=0, updated_at=utcnow())
+        .on_conflict_do_nothing(index_elements=["user_id", "engine"])
+    )
+    query = select(Rating).where(Rating.user_id == user_id, Rating.engine == engine)
+    if is_postgresql():
+        query = query.with_for_update()
+    return db.session.execute(query.execution_options(populate_existing=True)).scalar_one()
 
 
 def rate(game: Game, outcome: Outcome) -> None:
@@ -28,7 +37,9 @@ def rate(game: Game, outcome: Outcome) -> None:
     users = [s.user_id for s in game.seats]
     if None in users or users[0] == users[1]:
         return
-    a, b = (rating_of(u, game.engine) for u in users)  # type: ignore[arg-type]
+    # Lock in the order of user ids, so that two games of the same players never wait on each other.
+    locked = {u: rating_of(u, game.engine) for u in sorted(users)}  # type: ignore[type-var]
+    a, b = locked[users[0]], locked[users[1]]
     expected_a = 1.0 / (1.0 + 10 ** ((b.rating - a.rating) / 400.0))
     delta = K_FACTOR * (SCORES[outcome.results[0]] - expected_a)
     a.rating += delta

@@ -1,8 +1,8 @@
-"""The scheduler process: APScheduler jobs that deliver the outbox (and, later, sweep deadlines).
+"""The scheduler process: APScheduler jobs that deliver the outbox, sweep deadlines and send digests.
 
 It runs in its own process (``pbem scheduler``) or, for one machine, beside the web server in
-``pbem run``; never inside web workers.  Every job is safe to run twice at once, because the database
-claims each piece of work.
+``pbem run``; never inside web workers.  Every job is safe to run twice at once, in one process or in
+several, because the database claims each piece of work.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import logging
 from apscheduler.schedulers.base import BaseScheduler
 from flask import Flask
 
-from pbem import outbox
+from pbem import digest, outbox, sweep
+from pbem.extensions import db
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +26,34 @@ def deliver_outbox(app: Flask) -> None:
             log.info("outbox: %s sent, %s failed", sent, failed)
 
 
+def sweep_deadlines(app: Flask) -> None:
+    """One deadline sweep: vacations run out, reminders, timeouts."""
+    with app.app_context():
+        try:
+            sweep.sweep()
+        finally:
+            db.session.remove()
+
+
+def send_digests(app: Flask) -> None:
+    """Write the daily digests that are due."""
+    with app.app_context():
+        try:
+            written = digest.send_due()
+            if written:
+                log.info("digest: %s written", written)
+        finally:
+            db.session.remove()
+
+
 def add_jobs(scheduler: BaseScheduler, app: Flask) -> None:
     """Register pbem's jobs on ``scheduler``."""
     settings = app.config["PBEM"]["scheduler"]
-    scheduler.add_job(
-        deliver_outbox, "interval", args=[app], seconds=settings["outbox_interval_seconds"],
-        id="outbox", max_instances=1, coalesce=True,
-    )
+    for job, seconds, name in (
+        (deliver_outbox, settings["outbox_interval_seconds"], "outbox"),
+        (sweep_deadlines, settings["sweep_interval_seconds"], "sweep"),
+        (send_digests, settings["digest_interval_seconds"], "digest"),
+    ):
+        scheduler.add_job(
+            job, "interval", args=[app], seconds=seconds, id=name, max_instances=1, coalesce=True
+        )

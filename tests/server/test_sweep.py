@@ -1,0 +1,264 @@
+"""The deadline sweep on an injected clock: reminders at their points once each, timeouts for every kind
+of game, correspondence banks, the weekend pause, vacation in the sweep, and `pbem sweep --at`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import clock, outbox, play, sweep, tokens, vacation
+from pbem.extensions import db
+from pbem.models import Game, OutboxMail, User, set_clock
+from tests.server.test_cli import pbem
+
+T0 = datetime(2025, 3, 3, 12, 0)  # a Monday
+CAMBIO = {"size": 3, "placements": 2}
+
+
+@pytest.fixture
+def at() -> Iterator:
+    """Set the server's clock for the test: ``at(datetime)``."""
+    yield set_clock
+    set_clock(None)
+
+
+def sweep_at(moment: datetime) -> sweep.SweepReport:
+    set_clock(moment)
+    return sweep.sweep()
+
+
+def new_game(engine: str, users: list[User], options: dict | None = None, **control) -> Game:
+    game = play.create_game(engine, users, options or {}, time_control=control or None)
+    db.session.commit()
+    return game
+
+
+def fresh(game: Game) -> Game:
+    db.session.rollback()  # See what the sweep committed.
+    return db.session.get(Game, game.id)
+
+
+def text_of(message) -> str:
+    """The plain-text part of a received mail."""
+    part = next(p for p in message.walk() if p.get_content_type() == "text/plain")
+    return part.get_payload(decode=True).decode(part.get_content_charset() or "utf-8")
+
+
+def mails(user: User, kind: str) -> list[OutboxMail]:
+    db.session.rollback()
+    query = select(OutboxMail).where(OutboxMail.to_addr == user.email, OutboxMail.kind == kind)
+    return list(db.session.scalars(query.order_by(OutboxMail.id)))
+
+
+def test_reminders_come_48_and_12_hours_before_the_deadline_once_each(ctx: Flask, players, at, sink) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)  # deadline Thu 12:00
+    assert sweep_at(T0 + timedelta(hours=23, minutes=59)).reminded == 0
+    assert sweep_at(T0 + timedelta(hours=24)).reminded == 1
+    assert sweep_at(T0 + timedelta(hours=25)).reminded == 0
+    assert sweep_at(T0 + timedelta(hours=59)).reminded == 0
+    assert sweep_at(T0 + timedelta(hours=60)).reminded == 1
+    assert sweep_at(T0 + timedelta(hours=71)).reminded == 0
+    assert len(mails(alice, "reminder")) == 2 and mails(bob, "reminder") == []
+
+    outbox.deliver_due()
+    first, second = [m for m in sink.messages(alice.email) if "reminder" in m["Subject"]]
+    assert first["Subject"] == f"[pbem] Cambio #{game.id}: reminder: your move (move 1), 2 days left"
+    assert "12 hours left" in second["Subject"]
+    body = text_of(first)
+    assert "it is still your move in Cambio #" in body
+    assert "If you have not moved by Thu 6 Mar 2025 12:00 UTC, you forfeit the game" in body
+    assert tokens.reply_address(game.id, 0, alice) in body
+    assert "Legal moves: " in body and "b3" in body  # The board's legal placements.
+    assert "30 days of vacation left" in body
+
+
+def test_a_short_clock_skips_reminder_points_before_the_turn_began(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1)
+    assert sweep_at(T0 + timedelta(hours=11)).reminded == 0  # No 48-hour reminder for a 24-hour clock.
+    assert sweep_at(T0 + timedelta(hours=12)).reminded == 1
+    assert len(mails(alice, "reminder")) == 1
+
+
+def test_a_sweep_after_a_long_stop_sends_one_reminder_not_a_burst(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    assert sweep_at(T0 + timedelta(hours=65)).reminded == 1  # Both points passed while nobody swept.
+    assert sweep_at(T0 + timedelta(hours=70)).reminded == 0
+    assert fresh(game).seats[0].next_event_at == T0 + timedelta(days=3)
+
+
+def test_a_move_stops_the_reminders_and_starts_the_opponents_clock(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    at(T0 + timedelta(hours=20))
+    play.submit(game.id, alice, "b3", "web")
+    assert sweep_at(T0 + timedelta(hours=30)).reminded == 0
+    report = sweep_at(T0 + timedelta(hours=44))  # Bob's 48-hour point.
+    assert report.reminded == 1 and mails(alice, "reminder") == [] and len(mails(bob, "reminder")) == 1
+
+
+def test_two_player_timeout_is_a_loss_on_time_and_everyone_is_told(ctx: Flask, players, at, sink) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=2)
+    assert sweep_at(T0 + timedelta(days=2, seconds=-1)).timed_out == 0
+    assert sweep_at(T0 + timedelta(days=2)).timed_out == 1
+    over = fresh(game)
+    assert over.status == "finished" and over.result["results"] == ["loss", "win"]
+    assert over.result["reason"] == "alice lost on time"
+    assert [(m.kind, m.via) for m in over.moves] == [("timeout", "server")]
+    assert sweep_at(T0 + timedelta(days=9)).timed_out == 0  # Once.
+    outbox.deliver_due()
+    for player in (alice, bob):
+        [result] = [m for m in sink.messages(player.email) if "game over" in m["Subject"]]
+        assert "alice lost on time" in result["Subject"]
+
+
+def test_a_pending_draw_offer_is_accepted_at_the_deadline(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=2)
+    play.offer_draw(game.id, bob, "web")
+    assert sweep_at(T0 + timedelta(days=1, hours=12)).reminded == 1
+    assert "the draw your opponent offered is accepted for you" in mails(alice, "reminder")[0].body_text
+    sweep_at(T0 + timedelta(days=2))
+    over = fresh(game)
+    assert over.status == "finished" and over.result["results"] == ["draw", "draw"]
+
+
+def test_easy_slider_absent_player_is_out_of_the_round_and_play_goes_on(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    at(T0)
+    game = new_game("easyslider", [alice, bob, carol], {"rounds": 2}, kind="per_move", days=2)
+    engine = play.engine_of(game)
+    at(T0 + timedelta(days=1))
+    for player, seat in ((alice, 0), (carol, 2)):  # Each slide restarts that player's clock.
+        play.submit(game.id, player, engine.moves(play.state_of(fresh(game)), seat)[0], "web")
+    assert mails(bob, "reminder") == [] and sweep_at(T0 + timedelta(days=1, hours=12)).reminded == 1
+    report = sweep_at(T0 + timedelta(days=2))
+    assert report.timed_out == 1
+    going = fresh(game)
+    assert going.status == "active"
+    state = play.state_of(going)
+    assert state.seats[1].status == "timed out"
+    assert engine.to_move(state) == {0, 2}
+    assert going.seats[1].deadline is None and going.seats[0].deadline == T0 + timedelta(days=3)
+    assert len(mails(alice, "timed-out")) == 1 and len(mails(carol, "timed-out")) == 1
+
+
+def test_a_solitaire_game_is_abandoned_at_the_deadline(ctx: Flask, players, at) -> None:
+    alice, _, _ = players
+    at(T0)
+    game = new_game("easyslider", [alice], {}, kind="per_move", days=1)
+    assert sweep_at(T0 + timedelta(hours=12)).reminded == 1
+    assert "the game is abandoned" in mails(alice, "reminder")[0].body_text
+    sweep_at(T0 + timedelta(days=1))
+    over = fresh(game)
+    assert over.status == "abandoned" and "abandoned" in over.result["reason"]
+    assert len(mails(alice, "game-over")) == 1
+
+
+def test_a_bank_keeps_what_is_left_plus_the_increment_up_to_its_cap(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="bank", initial_days=7, increment_days=2, max_days=8)
+    assert fresh(game).seats[0].deadline == T0 + timedelta(days=7)
+    at(T0 + timedelta(days=3))
+    play.submit(game.id, alice, "b3", "web")  # 4 days left + 2 = 6.
+    at(T0 + timedelta(days=3, hours=1))
+    play.submit(game.id, bob, "a2", "web")  # 6 days 23 hours left + 2, capped at 8.
+    seats = fresh(game).seats
+    assert seats[0].deadline == T0 + timedelta(days=3, hours=1) + timedelta(days=6)
+    assert seats[1].bank_seconds == 8 * clock.DAY
+    assert sweep_at(T0 + timedelta(days=9, hours=1)).timed_out == 1
+    assert fresh(game).result["results"] == ["loss", "win"]
+
+
+def test_weekends_do_not_count_when_the_game_pauses_them(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    friday = datetime(2025, 3, 7, 12, 0)
+    at(friday)
+    paused = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1, weekend_pause=True)
+    plain = new_game("cambio", [bob, alice], CAMBIO, kind="per_move", days=1)
+    monday_noon = datetime(2025, 3, 10, 12, 0)
+    assert fresh(paused).seats[0].deadline == monday_noon
+    at(datetime(2025, 3, 8, 18, 0))  # Saturday: Alice's clock is not running.
+    seat = fresh(paused).seats[0]
+    assert clock.time_left(seat) == timedelta(hours=12) and "paused for the weekend" in clock.status(seat)
+    report = sweep_at(datetime(2025, 3, 9, 23, 59))
+    assert report.timed_out == 1 and fresh(plain).status == "finished" and fresh(paused).status == "active"
+    assert mails(alice, "reminder") == []  # The 12-hour point is Monday 00:00, not Saturday noon.
+    assert sweep_at(datetime(2025, 3, 10, 0, 0)).reminded == 1
+    assert sweep_at(monday_noon).timed_out == 1 and fresh(paused).status == "finished"
+
+
+def test_counting_time_skips_weekends_both_ways() -> None:
+    friday_noon = datetime(2025, 3, 7, 12, 0)
+    assert clock.after_counting(friday_noon, 12 * clock.HOUR, True) == datetime(2025, 3, 8, 0, 0)
+    assert clock.after_counting(friday_noon, 13 * clock.HOUR, True) == datetime(2025, 3, 10, 1, 0)
+    assert clock.after_counting(datetime(2025, 3, 10, 1, 0), -13 * clock.HOUR, True) == friday_noon
+    saturday = datetime(2025, 3, 8, 9, 0)
+    assert clock.after_counting(saturday, 3 * clock.DAY, True) == datetime(2025, 3, 13, 0, 0)
+    assert clock.counting_seconds(friday_noon, datetime(2025, 3, 17, 12, 0), True) == 6 * clock.DAY
+    assert clock.counting_seconds(friday_noon, datetime(2025, 3, 17, 12, 0), False) == 10 * clock.DAY
+
+
+def test_vacation_in_the_sweep_stops_the_clock_and_runs_out(ctx: Flask, players, at, sink) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    at(T0 + timedelta(days=2))  # One day left.
+    vacation.turn_on(alice)
+    report = sweep_at(T0 + timedelta(days=20))
+    assert (report.reminded, report.timed_out) == (0, 0) and fresh(game).status == "active"
+    report = sweep_at(T0 + timedelta(days=32, hours=1))  # The 30 days ran out on day 32.
+    assert (report.vacations_ended, report.reminded, report.timed_out) == (1, 1, 0)
+    seat = fresh(game).seats[0]
+    assert not seat.user.on_vacation and seat.deadline == T0 + timedelta(days=33)
+    assert "23 hours left" in mails(alice, "reminder")[0].subject
+    assert sweep_at(T0 + timedelta(days=33)).timed_out == 1
+    assert fresh(game).result["reason"] == "alice lost on time"
+    outbox.deliver_due()
+    [over] = [m for m in sink.messages(alice.email) if m["Subject"] == "[pbem] your vacation is over"]
+    assert "used all 30 vacation days of 2025" in text_of(over)
+
+
+def test_time_control_choices_and_refusals() -> None:
+    values = [value for value, _ in clock.time_control_choices()]
+    assert [v for v in values if v.startswith("days:")] == [f"days:{d}" for d in (1, 2, 3, 5, 7, 14, 21)]
+    assert clock.time_control_from_choice("days:7", weekend_pause=True) == {
+        "kind": "per_move", "days": 7, "weekend_pause": True}
+    assert clock.time_control_from_choice("bank:7+1/14") == {
+        "kind": "bank", "initial_days": 7, "increment_days": 1, "max_days": 14}
+    with pytest.raises(clock.TimeControlError, match="not a time control offered"):
+        clock.time_control_from_choice("days:4")
+    with pytest.raises(clock.TimeControlError, match="days must be a number of days from 1"):
+        clock.check_time_control({"kind": "per_move", "days": 0})
+    with pytest.raises(clock.TimeControlError, match="max_days must be at least initial_days"):
+        clock.check_time_control({"kind": "bank", "initial_days": 9, "increment_days": 1, "max_days": 3})
+    with pytest.raises(clock.TimeControlError, match="'per_move' or 'bank'"):
+        clock.check_time_control({"kind": "hourglass"})
+    assert clock.describe_time_control({"kind": "per_move", "days": 3, "weekend_pause": True}) == (
+        "3 days per move; weekends (Saturday and Sunday, UTC) do not count")
+
+
+def test_pbem_sweep_at_times_out_and_refuses_a_bad_time(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    deadline = fresh(game).seats[0].deadline
+    result = pbem(ctx, "sweep", "--at", (deadline + timedelta(minutes=1)).isoformat())
+    assert result.returncode == 0, result.stderr
+    assert "Sweep: 0 reminded, 1 timed out" in result.stdout
+    assert fresh(game).status == "finished"
+    bad = pbem(ctx, "sweep", "--at", "next tuesday")
+    assert bad.returncode == 2 and "'next tuesday' is not a time" in bad.stderr
