@@ -1,8 +1,9 @@
 """The daily digest: one mail a day listing every game awaiting the player's move, for players who chose
 it instead of a mail per move (``User.notify == "digest"``).
 
-A digest is due once the configured hour (``scheduler.digest_hour``, UTC) has come and the player has
-had none since.  The player's ``last_digest_at`` is claimed with a conditional UPDATE in the same
+A digest is due once the day's digest hour (``scheduler.digest_hour``, UTC) has come and the player has
+had none since (a player who has just chosen the digest gets the first one at once, if it is past the
+hour).  The player's ``last_digest_at`` is claimed with a conditional UPDATE in the same
 transaction that writes the mail, so two schedulers never send one twice.  Players on vacation get
 none: their clocks are stopped and nothing is pressing.
 """
@@ -10,7 +11,7 @@ none: their clocks are stopped and nothing is pressing.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, time, timedelta
+from datetime import datetime, time
 from typing import Any
 
 from flask import current_app, render_template
@@ -46,11 +47,9 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
     }
 
 
-def latest_digest_time(now: datetime) -> datetime:
-    """The most recent moment, at or before ``now``, when digests fell due."""
-    hour = current_app.config["PBEM"]["scheduler"]["digest_hour"]
-    today = datetime.combine(now.date(), time(hour))
-    return today if today <= now else today - timedelta(days=1)
+def todays_digest_time(now: datetime) -> datetime:
+    """When digests fall due on the day of ``now``; before it, nobody's digest is due."""
+    return datetime.combine(now.date(), time(current_app.config["PBEM"]["scheduler"]["digest_hour"]))
 
 
 def awaiting(user: User) -> list[tuple[Game, Seat]]:
@@ -78,12 +77,15 @@ def _claim(user_id: int, last: datetime | None, now: datetime) -> bool:
 def send_due() -> int:
     """Write every digest that is due into the outbox; returns how many were written."""
     now = utcnow()
+    due_from = todays_digest_time(now)
+    if now < due_from:
+        return 0
     due = db.session.execute(
         select(User.id, User.last_digest_at).where(
             User.notify == "digest",
             User.verified_at.is_not(None),
             User.vacation_since.is_(None),
-            or_(User.last_digest_at.is_(None), User.last_digest_at < latest_digest_time(now)),
+            or_(User.last_digest_at.is_(None), User.last_digest_at < due_from),
         )
     ).all()
     db.session.rollback()

@@ -1,0 +1,115 @@
+"""The daily digest: one mail a day for players who chose it, listing every game awaiting their move with
+its board and reply address, instead of a mail per move."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import digest, outbox, play, tokens, vacation
+from pbem.extensions import db
+from pbem.models import OutboxMail, User, set_clock
+from tests.server.test_concurrency import race
+from tests.server.test_sweep import CAMBIO, text_of
+
+DAY0 = datetime(2025, 3, 3)  # digests fall due at 06:00 UTC (scheduler.digest_hour)
+
+
+@pytest.fixture
+def at() -> Iterator:
+    """Set the server's clock for the test: ``at(datetime)``."""
+    yield set_clock
+    set_clock(None)
+
+
+def digests_to(user: User) -> list[OutboxMail]:
+    db.session.rollback()
+    query = select(OutboxMail).where(OutboxMail.to_addr == user.email, OutboxMail.kind == "digest")
+    return list(db.session.scalars(query.order_by(OutboxMail.id)))
+
+
+def choose_digest(user: User) -> None:
+    user.notify = "digest"
+    db.session.commit()
+
+
+def test_one_digest_a_day_lists_every_game_awaiting_the_move(ctx: Flask, players, at, sink) -> None:
+    alice, bob, _ = players
+    choose_digest(bob)
+    at(DAY0)
+    answered = play.create_game("cambio", [alice, bob], CAMBIO)
+    db.session.commit()
+    play.submit(answered.id, alice, "b3", "web")
+    opening = play.create_game("cambio", [bob, alice], CAMBIO)
+    waiting = play.create_game("cambio", [alice, bob], CAMBIO)  # Alice's move: not in Bob's digest.
+    db.session.commit()
+    assert db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == bob.email)).all() == []
+
+    at(DAY0 + timedelta(hours=5, minutes=59))
+    assert digest.send_due() == 0
+    at(DAY0 + timedelta(hours=6))
+    assert digest.send_due() == 1
+    assert digest.send_due() == 0  # Once a day.
+    at(DAY0 + timedelta(hours=23))
+    assert digest.send_due() == 0
+    at(DAY0 + timedelta(days=1, hours=6, minutes=10))
+    assert digest.send_due() == 1  # The next day, the games still waiting.
+    assert len(digests_to(bob)) == 2 and digests_to(alice) == []
+
+    outbox.deliver_due()
+    [mail, _] = [m for m in sink.messages(bob.email) if "digest" in m["Subject"]]
+    assert mail["Subject"] == "[pbem] daily digest: 2 games awaiting your move"
+    assert mail["Reply-To"] is None  # Two games: each has its own reply address in the text.
+    body = text_of(mail)
+    assert f"Cambio #{answered.id}, move 2, against alice" in body
+    assert f"Cambio #{opening.id}, move 1" in body and f"#{waiting.id}" not in body
+    assert body.count("Legal moves: ") == 2
+    for game, seat in ((answered, 1), (opening, 0)):  # Each board as that player sees it.
+        board = play.engine_of(game).render_text(play.state_of(game), seat).rstrip()
+        assert board in body
+    for game, seat in ((answered, 1), (opening, 0)):
+        address = tokens.reply_address(game.id, seat, bob)
+        assert f"Reply to: {address}" in body
+        token = tokens.parse_reply(address.split("+", 1)[1].split("@")[0])
+        assert token is not None and tokens.verify_reply(token, bob) and token.game_id == game.id
+
+
+def test_a_single_game_digest_can_be_answered_directly(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    choose_digest(bob)
+    at(DAY0 + timedelta(hours=7))
+    game = play.create_game("cambio", [bob, alice], CAMBIO)
+    db.session.commit()
+    assert digest.send_due() == 1
+    [mail] = digests_to(bob)
+    assert mail.subject == "[pbem] daily digest: 1 game awaiting your move"
+    assert mail.reply_to == tokens.reply_address(game.id, 0, bob)
+    assert "Reply to this mail with your move" in mail.body_text
+
+
+def test_no_digest_without_waiting_games_on_vacation_or_for_per_move_players(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    choose_digest(bob)
+    choose_digest(carol)
+    at(DAY0 + timedelta(hours=8))
+    play.create_game("cambio", [carol, alice], CAMBIO)  # Carol's move, but she is away.
+    play.create_game("cambio", [alice, bob], CAMBIO)  # Alice's move; Alice wants a mail per move.
+    db.session.commit()
+    vacation.turn_on(carol)
+    assert digest.send_due() == 0
+    assert digests_to(alice) == digests_to(bob) == digests_to(carol) == []
+
+
+def test_two_schedulers_at_once_send_one_digest(app: Flask, ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    choose_digest(bob)
+    at(DAY0 + timedelta(hours=9))
+    play.create_game("cambio", [bob, alice], CAMBIO)
+    db.session.commit()
+    written = race(app, [digest.send_due, digest.send_due])
+    assert sorted(written) == [0, 1]
+    assert len(digests_to(bob)) == 1
