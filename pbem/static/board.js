@@ -125,6 +125,8 @@
     }).then(function (answer) {
       if (answer.ok) {
         clicked = [];
+        // Messages of the page's first load (e.g. "the game has started") are out of date now.
+        document.querySelectorAll("main > .flash:not(#notice)").forEach(function (el) { el.remove(); });
         show(answer.message, false);
         return refresh();
       }

@@ -6,6 +6,7 @@ from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 
 import games
+from pbem import clock
 from pbem.extensions import login_manager
 
 
@@ -27,6 +28,7 @@ def init_app(app: Flask) -> None:
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_global(gameview.action_words, "action_words")
+    app.add_template_global(clock.describe_time_control, "describe_time_control")
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Sign in to see that page."
     login_manager.login_message_category = "info"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from types import ModuleType
 from urllib.parse import urlsplit
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts
+from pbem import accounts, clock, vacation
 from pbem.accounts import AccountError
 
 bp = Blueprint("auth", __name__)
@@ -118,17 +117,10 @@ def settings() -> str | Response | tuple[str, int]:
     return render_template("auth/settings.html", **_settings_context())
 
 
-def _vacation() -> ModuleType | None:
-    """The vacation module, when the scheduler's vacation support is installed."""
-    try:
-        from pbem import vacation
-    except ModuleNotFoundError:
-        return None
-    return vacation
-
-
 def _settings_context() -> dict:
-    return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_available": _vacation() is not None}
+    user = current_user._get_current_object()
+    return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_days_left": vacation.days_left(user),
+            "vacation_ends": clock.format_time(vacation.ends_at(user)) if user.on_vacation else None}
 
 
 def _apply_setting(action: str) -> str:
@@ -141,7 +133,6 @@ def _apply_setting(action: str) -> str:
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
         return "Your password is changed."
-    vacation = _vacation()
-    if action in ("vacation-on", "vacation-off") and vacation is not None:
+    if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

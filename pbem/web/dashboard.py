@@ -41,9 +41,10 @@ class Dashboard:
 def build(user: User) -> Dashboard:
     """``user``'s dashboard."""
     board = Dashboard(challenges=challenges.pending_challenges(user))
+    # Games are picked by id (not joined and made distinct): PostgreSQL cannot compare JSON columns.
+    seated = select(Seat.game_id).where(Seat.user_id == user.id)
     mine = db.session.scalars(
-        select(Game).join(Seat).where(Seat.user_id == user.id, Game.status.in_(("waiting", "active")))
-        .distinct().order_by(Game.id)
+        select(Game).where(Game.id.in_(seated), Game.status.in_(("waiting", "active"))).order_by(Game.id)
     ).all()
     for game in mine:
         title = play.engine_of(game).title
@@ -67,9 +68,9 @@ def build(user: User) -> Dashboard:
     board.my_move.sort(key=lambda e: e.deadline or datetime.max)
     board.their_move.sort(key=lambda e: e.deadline or datetime.max)
     finished = db.session.scalars(
-        select(Game).join(Seat).where(Seat.user_id == user.id, Game.status.in_(("finished", "abandoned")),
-                                      Game.started_at.is_not(None))
-        .distinct().order_by(Game.finished_at.desc()).limit(FINISHED_SHOWN)
+        select(Game).where(Game.id.in_(seated), Game.status.in_(("finished", "abandoned")),
+                           Game.started_at.is_not(None))
+        .order_by(Game.finished_at.desc()).limit(FINISHED_SHOWN)
     ).all()
     board.finished = [Entry(g, play.engine_of(g).title) for g in finished]
     return board

@@ -11,7 +11,7 @@ from flask_login import current_user, login_required
 from werkzeug.wrappers import Response
 
 import games
-from pbem import challenges, play
+from pbem import challenges, clock, play
 from pbem.extensions import db
 from pbem.models import Game, User
 from pbem.play import PlayError
@@ -109,7 +109,7 @@ def new() -> str | Response | tuple[str, int]:
     try:
         created = challenges.new_game(
             _me(), engine.slug, read.seats, read.options, public=read.public,
-            time_control={"kind": "per_move", "days": read.days},
+            time_control=read.time_control,
         )
     except PlayError as exc:
         return _new_form(engine, form, {"players": exc.message}), 400
@@ -121,8 +121,8 @@ def new() -> str | Response | tuple[str, int]:
 def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
     return render_template(
         "games/new.html", engine=engine, engines=games.all(), options=newgame.option_fields(engine),
-        form=form, errors=errors, days=newgame.day_choices(), default_days=newgame.default_days(),
-        submitted=bool(form),
+        form=form, errors=errors, time_choices=clock.time_control_choices(),
+        default_time=newgame.default_time_choice(), submitted=bool(form),
     )
 
 

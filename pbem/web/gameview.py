@@ -89,6 +89,7 @@ class GameView:
     can_withdraw: bool = False
     can_take_seat: bool = False
     hidden_moves: int = 0
+    time_control: str = ""
 
     @property
     def waiting(self) -> bool:
@@ -124,7 +125,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
             number=seat.number,
             user=seat.user,
             to_move=seat.number in movers,
-            clock=clock.describe(clock.time_left(seat)) if seat.number in movers else "",
+            clock=clock.status(seat) if seat.number in movers else "",
             challenged=pending[seat.number].challenged if seat.number in pending else None,
             result=outcome.results[seat.number] if outcome and seat.number < len(outcome.results) else None,
             score=outcome.scores[seat.number] if outcome and outcome.scores else None,
@@ -145,6 +146,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
         expect=play.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
         legal=engine.moves(state, viewer_seat.number) if my_turn and viewer_seat else [],
         draw_offered_by=game.draw_offered_by,
+        time_control=clock.describe_time_control(game.time_control),
     )
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     active_player = viewer_seat is not None and game.status == "active"

@@ -10,10 +10,8 @@ from flask import current_app
 from marshmallow import ValidationError, fields, missing, validate
 
 import games
-from pbem import accounts
+from pbem import accounts, clock
 from pbem.models import User
-
-DAYS_PER_MOVE = (1, 2, 3, 5, 7, 14, 21)
 
 
 @dataclass
@@ -38,18 +36,13 @@ class NewGame:
     seats: list[User | None] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     public: bool = True
-    days: int = 3
+    time_control: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def default_days() -> int:
-    """The days per move the form offers first (the configured default)."""
-    return current_app.config["PBEM"]["games"]["default_days_per_move"]
-
-
-def day_choices() -> list[int]:
-    """The days-per-move choices, including the configured default."""
-    return sorted({*DAYS_PER_MOVE, default_days()})
+def default_time_choice() -> str:
+    """The time control the form offers first: the configured days per move."""
+    return f"days:{current_app.config['PBEM']['games']['default_days_per_move']}"
 
 
 def option_fields(engine: games.Engine) -> list[OptionField]:
@@ -88,11 +81,10 @@ def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     result.options = _read_options(engine, form, result.errors)
     result.seats = _read_seats(engine, form, creator, result.errors)
     try:
-        result.days = int(form.get("days", ""))
-    except ValueError:
-        result.days = 0
-    if result.days not in day_choices():
-        result.errors["days"] = f"Choose the days per move from {', '.join(map(str, day_choices()))}."
+        result.time_control = clock.time_control_from_choice(form.get("time", ""),
+                                                             bool(form.get("weekend_pause")))
+    except clock.TimeControlError as exc:
+        result.errors["time"] = str(exc)
     if not result.public and None in result.seats:
         result.errors["public"] = (
             "A private game cannot have open seats: name every player, or make it public.")

@@ -23,8 +23,8 @@ def player(handle: str) -> str:
     ratings = db.session.scalars(
         select(Rating).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
     played = db.session.scalars(
-        select(Game).join(Seat).where(Seat.user_id == user.id, Game.public.is_(True),
-                                      Game.status.in_(("active", "finished")))
-        .distinct().order_by(Game.updated_at.desc()).limit(GAMES_SHOWN)
+        select(Game).where(Game.id.in_(select(Seat.game_id).where(Seat.user_id == user.id)),
+                           Game.public.is_(True), Game.status.in_(("active", "finished")))
+        .order_by(Game.updated_at.desc()).limit(GAMES_SHOWN)
     ).all()
     return render_template("players/player.html", player=user, ratings=ratings, games=played)

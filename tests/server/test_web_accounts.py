@@ -90,6 +90,19 @@ def test_settings_notification_and_mail_key(app: Flask, ctx: Flask, players) -> 
     assert wrong.status_code == 400 and "not right" in wrong.get_data(as_text=True)
 
 
+def test_vacation_from_the_settings_page(app: Flask, ctx: Flask, players) -> None:
+    alice = players[0]
+    web = WebClient(app)
+    web.sign_in(alice)
+    assert "30 days left this year" in web.get("/settings").get_data(as_text=True)
+    page = web.post("/settings", {"action": "vacation-on"}, follow_redirects=True).get_data(as_text=True)
+    assert "Vacation is on" in page and "I am back" in page
+    assert db.session.get(User, alice.id).on_vacation
+    assert "on vacation" in web.get("/players/alice").get_data(as_text=True)
+    page = web.post("/settings", {"action": "vacation-off"}, follow_redirects=True).get_data(as_text=True)
+    assert "Welcome back" in page and not db.session.get(User, alice.id).on_vacation
+
+
 def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, players) -> None:
     web = WebClient(app)
     from pbem import accounts

@@ -31,7 +31,7 @@ def signed_in(app: Flask, *users) -> list[WebClient]:
 
 def new_game_form(**fields) -> dict:
     form = {"create": "1", "game": "cambio", "players": "2", "seat-0": "alice", "seat-1": "bob",
-            "public": "1", "days": "3"}
+            "public": "1", "time": "days:3"}
     form.update(fields)
     return form
 
@@ -62,7 +62,7 @@ def test_invalid_options_and_players_are_refused_field_by_field(app: Flask, ctx:
         ({"seat-1": "zed"}, "error-seat-1", "There is no player called 'zed'."),
         ({"seat-0": "bob", "seat-1": "carol"}, "error-seat-0", "Put yourself in one of the seats"),
         ({"seat-1": "", "public": ""}, "error-public", "A private game cannot have open seats"),
-        ({"days": "4"}, "error-days", "Choose the days per move from 1, 2, 3, 5, 7, 14, 21."),
+        ({"time": "days:4"}, "error-time", "'days:4' is not a time control offered here"),
         ({"players": "3"}, "error-players", "Cambio is for 2 players."),
         ({"opt-size": "x"}, "error-opt-size", "Not a valid integer."),
     ]
@@ -76,10 +76,12 @@ def test_invalid_options_and_players_are_refused_field_by_field(app: Flask, ctx:
 def test_challenge_accept_on_the_web_and_play(app: Flask, ctx: Flask, players, sink) -> None:
     alice, bob, carol = players
     web_a, web_b, web_c = signed_in(app, alice, bob, carol)
-    created = web_a.post("/games/new", new_game_form(**{"opt-size": "3", "days": "5"}))
+    created = web_a.post("/games/new", new_game_form(**{"opt-size": "3", "time": "bank:7+1/14",
+                                                         "weekend_pause": "1"}))
     assert created.status_code == 302
     game = db.session.scalars(db.select(Game)).one()
-    assert game.status == "waiting" and game.time_control == {"kind": "per_move", "days": 5}
+    assert game.status == "waiting" and game.time_control == {
+        "kind": "bank", "initial_days": 7, "increment_days": 1, "max_days": 14, "weekend_pause": True}
     assert game.options["size"] == 3
     dashboard = text_of(web_b.get("/dashboard"))
     assert "Challenges for you" in dashboard and "from alice" in dashboard
@@ -87,10 +89,11 @@ def test_challenge_accept_on_the_web_and_play(app: Flask, ctx: Flask, players, s
     assert "no challenge for you" in text_of(web_c.get(f"/games/{game.id}"))
     assert web_b.post(f"/games/{game.id}/accept").status_code == 303
     page = text_of(web_a.get(f"/games/{game.id}"))
-    assert "alice to move." in page and 'data-move="b2"' in page and "5 days per move" in page
+    assert "alice to move." in page and 'data-move="b2"' in page
+    assert "Bank: 7 days, +1 per move, at most 14; weekends (Saturday and Sunday, UTC) do not count" in page
     legal = json.loads(re.search(r'id="legal-moves">(.*?)</script>', page).group(1))
     assert legal == play.engine_of(game).moves(play.state_of(db.session.get(Game, game.id)), 0)
-    assert "4 days 23 hours" in page or "5 days" in page  # The clock.
+    assert re.search(r"\d+ days?( \d+ hours?)? left", page)  # The clock of the seat to move.
 
     # The script's path: JSON answers, then the live fragment.
     played = web_a.post(f"/games/{game.id}/move", {"move": "b2", "expect": "1", "comment": "centre"},
