@@ -48,4 +48,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from pbem import web
 
     web.init_app(app)
+
+    from pbem.web import links, mailbox
+
+    app.register_blueprint(links.bp)
+    app.register_blueprint(mailbox.bp)
     return app

@@ -87,8 +87,8 @@ def parse_reply(line: str) -> Command:
     words = line.split()
     if not words:
         raise CommandError(
-            "Your reply has no command: write your move (or resign, draw offer, show, help) on the first "
-            "line, above the quoted mail."
+            "I found no command in your reply (or could not read its text): write your move (or resign, "
+            "draw offer, show, help) on the first line, above the quoted mail, as plain text."
         )
     verb = words[0].lower()
     if verb in REPLY_VERBS and verb != "move":

@@ -33,6 +33,7 @@ _SEPARATORS = re.compile(
     re.IGNORECASE,
 )
 _HEADER_BLOCK = re.compile(r"^(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SENT_FROM = re.compile(r"^(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
 
 
@@ -95,14 +96,16 @@ def body_text(message: Message) -> str:
     text = _decoded(part)
     if part.get_content_subtype() == "html":
         text = html_to_text(text)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", text)
 
 
 def _first_text_part(message: Message) -> Message | None:
     for part in message.walk():
         if part.get_content_maintype() == "text":
             return part
-    return None if message.is_multipart() else message
+    # A multipart whose parts could not be found (a broken boundary) has no text we can trust.
+    return None if message.get_content_maintype() == "multipart" else message
 
 
 def _decoded(part: Message) -> str:

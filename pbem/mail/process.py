@@ -187,6 +187,9 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Outcome:
     try:
         answer = run_reply(parse_reply(line), user, game, token.seat, comment)
     except CommandError as exc:
+        if exc.game is None:
+            # Show the player where their game stands, from their seat, under what went wrong.
+            exc.game, exc.seat = game, game.seat_of(user)
         return Outcome("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
     return Outcome("processed", f"{line[:100]!r}", answer, user, game, reply_to)
 

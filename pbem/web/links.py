@@ -1,0 +1,91 @@
+"""One-click move links from the mails: ``/m/<token>``.
+
+The token (see :mod:`pbem.tokens`) is signed and names the game, the seat, the player and the move
+number, and perhaps the move.  GET only shows the position and a confirm button, since mail scanners
+and link previews open every link in a mail; POST plays through :func:`pbem.play.submit`, for that seat
+and move number only, so a link from an old mail can never play into a position the player did not see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Blueprint, abort, render_template, request
+from markupsafe import Markup
+
+import games
+from pbem import notify, play, tokens
+from pbem.extensions import db
+from pbem.models import Game, Seat, User
+from pbem.play import PlayError
+
+bp = Blueprint("links", __name__)
+
+
+@dataclass
+class MoveLink:
+    """What a good link names, loaded: the game, the seat and its player, the move number and move."""
+
+    game: Game
+    seat: Seat
+    user: User
+    number: int
+    move: str | None
+
+
+def _load(token: str) -> MoveLink:
+    """The link's claims, checked; a 404 page for a link that is not ours or was revoked."""
+    data = tokens.load_move_link(token)
+    if data is None:
+        abort(404)
+    user = db.session.get(User, data.get("u"))
+    game = db.session.get(Game, data.get("g"))
+    if user is None or game is None or not tokens.move_link_current(data, user):
+        abort(404)
+    seat = next((s for s in game.seats if s.number == data.get("s") and s.user_id == user.id), None)
+    if seat is None:
+        abort(404)
+    return MoveLink(game, seat, user, int(data.get("n", 0)), data.get("m"))
+
+
+def _page(link: MoveLink, token: str, **extra: Any) -> str:
+    game = db.session.get(Game, link.game.id)
+    assert game is not None
+    engine = games.get(game.engine)
+    state = play.state_of(game)
+    seat = next(s for s in game.seats if s.id == link.seat.id)
+    now = play.next_move_number(game, seat) if game.status == "active" else None
+    moved_on = game.status != "active" or now != link.number or seat.number not in play.seats_to_move(game)
+    fresh = None
+    if game.status == "active" and seat.number in play.seats_to_move(game) and now != link.number:
+        fresh = notify.move_link(game, seat, now)
+    return render_template(
+        "links/move.html",
+        game=game, engine=engine, seat=seat, user=link.user, number=link.number, move=link.move,
+        board=Markup(engine.render_svg(state, seat.number)),
+        legal=[] if moved_on else engine.moves(state, seat.number),
+        moved_on=moved_on, now=now, fresh=fresh, token=token, url=notify.game_url(game), **extra,
+    )
+
+
+@bp.get("/m/<token>")
+def confirm(token: str) -> str:
+    """The position and a confirm button; never acts."""
+    return _page(_load(token), token)
+
+
+@bp.post("/m/<token>")
+def play_link(token: str) -> tuple[str, int] | str:
+    """Play the link's move (or the one chosen on the page) as the link's move number."""
+    link = _load(token)
+    move = link.move or request.form.get("move", "").strip()
+    comment = request.form.get("comment", "").strip() or None
+    if not move:
+        return _page(link, token, error="Choose a move first."), 422
+    try:
+        played = play.submit(link.game.id, link.user, move, "link", expect=link.number, comment=comment,
+                             seat=link.seat.number)
+    except PlayError as exc:
+        return _page(link, token, error=exc.message), 409 if exc.code in ("stale", "not-your-turn") else 422
+    return _page(link, token, played=played.text)

@@ -1,0 +1,85 @@
+"""One-click move links: GET only shows (mail scanners open links), POST plays that move for that seat
+and move number, and a link from an old mail says the game has moved on."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from pbem import play, tokens
+from pbem.extensions import db
+from pbem.models import Game, OutboxMail, User
+from tests.server.test_mail_play import moves_of
+
+
+def cambio(alice: User, bob: User) -> Game:
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    return game
+
+
+def link(game: Game, seat: int, user: User, number: int, move: str | None = None) -> str:
+    return "/m/" + tokens.move_link_token(game.id, seat, user, number, move)
+
+
+def csrf(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert found, "no form on the page"
+    return found[1]
+
+
+def test_a_link_shows_on_get_and_plays_on_post(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    client: FlaskClient = ctx.test_client()
+    url = link(game, 0, alice, 1, "b3")
+    for _ in range(3):  # A mail scanner opening the link plays nothing.
+        page = client.get(url)
+        assert page.status_code == 200 and "Confirm b3" in page.text and "<svg" in page.text
+    assert moves_of(game.id) == []
+
+    form_token = csrf(page.text)
+    page = client.post(url, data={"csrf_token": form_token, "comment": "from the link"})
+    assert page.status_code == 200 and "Your move <strong>b3</strong> is played" in page.text
+    assert moves_of(game.id) == ["b3"]
+    db.session.rollback()
+    assert db.session.get(Game, game.id).moves[0].via == "link"
+    requests = [r for r in db.session.query(OutboxMail).filter_by(to_addr=bob.email, kind="your-move")]
+    assert "alice says: from the link" in requests[-1].body_text
+
+    # The same link again, and every link for move 1: the game has moved on; nothing more is played.
+    again = client.post(url, data={"csrf_token": form_token})
+    assert again.status_code == 409 and "has moved on" in again.text
+    stale = client.get(link(game, 0, alice, 1, "c2"))
+    assert "the game has moved on to move 2" in stale.text and "Confirm" not in stale.text
+    assert moves_of(game.id) == ["b3"]
+
+
+def test_the_choose_page_plays_the_move_picked(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    client = ctx.test_client()
+    url = link(game, 0, alice, 1)
+    page = client.get(url)
+    assert 'value="a2"' in page.text and 'value="c2"' in page.text
+    refused = client.post(url, data={"csrf_token": csrf(page.text), "move": "a1"})
+    assert refused.status_code == 422 and "a1 is a corner" in refused.text
+    assert moves_of(game.id) == []
+    played = client.post(url, data={"csrf_token": csrf(page.text), "move": "c2"})
+    assert "Your move <strong>c2</strong> is played" in played.text and moves_of(game.id) == ["c2"]
+
+
+def test_forged_foreign_and_revoked_links_are_not_found(ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    game = cambio(alice, bob)
+    client = ctx.test_client()
+    good = link(game, 0, alice, 1, "b3")
+    assert client.get(good[:-3] + "xyz").status_code == 404  # tampered
+    assert client.get(link(game, 0, carol, 1, "b3")).status_code == 404  # not carol's seat
+    user = db.session.get(User, alice.id)
+    user.token_secret = "renewed" + user.token_secret[7:]
+    db.session.commit()
+    assert client.get(good).status_code == 404  # revoked with the token secret
+    assert moves_of(game.id) == []

@@ -1,0 +1,50 @@
+"""Inbound mail as a queue: a message stored before a crash is processed once on restart, never twice,
+and a message piped in by `pbem ingest` is processed and answered too."""
+
+from __future__ import annotations
+
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import outbox, play, tokens
+from pbem.extensions import db
+from pbem.mail import process, receive
+from pbem.models import InboundMail
+from tests.server.test_inbound import run_ingest
+from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
+from tests.server.test_mail_security import reply_mail
+
+
+def test_a_message_stored_before_a_crash_is_processed_once_on_restart(app: Flask, ctx: Flask, sink,
+                                                                       players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    # The listener stored the reply and died before processing it.
+    row, _ = receive.store(reply_mail(alice.email, tokens.reply_address(game.id, 0, alice), "b3").as_bytes(),
+                           alice.email, [tokens.reply_address(game.id, 0, alice)])
+    db.session.commit()
+    assert row.status == "received" and moves_of(game.id) == []
+
+    # On restart the listener's processor takes it up, once; a second processor finds nothing to do.
+    for postman in start_postman(app, sink):
+        postman.settle()
+        assert process.process_pending() == 0
+        assert process.process_one(row.id) is False
+        assert moves_of(game.id) == ["b3"]
+        answers = [m for m in postman.mails(alice.email) if str(m["Subject"]).startswith("Re:")]
+        assert len(answers) == 1 and "Your move b3" in text_of(answers[0])
+
+
+def test_ingest_processes_and_answers(ctx: Flask, sink, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    msg = reply_mail(alice.email, tokens.reply_address(game.id, 0, alice), "b3 #1",
+                     Delivered_To=tokens.reply_address(game.id, 0, alice))
+    assert run_ingest(ctx, msg.as_bytes()).returncode == 0
+    assert moves_of(game.id) == ["b3"]
+    db.session.rollback()
+    assert [r.status for r in db.session.scalars(select(InboundMail))] == ["processed"]
+    outbox.deliver_due()
+    assert "Your move b3" in text_of(Postman(sink, 0).last(alice.email, "Re: "))

@@ -1,0 +1,205 @@
+"""Who may play by mail, and what is never answered: tokens, senders, duplicates, loops, odd encodings.
+
+Every message goes through the real listener and processor; what the players would notice is checked:
+the moves recorded and the mails that arrive.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from email.message import EmailMessage
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import play, tokens
+from pbem.extensions import db
+from pbem.models import Game, InboundMail, User
+from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
+
+
+@pytest.fixture
+def postman(app: Flask, ctx: Flask, sink) -> Iterator[Postman]:
+    """The real listener, its processor and the outbound sink."""
+    yield from start_postman(app, sink)
+
+
+@pytest.fixture
+def game(postman: Postman, players) -> Game:
+    """Cambio 3x3 between alice (to move) and bob; alice's move request has arrived."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    return game
+
+
+def reply_mail(sender: str, to: str, body: str, **headers: str) -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = sender, to, "Re: [pbem] Cambio: your move"
+    for name, value in headers.items():
+        msg[name.replace("_", "-")] = value
+    msg.set_content(body)
+    return msg
+
+
+def statuses() -> list[str]:
+    db.session.rollback()
+    return [r.status for r in db.session.scalars(select(InboundMail).order_by(InboundMail.id))]
+
+
+def answers_to(postman: Postman, address: str) -> list[str]:
+    return [text_of(m) for m in postman.mails(address) if str(m["Subject"]).startswith("Re:")]
+
+
+def test_a_valid_token_from_another_sender_is_refused(postman: Postman, game: Game, players) -> None:
+    alice, bob, carol = players
+    token_address = tokens.reply_address(game.id, 0, alice)
+    postman.send(reply_mail(carol.email, token_address, "b3"))
+    postman.send(reply_mail(bob.email, token_address, "b3"))
+    postman.settle()
+    assert moves_of(game.id) == []
+    for intruder in (carol, bob):
+        [answer] = answers_to(postman, intruder.email)
+        assert "belongs to another player's mail" in answer and alice.email not in answer
+    assert answers_to(postman, alice.email) == []
+
+
+def _with_payload(token: str, game_id: int | None = None, seat: int | None = None,
+                  user_id: int | None = None) -> str:
+    """``token`` with its claims changed and its MAC kept, as a forger would try."""
+    parsed = tokens.parse_reply(token)
+    assert parsed is not None
+    payload = tokens._PAYLOAD.pack(
+        parsed.game_id if game_id is None else game_id,
+        parsed.seat if seat is None else seat,
+        parsed.user_id if user_id is None else user_id,
+    )
+    return base64.b32encode(payload + parsed.mac).decode().rstrip("=").lower()
+
+
+def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: Game, players) -> None:
+    alice, bob, _ = players
+    other = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    token = tokens.reply_token(game.id, 0, alice)
+    flipped = token[:10] + ("a" if token[10] != "a" else "b") + token[11:]
+    forged = [
+        _with_payload(token, game_id=other.id),  # another game
+        _with_payload(token, seat=1),  # another seat
+        _with_payload(token, user_id=bob.id),  # another user
+        flipped,  # tampered
+    ]
+    for bad in forged:
+        postman.send(reply_mail(alice.email, f"play+{bad}@pbem.localhost", "b3"))
+    # A token the server did sign, but for a seat alice does not hold, plays nothing either.
+    postman.send(reply_mail(alice.email, tokens.reply_address(game.id, 1, alice), "b3"))
+    postman.settle()
+    answers = answers_to(postman, alice.email)
+    assert len(answers) == 5
+    assert all("not a valid reply address" in a for a in answers[:4]), answers
+    assert "It is not your move" in answers[4] or "not playing" in answers[4]
+    assert moves_of(game.id) == [] and moves_of(other.id) == []
+
+    # Renewing alice's token secret revokes every reply address she was sent.
+    old_address = tokens.reply_address(game.id, 0, alice)
+    user = db.session.get(User, alice.id)
+    user.token_secret = "renewed-" + user.token_secret[8:]
+    db.session.commit()
+    postman.send(reply_mail(alice.email, old_address, "b3"))
+    postman.settle()
+    assert "expired" in answers_to(postman, alice.email)[-1] and moves_of(game.id) == []
+    postman.send(reply_mail(alice.email, tokens.reply_address(game.id, 0, user), "b3"))
+    postman.settle()
+    assert moves_of(game.id) == ["b3"]
+
+
+def test_the_same_message_delivered_twice_is_applied_and_answered_once(
+    postman: Postman, game: Game, players
+) -> None:
+    alice, _, _ = players
+    to = tokens.reply_address(game.id, 0, alice)
+    msg = reply_mail(alice.email, to, "b3", Message_ID="<twice@example.org>")
+    postman.send(msg)
+    postman.send(msg)
+    postman.settle()
+    assert moves_of(game.id) == ["b3"]
+    assert len(answers_to(postman, alice.email)) == 1 and statuses() == ["processed"]
+
+
+def test_automatic_mail_and_our_own_mail_are_recorded_and_never_answered(
+    postman: Postman, game: Game, players
+) -> None:
+    alice, _, _ = players
+    to = tokens.reply_address(game.id, 0, alice)
+    postman.send(reply_mail(alice.email, to, "I am away until Monday.", Auto_Submitted="auto-replied"))
+    postman.send(reply_mail(alice.email, to, "b3", Precedence="bulk"))
+    out_of_office = reply_mail(alice.email, to, "b3")
+    out_of_office.replace_header("Subject", "Out of Office: [pbem] Cambio")
+    postman.send(out_of_office)
+    postman.send(reply_mail("MAILER-DAEMON@mx.example.org", to, "b3"))
+    postman.send(reply_mail(alice.email, to, "b3"), mail_from="", to=to)  # the null sender of a bounce
+    postman.send(reply_mail("pbem@pbem.localhost", to, "b3"))  # our own mail coming back
+    postman.send(reply_mail("pbem@pbem.localhost", "pbem@pbem.localhost", "help"))
+    postman.settle()
+    assert statuses() == ["ignored"] * 7
+    assert moves_of(game.id) == []
+    assert answers_to(postman, alice.email) == [] and postman.mails("pbem@pbem.localhost") == []
+    db.session.rollback()
+    notes = [r.note for r in db.session.scalars(select(InboundMail).order_by(InboundMail.id))]
+    assert "Auto-Submitted" in notes[0] and "null sender" in notes[4] and "own address" in notes[5]
+
+
+def _raw_reply(alice: User, to: str, content_type: str, encoding: str, body: bytes) -> bytes:
+    head = (
+        f"From: Alice <{alice.email}>\r\nTo: {to}\r\nSubject: Re: [pbem] Cambio\r\n"
+        f"MIME-Version: 1.0\r\nContent-Type: {content_type}\r\nContent-Transfer-Encoding: {encoding}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def test_encodings_html_only_and_broken_mime_are_read(postman: Postman, game: Game, players) -> None:
+    alice, bob, _ = players
+    alice_to = tokens.reply_address(game.id, 0, alice)
+    bob_to = tokens.reply_address(game.id, 1, bob)
+
+    # Quoted-printable, with a non-ASCII comment.
+    qp = _raw_reply(alice, alice_to, "text/plain; charset=utf-8", "quoted-printable",
+                    b"b3 #1\r\nF=C3=BCr dich, Bj=C3=B6rn =E2=99=9F\r\n\r\n> It is your move\r\n")
+    postman.send_raw(qp, alice.email, alice_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3"]
+    assert "Für dich, Björn ♟" in text_of(postman.last(bob.email, "your move (move 2)"))
+
+    # HTML only (as some webmail sends), the quote in a blockquote, base64-encoded.
+    html = (
+        "<html><body><div dir='ltr'>a2&nbsp;#2<br>nice one</div><div class='gmail_quote'>"
+        "On Mon, alice wrote:<blockquote>It is your move (move 2)<br>Legal moves: a2</blockquote></div>"
+        "</body></html>"
+    )
+    encoded = base64.encodebytes(html.encode()).replace(b"\n", b"\r\n")
+    html_only = _raw_reply(bob, bob_to, "text/html; charset=utf-8", "base64", encoded)
+    postman.send_raw(html_only, bob.email, bob_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3", "a2"]
+
+    # Latin-1 text, base64, in a multipart whose closing boundary is missing.
+    latin = base64.b64encode("c2 #3\nà bientôt\n".encode("latin-1"))
+    broken = (
+        b'--xyz\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+        + latin + b"\r\n"
+    )
+    raw = _raw_reply(alice, alice_to, 'multipart/alternative; boundary="xyz"', "7bit", broken)
+    postman.send_raw(raw, alice.email, alice_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3", "a2", "c2"]
+    assert "à bientôt" in text_of(postman.last(bob.email, "your move (move 4)"))
+
+    # Garbage where the text should be: answered with a clear error, nothing lost or played.
+    junk = _raw_reply(bob, bob_to, "multipart/mixed", "7bit", b"\x00\xff\xfe no boundary at all")
+    postman.send_raw(junk, bob.email, bob_to)
+    postman.settle()
+    assert "found no command in your reply" in answers_to(postman, bob.email)[-1]
+    assert moves_of(game.id) == ["b3", "a2", "c2"] and statuses()[-1] == "rejected"
