@@ -214,8 +214,10 @@ def draw_declined(game: Game, seat: Seat) -> None:
 
 
 def timed_out(game: Game, seat: Seat) -> None:
-    """The others learn that a seat ran out of time while the game goes on."""
+    """The others learn that a seat ran out of time while the game goes on, and so does its player."""
     _tell_opponents(game, seat, f"{_player(game, seat.number)} ran out of time", "mail/timed_out.txt")
+    if seat.user is not None:
+        send(seat.user, game, "you ran out of time", "mail/you_timed_out.txt")
 
 
 def _player(game: Game, number: int) -> str:

@@ -154,6 +154,8 @@ def test_easy_slider_absent_player_is_out_of_the_round_and_play_goes_on(ctx: Fla
     assert engine.to_move(state) == {0, 2}
     assert going.seats[1].deadline is None and going.seats[0].deadline == T0 + timedelta(days=3)
     assert len(mails(alice, "timed-out")) == 1 and len(mails(carol, "timed-out")) == 1
+    [told] = mails(bob, "you-timed-out")
+    assert "you are out of this round, scored as its last finisher" in told.body_text
 
 
 def test_a_solitaire_game_is_abandoned_at_the_deadline(ctx: Flask, players, at) -> None:
