@@ -93,6 +93,24 @@ def user_add(handle: str, email: str, password: str | None) -> None:
         click.echo(f"Added {new.handle} <{new.email}>. Mail key: {new.mail_key}")
 
 
+@user.command("renew-tokens")
+@click.argument("handle")
+def user_renew_tokens(handle: str) -> None:
+    """Revoke every reply address and move link a player was sent (new ones come with the next mails)."""
+    from pbem import tokens
+    from pbem.accounts import find_user
+    from pbem.extensions import db as database
+
+    app = _app()
+    with app.app_context():
+        player = find_user(handle)
+        if player is None:
+            raise click.ClickException(f"There is no player called {handle!r}.")
+        tokens.renew(player)
+        database.session.commit()
+        click.echo(f"Every reply address and move link sent to {player.handle} so far is revoked.")
+
+
 # Checking ---------------------------------------------------------------------------
 
 
@@ -172,6 +190,23 @@ def outbox_deliver() -> None:
     with app.app_context():
         sent, failed = queue.deliver_due()
         click.echo(f"{sent} sent, {failed} failed, {queue.pending_count()} waiting.")
+
+
+@main.group("mail")
+def inbound() -> None:
+    """The inbound mail queue."""
+
+
+@inbound.command("process")
+def inbound_process() -> None:
+    """Process every stored message still waiting (the listener does this itself as mail arrives and
+    when it starts; this is for an operator, e.g. after fixing what made messages wait)."""
+    from pbem.mail import process
+
+    _logging()
+    app = _app()
+    with app.app_context():
+        click.echo(f"{process.process_pending()} message(s) processed.")
 
 
 # The scheduler's work, one pass at a time ------------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from flask import current_app
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from pbem.models import User
+from pbem.models import User, new_token_secret
 
 _MAC_BYTES = 10
 _PAYLOAD = struct.Struct(">IBI")  # game id, seat, user id
@@ -111,3 +111,9 @@ def move_link_current(data: dict, user: User) -> bool:
     """Whether a move link's claims were made for ``user`` under their current token secret (a new
     secret revokes the links already mailed, as it does reply tokens)."""
     return data.get("u") == user.id and hmac.compare_digest(str(data.get("t", "")), user.token_secret[:8])
+
+
+def renew(user: User) -> None:
+    """Give ``user`` a new token secret: every reply address and move link mailed to them so far stops
+    working (for a leaked mail, or a player who asks).  The caller commits."""
+    user.token_secret = new_token_secret()

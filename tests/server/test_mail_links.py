@@ -78,8 +78,7 @@ def test_forged_foreign_and_revoked_links_are_not_found(ctx: Flask, players) -> 
     good = link(game, 0, alice, 1, "b3")
     assert client.get(good[:-3] + "xyz").status_code == 404  # tampered
     assert client.get(link(game, 0, carol, 1, "b3")).status_code == 404  # not carol's seat
-    user = db.session.get(User, alice.id)
-    user.token_secret = "renewed" + user.token_secret[7:]
+    tokens.renew(db.session.get(User, alice.id))
     db.session.commit()
     assert client.get(good).status_code == 404  # revoked with the token secret
     assert moves_of(game.id) == []

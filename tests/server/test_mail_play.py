@@ -18,7 +18,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import challenges, outbox
+from pbem import challenges, outbox, play
 from pbem.extensions import db
 from pbem.mail import smtpd
 from pbem.models import Game, InboundMail, Move, User
@@ -224,3 +224,36 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
     assert "Options for 'truchet challenge" in answers["Re: help truchet"]
     assert f"#{game.id} Cambio, seat 2 against alice: alice to move" in text_of(
         postman.last(alice.email, "Re: games bob"))
+
+
+def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    request = postman.last(alice.email, "your move (move 1)")
+    postman.reply(request, alice.email, "draw offer")
+    postman.settle()
+    offer = postman.last(bob.email, "alice offers a draw")
+    assert "draw decline" in text_of(offer)
+    postman.reply(offer, bob.email, "decline")  # A bare decline answers the draw offer.
+    postman.settle()
+    assert "Play goes on" in text_of(postman.last(alice.email, "bob declined the draw"))
+
+    postman.reply(request, alice.email, "vacation on")
+    postman.settle()
+    assert "Vacation is on" in text_of(postman.last(alice.email, "Re: "))
+    db.session.rollback()
+    assert db.session.get(User, alice.id).on_vacation
+    postman.command(alice.email, f"vacation alice {alice.mail_key} off")
+    postman.settle()
+    assert "Welcome back" in text_of(postman.last(alice.email, "Re: vacation alice ********"))
+
+    postman.reply(request, alice.email, "resign")
+    postman.settle()
+    db.session.rollback()
+    assert db.session.get(Game, game.id).result["results"] == ["loss", "win"]
+    assert "alice resigned" in text_of(postman.last(bob.email, "game over"))
+    postman.reply(request, alice.email, "b3")
+    postman.settle()
+    assert "is over; no more moves" in text_of(postman.last(alice.email, "Re: "))

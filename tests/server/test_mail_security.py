@@ -7,11 +7,14 @@ the moves recorded and the mails that arrive.
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from email.message import EmailMessage
 
 import pytest
-from flask import Flask
+from flask import Flask, current_app
 from sqlalchemy import select
 
 from pbem import play, tokens
@@ -103,11 +106,15 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
     assert "It is not your move" in answers[4] or "not playing" in answers[4]
     assert moves_of(game.id) == [] and moves_of(other.id) == []
 
-    # Renewing alice's token secret revokes every reply address she was sent.
+    # Renewing alice's token secret (the operator's command) revokes every reply address she was sent.
     old_address = tokens.reply_address(game.id, 0, alice)
+    env = dict(os.environ, PBEM_DATABASE_URL=current_app.config["SQLALCHEMY_DATABASE_URI"],
+               PBEM_SERVER_INSTANCE_PATH=current_app.instance_path)
+    renewed = subprocess.run([sys.executable, "-m", "pbem", "user", "renew-tokens", "alice"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert renewed.returncode == 0 and "revoked" in renewed.stdout
+    db.session.rollback()
     user = db.session.get(User, alice.id)
-    user.token_secret = "renewed-" + user.token_secret[8:]
-    db.session.commit()
     postman.send(reply_mail(alice.email, old_address, "b3"))
     postman.settle()
     assert "expired" in answers_to(postman, alice.email)[-1] and moves_of(game.id) == []
