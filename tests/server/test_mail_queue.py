@@ -4,6 +4,7 @@ and a message piped in by `pbem ingest` is processed and answered too."""
 from __future__ import annotations
 
 import os
+import smtplib
 import subprocess
 import sys
 
@@ -12,8 +13,9 @@ from sqlalchemy import select
 
 from pbem import outbox, play, tokens
 from pbem.extensions import db
-from pbem.mail import process, receive
+from pbem.mail import process, receive, smtpd
 from pbem.models import InboundMail
+from tests.conftest import free_port
 from tests.server.test_inbound import run_ingest
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
 from tests.server.test_mail_security import reply_mail
@@ -65,4 +67,21 @@ def test_pbem_mail_process_takes_up_what_waits(ctx: Flask, players) -> None:
     result = subprocess.run([sys.executable, "-m", "pbem", "mail", "process"], env=env, capture_output=True,
                             timeout=60, text=True)
     assert result.returncode == 0 and "1 message(s) processed" in result.stdout
+    assert moves_of(game.id) == ["b3"]
+
+
+def test_lmtp_delivery_from_an_mta_is_processed(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    to = tokens.reply_address(game.id, 0, alice)
+    port = free_port()
+    listener = smtpd.controller(app, "127.0.0.1", port, lmtp=True)
+    listener.start()
+    try:
+        with smtplib.LMTP("127.0.0.1", port, timeout=10) as client:
+            client.send_message(reply_mail(alice.email, to, "b3 #1"), to_addrs=[to])
+        Postman(None, port).settle()
+    finally:
+        listener.stop()
     assert moves_of(game.id) == ["b3"]
