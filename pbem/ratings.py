@@ -20,8 +20,10 @@ def rating_of(user_id: int, engine: str) -> Rating:
     transaction ends (games between the same players may finish at the same moment: without the lock
     one would overwrite the other's change, and both would try to create a missing row)."""
     insert = postgresql_insert if is_postgresql() else sqlite_insert
+    # A Core statement on the table: the ORM's bulk-insert machinery costs more than the insert itself.
     db.session.execute(
-        insert(Rating).values(user_id=user_id, engine=engine, rating=1500.0, games=0, updated_at=utcnow())
+        insert(Rating.__table__).values(user_id=user_id, engine=engine, rating=1500.0, games=0,
+                                        updated_at=utcnow())
         .on_conflict_do_nothing(index_elements=["user_id", "engine"])
     )
     query = select(Rating).where(Rating.user_id == user_id, Rating.engine == engine)

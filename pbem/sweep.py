@@ -4,8 +4,8 @@ The database is the truth.  A sweep reads the seats whose ``next_event_at`` has 
 so its cost follows the due seats, not all games) and acts on each:
 
 - a reminder is claimed with a conditional UPDATE (``reminders_sent`` and ``next_event_at`` still as
-  read) in the same transaction that writes the mail, so two sweepers, a restart or an overlap never
-  remind twice and a crash never loses one;
+  read) in the same transaction that writes the mail (a batch of reminders per transaction), so two
+  sweepers, a restart or an overlap never remind twice and a crash never loses one;
 - a timeout is claimed the same way (for a lease, in case the sweeper dies), then goes through the one
   move path, :func:`pbem.play.time_out`, with the deadline read: under the game's lock the seat must
   still have it, so even a retry after a lapsed lease acts at most once;
@@ -17,14 +17,18 @@ Vacations whose allowance has run out are ended first, so their seats are swept 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from flask import current_app
+from sqlalchemy import Row, select, text, update
+from sqlalchemy.orm import joinedload
 
 from pbem import clock, notify, play, vacation
-from pbem.database import begin_write
+from pbem.database import begin_write, is_postgresql
 from pbem.digest import turn_summary
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, utcnow
@@ -33,6 +37,9 @@ log = logging.getLogger(__name__)
 
 # How long a sweeper's claim on a timeout lasts before another sweep may take it over.
 TIMEOUT_LEASE_SECONDS = 300
+# Reminders written per transaction: fewer commits, while other writers (on SQLite, every move) wait
+# for the write lock only briefly.
+REMINDER_BATCH = 50
 
 
 @dataclass
@@ -71,21 +78,47 @@ def sweep() -> SweepReport:
     """One sweep as of :func:`pbem.models.utcnow`: end run-out vacations, remind, time out."""
     report = SweepReport(vacations_ended=vacation.end_expired())
     now = utcnow()
+    reminders, timeouts = [], []
     for row in due_seats(now):
-        try:
-            if row.vacation_since is not None:
-                report.set_aside += _set_aside(row)
-            elif row.deadline is not None and row.deadline <= now:
-                report.timed_out += _time_out(row, now)
-            else:
-                report.reminded += _remind(row, now)
-        except Exception:
-            db.session.rollback()
-            report.failed += 1
-            log.exception("sweep: seat %s of game %s failed; tried again next sweep", row.id, row.game_id)
+        if row.vacation_since is not None:
+            report.set_aside += _guarded(_set_aside, row, report)
+        elif row.deadline is not None and row.deadline <= now:
+            timeouts.append(row)
+        else:
+            reminders.append(row)
+    workers = current_app.config["PBEM"]["scheduler"]["sweep_workers"] if is_postgresql() else 1
+    if workers > 1 and len(timeouts) > 1:
+        # Each timeout is a transaction of its own through the move path, and on PostgreSQL mostly a wait
+        # for the disk; several at once share those waits.  The claims keep them apart.
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+        def time_out_in_context(row: Row[Any]) -> int:
+            with app.app_context():
+                try:
+                    return _guarded(_time_out, row, report, now)
+                finally:
+                    db.session.remove()
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            report.timed_out += sum(pool.map(time_out_in_context, timeouts))
+    else:
+        report.timed_out += sum(_guarded(_time_out, row, report, now) for row in timeouts)
+    for start in range(0, len(reminders), REMINDER_BATCH):
+        _remind_batch(reminders[start : start + REMINDER_BATCH], now, report)
     if report.reminded or report.timed_out or report.failed:
         log.info("sweep: %s", report)
     return report
+
+
+def _guarded(action: Callable[..., int], row: Row[Any], report: SweepReport, *args: Any) -> int:
+    """``action(row, *args)``; a failure is logged and counted, and the seat is tried again next sweep."""
+    try:
+        return action(row, *args)
+    except Exception:
+        db.session.rollback()
+        report.failed += 1
+        log.exception("sweep: seat %s of game %s failed; tried again next sweep", row.id, row.game_id)
+        return 0
 
 
 def _unchanged(row: Row[Any]) -> Any:
@@ -116,6 +149,9 @@ def _time_out(row: Row[Any], now: datetime) -> int:
     the move path's own check of the deadline makes the retry safe."""
     lease = now + timedelta(seconds=TIMEOUT_LEASE_SECONDS)
     begin_write()
+    if is_postgresql():
+        # A claim lost in a crash only makes the seat due again, so it need not wait for the disk.
+        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
     claimed = db.session.execute(
         update(Seat).where(_unchanged(row)).values(next_event_at=lease).execution_options(synchronize_session=False)
     ).rowcount
@@ -138,12 +174,40 @@ def _time_out(row: Row[Any], now: datetime) -> int:
     return 0 if left_over else 1
 
 
-def _remind(row: Row[Any], now: datetime) -> int:
-    """Claim the seat's due reminder and write the mail, in one transaction; returns 1 if sent."""
-    begin_write()
-    seat = db.session.get(Seat, row.id)
-    if seat is None or row.deadline is None:
+def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> None:
+    """Claim and write a batch of reminders in one transaction (one commit, which on PostgreSQL is one
+    wait for the disk, for the lot); if any of them fails, the batch is redone one reminder per
+    transaction, so that one bad seat cannot hold back the others."""
+    try:
+        begin_write()
+        seats = _load_seats([row.id for row in rows])
+        sent = sum(_remind(row, seats.get(row.id), now) for row in rows)
+        db.session.commit()
+        report.reminded += sent
+        return
+    except Exception:
         db.session.rollback()
+        if len(rows) == 1:
+            report.failed += 1
+            log.exception("sweep: reminder for seat %s failed; tried again next sweep", rows[0].id)
+            return
+    for row in rows:
+        _remind_batch([row], now, report)
+
+
+def _load_seats(ids: list[int]) -> dict[int, Seat]:
+    """The seats with what their reminders show (game, seats, players), in one round of queries."""
+    seats = db.session.scalars(
+        select(Seat).where(Seat.id.in_(ids))
+        .options(joinedload(Seat.game).selectinload(Game.seats).joinedload(Seat.user))
+    ).unique()
+    return {seat.id: seat for seat in seats}
+
+
+def _remind(row: Row[Any], seat: Seat | None, now: datetime) -> int:
+    """Claim the seat's due reminder and write the mail, in the caller's transaction; returns 1 if
+    written.  The claim and the mail commit together, so a crash loses neither alone."""
+    if seat is None or row.deadline is None:
         return 0
     game = seat.game
     pause = clock.weekend_pause(game)
@@ -156,8 +220,7 @@ def _remind(row: Row[Any], now: datetime) -> int:
         .execution_options(synchronize_session=False)
     ).rowcount
     if not claimed or game.status != "active" or seat.user is None:
-        db.session.commit()  # Nothing to send: the claim (if any) just moves the seat on.
-        return 0
+        return 0  # Another sweeper had it, or there is nobody to remind: the claim just moves it on.
     summary = turn_summary(game, seat)
     left = clock.describe(clock.time_left(seat))
     notify.send(
@@ -166,7 +229,6 @@ def _remind(row: Row[Any], now: datetime) -> int:
         summary=summary, deadline=clock.format_time(row.deadline), consequence=forfeit_words(game, seat),
         vacation_left=clock.describe(timedelta(days=vacation.days_left(seat.user))),
     )
-    db.session.commit()
     return 1
 
 

@@ -264,3 +264,15 @@ def test_pbem_sweep_at_times_out_and_refuses_a_bad_time(ctx: Flask, players) -> 
     assert fresh(game).status == "finished"
     bad = pbem(ctx, "sweep", "--at", "next tuesday")
     assert bad.returncode == 2 and "'next tuesday' is not a time" in bad.stderr
+
+
+def test_one_broken_game_does_not_hold_back_the_other_reminders(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    at(T0)
+    broken = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    new_game("cambio", [carol, bob], CAMBIO, kind="per_move", days=3)
+    fresh(broken).state = {"not": "a cambio position"}
+    db.session.commit()
+    report = sweep_at(T0 + timedelta(days=1))
+    assert (report.reminded, report.failed) == (1, 1)
+    assert len(mails(carol, "reminder")) == 1 and mails(alice, "reminder") == []

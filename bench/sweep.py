@@ -1,0 +1,137 @@
+"""The deadline sweep against a big database: its time follows the due seats, not all the games.
+
+Run: ``cd /work/main && .venv/bin/python bench/sweep.py`` (SQLite; add ``--pg ADMIN_URL``, or set
+``PBEM_TEST_DATABASE_URL``, for PostgreSQL too: a scratch database is created and dropped).  For each
+case it fills a fresh database in bulk with active two-player Cambio games, one seat of each on the
+clock; of the due seats half are past a reminder point and half past their deadline.  It then times one
+real sweep (reminder mails into the outbox, timeouts through the move path) and checks its report.
+The cases: 10,000 games with 100 due, 100,000 with 100 due, and 100,000 with 1,000 (1%) due.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sqlalchemy as sa
+
+import games
+from pbem import create_app, sweep
+from pbem.extensions import db
+from pbem.models import Game, Seat, User, set_clock
+
+NOW = datetime(2025, 3, 5, 12, 0)
+USERS = 1000
+CASES = ((10_000, 100), (100_000, 100), (100_000, 1_000))
+
+
+def fill(total: int, due: int) -> None:
+    """``total`` active games, of which ``due`` have a seat due now (half reminders, half timeouts)."""
+    engine = games.get("cambio")
+    options = engine.options.load({})
+    state = engine.dump(engine.new(2, options, 1))
+    control = {"kind": "per_move", "days": 3}
+    db.session.execute(sa.insert(User.__table__), [
+        {"id": i + 1, "handle": f"p{i}", "handle_key": f"p{i}", "email": f"p{i}@example.org",
+         "verified_at": NOW, "mail_key": "k", "token_secret": "s" * 32, "notify": "move",
+         "vacation_days_used": 0.0, "is_admin": False, "created_at": NOW}
+        for i in range(USERS)
+    ])
+    db.session.execute(sa.insert(Game.__table__), [
+        {"id": g, "engine": "cambio", "options": options, "seed": 1, "players": 2, "state": state,
+         "status": "active", "public": True, "time_control": control, "ply": 0, "created_at": NOW,
+         "started_at": NOW, "updated_at": NOW, "version": 1}
+        for g in range(1, total + 1)
+    ])
+    seats = []
+    for g in range(1, total + 1):
+        if g <= due // 2:  # Past its deadline.
+            deadline, next_event, reminders = NOW - timedelta(minutes=g % 60 + 1), None, 2
+            next_event = deadline
+        elif g <= due:  # Past its 48-hour point.
+            deadline, reminders = NOW + timedelta(hours=40), 0
+            next_event = deadline - timedelta(hours=48)
+        else:  # Later: spread over the next days.
+            deadline = NOW + timedelta(hours=49, minutes=g % 5000)
+            next_event, reminders = deadline - timedelta(hours=48), 0
+        # Players spread so that games next to each other in the sweep seldom share one (as in life).
+        first, second = (g * 37 % USERS) + 1, ((g * 37 + USERS // 2) % USERS) + 1
+        seats.append({"game_id": g, "number": 0, "user_id": first, "moves_made": 0, "deadline": deadline,
+                      "next_event_at": next_event, "reminders_sent": reminders, "joined_at": NOW})
+        seats.append({"game_id": g, "number": 1, "user_id": second, "moves_made": 0, "deadline": None,
+                      "next_event_at": None, "reminders_sent": 0, "joined_at": NOW})
+    db.session.execute(sa.insert(Seat.__table__), seats)
+    db.session.commit()
+
+
+def run_case(url: str, total: int, due: int) -> tuple[float, float]:
+    """Fill a fresh database at ``url`` and time one sweep; returns (fill seconds, sweep seconds)."""
+    app = create_app({
+        "server": {"secret_key": "bench", "instance_path": tempfile.mkdtemp(prefix="pbem-bench-")},
+        "database": {"url": url},
+    })
+    with app.app_context():
+        db.create_all()
+        started = time.perf_counter()
+        fill(total, due)
+        filled = time.perf_counter() - started
+        set_clock(NOW)
+        try:
+            started = time.perf_counter()
+            report = sweep.sweep()
+            swept = time.perf_counter() - started
+        finally:
+            set_clock(None)
+        assert (report.reminded, report.timed_out, report.failed) == (due - due // 2, due // 2, 0), report
+        db.session.remove()
+        db.drop_all()
+        db.engine.dispose()
+    return filled, swept
+
+
+def scratch_pg(admin_url: str) -> tuple[str, sa.Engine]:
+    """A new PostgreSQL database for one case, and the admin engine to drop it with."""
+    name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False), admin
+
+
+def main() -> None:
+    """Run every case on SQLite, and on PostgreSQL when given an admin URL."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
+                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    args = parser.parse_args()
+    backends = ["sqlite"] + (["postgresql"] if args.pg else [])
+    print(f"{'database':<11} {'games':>8} {'due':>6} {'fill s':>7} {'sweep s':>8} {'ms per due':>10}")
+    for backend in backends:
+        for total, due in CASES:
+            if backend == "sqlite":
+                with tempfile.TemporaryDirectory() as tmp:
+                    filled, swept = run_case(f"sqlite:///{tmp}/bench.db", total, due)
+            else:
+                url, admin = scratch_pg(args.pg)
+                try:
+                    filled, swept = run_case(url, total, due)
+                finally:
+                    with admin.connect() as conn:
+                        name = sa.make_url(url).database
+                        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                    admin.dispose()
+            per_due = 1000 * swept / due
+            print(f"{backend:<11} {total:>8} {due:>6} {filled:>7.1f} {swept:>8.2f} {per_due:>10.2f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
