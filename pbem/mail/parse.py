@@ -21,12 +21,13 @@ log = logging.getLogger(__name__)
 # The longest comment passed on to the other players; mail is not the place for essays.
 MAX_COMMENT = 2000
 
-# Lines that open the quoted part of a reply in the common mail clients, in several languages.
-_ATTRIBUTION = re.compile(
-    r"(wrote|writes|schrieb|a écrit|escribió|scrisse|schreef|skrev|napisał|написал\(а\)|написал)\s*:\s*$",
-    re.IGNORECASE,
+# Lines that open the quoted part of a reply in the common mail clients, in several languages: "alice
+# wrote:", and "On <date>, alice <address> wrote:" / "Am <date> schrieb alice:", often wrapped.
+_VERBS = r"(wrote|writes|schrieb|a écrit|escribió|scrisse|schreef|skrev|napisał|написал\(а\)|написал)"
+_ATTRIBUTION = re.compile(rf"{_VERBS}\s*:\s*$", re.IGNORECASE)
+_ATTRIBUTION_LONG = re.compile(
+    rf"^(on|am|le|el|il|op|den|w dniu|\d{{1,4}}[./-])\b.*\b{_VERBS}\b.*:\s*$", re.IGNORECASE
 )
-_ATTRIBUTION_START = re.compile(r"^(on|am|le|el|il|op|den|w dniu|\d{1,4}[./-])\b", re.IGNORECASE)
 _SEPARATORS = re.compile(
     r"^(-{2,}\s*(original message|forwarded message|ursprüngliche nachricht|message d'origine)\s*-{2,}"
     r"|_{10,}|-{10,})\s*$",
@@ -192,9 +193,8 @@ def _quote_starts(lines: list[str], i: int) -> bool:
         return True
     if _ATTRIBUTION.search(line):
         return True
-    if _ATTRIBUTION_START.match(line):
-        following = " ".join(s.strip() for s in lines[i : i + 3])
-        if _ATTRIBUTION.search(following):
+    for wrapped in range(1, 4):
+        if _ATTRIBUTION_LONG.match(" ".join(s.strip() for s in lines[i : i + wrapped])):
             return True
     # Outlook quotes with a block of headers: "From: …" then "Sent: …".
     following_header = i + 1 < len(lines) and _HEADER_BLOCK.match(lines[i + 1].strip())
