@@ -591,7 +591,7 @@ class BoxOff:
             if many:
                 parts.append(f"Seat {s + 1}:")
             parts.append(self._text_board(state, board.occupied))
-            parts.append(self._status(state, s))
+            parts.append(self._status(state, s, own=seat is not None))
         parts.append(legend)
         if seat is not None and many:
             others = [
@@ -771,7 +771,7 @@ class BoxOff:
             return f"{left} tiles left, playing"
         return self._result_words(board)
 
-    def _status(self, state: BoxOffState, seat: int) -> str:
+    def _status(self, state: BoxOffState, seat: int, own: bool) -> str:
         """Tiles left per colour, the last move, and what the seat may do now."""
         board = state.seats[seat]
         present = [c for n, c in enumerate(state.deal) if board.occupied >> n & 1]
@@ -782,7 +782,8 @@ class BoxOff:
         legal = _legal(state.pairs, board.occupied)
         if self._playing(state, seat):
             example = _notation(legal[0], state.width)
-            lines.append(f"Your move: two tiles of one colour, like {example} ({len(legal)} pairs can go).")
+            who = "Your move" if own else "To move"
+            lines.append(f"{who}: two tiles of one colour, like {example} ({len(legal)} pairs can go).")
         else:
             lines.append("Finished: " + self._result_words(board) + ".")
         return "\n".join(lines)
