@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -88,17 +90,30 @@ def fill(total: int, due: int) -> None:
     db.session.commit()
 
 
-def run_case(url: str, total: int, due: int) -> tuple[float, float]:
-    """Fill a fresh database at ``url`` and time one sweep; returns (fill seconds, sweep seconds)."""
-    app = create_app({
+def _app(url: str):
+    return create_app({
         "server": {"secret_key": "bench", "instance_path": tempfile.mkdtemp(prefix="pbem-bench-")},
         "database": {"url": url},
     })
+
+
+def fill_database(url: str, total: int, due: int) -> float:
+    """Create the tables at ``url`` and fill them; returns the seconds taken."""
+    app = _app(url)
     with app.app_context():
         db.create_all()
         started = time.perf_counter()
         fill(total, due)
         filled = time.perf_counter() - started
+        db.session.remove()
+        db.engine.dispose()
+    return filled
+
+
+def timed_sweep(url: str, due: int) -> float:
+    """One real sweep of the database at ``url``, checked against what was due; returns its seconds."""
+    app = _app(url)
+    with app.app_context():
         set_clock(NOW)
         try:
             started = time.perf_counter()
@@ -108,18 +123,46 @@ def run_case(url: str, total: int, due: int) -> tuple[float, float]:
             set_clock(None)
         assert (report.reminded, report.timed_out, report.failed) == (due - due // 2, due // 2, 0), report
         db.session.remove()
-        db.drop_all()
         db.engine.dispose()
-    return filled, swept
+    return swept
 
 
-def scratch_pg(admin_url: str) -> tuple[str, sa.Engine]:
-    """A new PostgreSQL database for one case, and the admin engine to drop it with."""
-    name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
+def sqlite_case(total: int, due: int, runs: int) -> tuple[float, list[float]]:
+    """Fill one SQLite file, then sweep a fresh copy of it ``runs`` times."""
+    with tempfile.TemporaryDirectory() as tmp:
+        filled = fill_database(f"sqlite:///{tmp}/filled.db", total, due)
+        times = []
+        for run in range(runs):
+            shutil.copy(f"{tmp}/filled.db", f"{tmp}/run{run}.db")
+            times.append(timed_sweep(f"sqlite:///{tmp}/run{run}.db", due))
+    return filled, times
+
+
+def postgresql_case(admin_url: str, total: int, due: int, runs: int) -> tuple[float, list[float]]:
+    """Fill one PostgreSQL database, then sweep a fresh copy of it (CREATE DATABASE … TEMPLATE) ``runs``
+    times."""
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False), admin
+    base = f"pbem_bench_{uuid.uuid4().hex[:8]}"
+    names = [base] + [f"{base}_{run}" for run in range(runs)]
+
+    def url(name: str) -> str:
+        return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{base}"')
+        filled = fill_database(url(base), total, due)
+        times = []
+        for name in names[1:]:
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{base}"')
+            times.append(timed_sweep(url(name), due))
+    finally:
+        with admin.connect() as conn:
+            for name in names:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+    return filled, times
 
 
 def main() -> None:
@@ -127,26 +170,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
                         help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser.add_argument("--runs", type=int, default=3, help="sweeps per case, each on a fresh copy")
     args = parser.parse_args()
     backends = ["sqlite"] + (["postgresql"] if args.pg else [])
-    print(f"{'database':<11} {'games':>8} {'due':>6} {'fill s':>7} {'sweep s':>8} {'ms per due':>10}")
+    print(f"{'database':<11} {'games':>8} {'due':>6} {'fill s':>7} {'sweep s (median)':>17} {'min':>6} "
+          f"{'max':>6} {'ms per due':>10}")
     for backend in backends:
         for total, due in CASES:
             if backend == "sqlite":
-                with tempfile.TemporaryDirectory() as tmp:
-                    filled, swept = run_case(f"sqlite:///{tmp}/bench.db", total, due)
+                filled, times = sqlite_case(total, due, args.runs)
             else:
-                url, admin = scratch_pg(args.pg)
-                try:
-                    filled, swept = run_case(url, total, due)
-                finally:
-                    with admin.connect() as conn:
-                        name = sa.make_url(url).database
-                        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                    admin.dispose()
-            per_due = 1000 * swept / due
-            print(f"{backend:<11} {total:>8} {due:>6} {filled:>7.1f} {swept:>8.2f} {per_due:>10.2f}",
-                  flush=True)
+                filled, times = postgresql_case(args.pg, total, due, args.runs)
+            median = statistics.median(times)
+            print(f"{backend:<11} {total:>8} {due:>6} {filled:>7.1f} {median:>17.2f} {min(times):>6.2f} "
+                  f"{max(times):>6.2f} {1000 * median / due:>10.2f}", flush=True)
 
 
 if __name__ == "__main__":

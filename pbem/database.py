@@ -14,6 +14,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.orm import Session, SessionTransaction
 
 from pbem.extensions import db
 
@@ -62,3 +63,21 @@ def begin_write() -> None:
         raise RuntimeError("begin_write() with unsaved changes in the session")
     session.rollback()
     session.connection(execution_options={_IMMEDIATE: True})
+
+
+_CACHE = "pbem_transaction_cache"
+
+
+def transaction_cache(name: str) -> dict[Any, Any]:
+    """A dict that lives as long as the session's current transaction.
+
+    For what a transaction has already read under its locks (rating rows, record numbers), so that a
+    batch of games reads each once; it is forgotten when the transaction ends, with the locks.
+    """
+    return db.session.info.setdefault(_CACHE, {}).setdefault(name, {})
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_transaction_cache(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_CACHE, None)

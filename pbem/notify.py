@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from flask import current_app, render_template
-from jinja2 import TemplateNotFound
 from sqlalchemy import select
 
 import games
 from games import Outcome
 from pbem import clock, outbox, tokens
+from pbem.database import transaction_cache
+from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
@@ -94,17 +95,54 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
 
 
 def _last_move(game: Game) -> Move | None:
-    played = [m for m in game.moves if m.kind == "move"]
-    return played[-1] if played else None
+    """The game's last engine move: one added in this transaction, else the last one stored.
+
+    Read without loading the whole record and without flushing (a flush per game would undo the
+    batching of the sweep's timeouts)."""
+    pending = [m for m in db.session.new if isinstance(m, Move) and m.game_id == game.id and m.kind == "move"]
+    if pending:
+        return max(pending, key=lambda m: m.number)
+    prefetched = transaction_cache("last_moves")
+    if game.id in prefetched:
+        return prefetched[game.id]
+    with db.session.no_autoflush:
+        return db.session.scalar(
+            select(Move).where(Move.game_id == game.id, Move.kind == "move").order_by(Move.number.desc())
+            .limit(1)
+        )
+
+
+def prefetch_last_moves(game_ids: list[int]) -> None:
+    """Read the last engine move of many games at once, for a batch that mails about each of them."""
+    last = (
+        select(Move.game_id, db.func.max(Move.number).label("number"))
+        .where(Move.game_id.in_(game_ids), Move.kind == "move").group_by(Move.game_id).subquery()
+    )
+    prefetched = transaction_cache("last_moves")
+    prefetched.update({game_id: None for game_id in game_ids})
+    with db.session.no_autoflush:
+        for move in db.session.scalars(
+            select(Move).join(last, (Move.game_id == last.c.game_id) & (Move.number == last.c.number))
+        ):
+            prefetched[move.game_id] = move
 
 
 def html_part(template: str, text: str, **context: Any) -> str:
     """The HTML alternative of a mail: ``template`` with ``.html`` for ``.txt`` when there is one, else
     the text as preformatted HTML (mail clients drop SVG, so boards stay text either way)."""
-    try:
-        return render_template(template.removesuffix(".txt") + ".html", text=text, **context)
-    except TemplateNotFound:
-        return render_template("mail/plain.html", text=text, **context)
+    html = template.removesuffix(".txt") + ".html"
+    if html not in _mail_templates():
+        html = "mail/plain.html"
+    return render_template(html, text=text, **context)
+
+
+def _mail_templates() -> frozenset[str]:
+    """The names of the templates there are, listed once per app: looking for a missing template costs a
+    search of the template folders every time, and most mails have no HTML template of their own."""
+    names = current_app.extensions.get("pbem_templates")
+    if names is None:
+        names = current_app.extensions["pbem_templates"] = frozenset(current_app.jinja_env.list_templates())
+    return names
 
 
 def _reply_address(game: Game, user: User) -> str | None:
@@ -112,8 +150,6 @@ def _reply_address(game: Game, user: User) -> str | None:
     seat = game.seat_of(user)
     if seat is not None:
         return tokens.reply_address(game.id, seat.number, user)
-    from pbem.extensions import db
-
     challenge = db.session.scalar(
         select(Challenge).where(Challenge.game_id == game.id, Challenge.challenged_id == user.id)
         .order_by(Challenge.id.desc())
@@ -180,13 +216,14 @@ def game_over(game: Game, outcome: Outcome) -> None:
     """Everyone seated gets the result."""
     engine = games.get(game.engine)
     state = engine.load(game.state) if game.state else None
+    board = engine.render_text(state, None) if state is not None else ""
+    last = _last_move(game)
     for seat in game.seats:
         if seat.user is None:
             continue
         result = outcome.results[seat.number] if seat.number < len(outcome.results) else "loss"
         _mail(seat.user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=result,
-              board=engine.render_text(state, None) if state is not None else "", last=_last_move(game))
+              engine=engine, outcome=outcome, result=result, board=board, last=last)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:

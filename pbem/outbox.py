@@ -63,7 +63,8 @@ def enqueue(
     to_addr = to.email if isinstance(to, User) else to
     all_headers = dict(headers or {})
     if game is not None:
-        db.session.flush()
+        if game.id is None:
+            db.session.flush()  # A game created in this transaction gets its id.
         all_headers.setdefault("In-Reply-To", thread_id(game))
         all_headers.setdefault("References", thread_id(game))
     row = OutboxMail(

@@ -13,16 +13,18 @@ import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
 from pbem import clock, notify, ratings
-from pbem.database import begin_write, is_postgresql
+from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, utcnow
 
@@ -138,7 +140,12 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
     """A fresh transaction holding the game's lock; commits on success, rolls back on any error."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
     begin_write()
-    query = select(Game).where(Game.id == game_id).execution_options(populate_existing=True)
+    # The seats and their players are read with the game: every path below needs them.
+    query = (
+        select(Game).where(Game.id == game_id)
+        .options(selectinload(Game.seats).joinedload(Seat.user))
+        .execution_options(populate_existing=True)
+    )
     if is_postgresql():
         query = query.with_for_update()
     game = db.session.execute(query).scalar_one_or_none()
@@ -175,16 +182,34 @@ def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset
     return ready[0]
 
 
+def _next_record_number(game: Game) -> int:
+    """The number of the game's next record entry.
+
+    The stored maximum is read once per transaction, without flushing the session first (a flush per
+    game would undo the batching of :func:`time_out_many`); entries added since are counted here."""
+    numbers = transaction_cache("record_numbers")
+    if game.id not in numbers:
+        with db.session.no_autoflush:
+            numbers[game.id] = (
+                db.session.scalar(select(db.func.max(Move.number)).where(Move.game_id == game.id)) or 0
+            )
+    numbers[game.id] += 1
+    return numbers[game.id]
+
+
 def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
             comment: str | None = None) -> Move:
     if via not in VIA:
         raise ValueError(f"unknown channel {via!r}")
-    number = (db.session.scalar(select(db.func.max(Move.number)).where(Move.game_id == game.id)) or 0) + 1
     move = Move(
-        game=game, number=number, seat=seat.number, kind=kind, text=text, via=via,
+        game_id=game.id, number=_next_record_number(game), seat=seat.number, kind=kind, text=text, via=via,
         user_id=user.id if user else None, comment=(comment or "").strip() or None,
     )
     db.session.add(move)
+    # Appending through the relationship would first load the game's whole record; a record already
+    # loaded in this transaction is kept in step.
+    if "moves" in game.__dict__:
+        game.moves.append(move)
     return move
 
 
@@ -336,6 +361,15 @@ def decline_draw(game: Game | int, user: User, via: str) -> None:
         notify.draw_declined(locked, seat)
 
 
+@dataclass(frozen=True)
+class DueTimeout:
+    """A seat the sweep found past its deadline: ``deadline`` is the one it read."""
+
+    game_id: int
+    seat: int
+    deadline: datetime | None = None
+
+
 def time_out(game: Game | int, seat_number: int, deadline: datetime | None = None) -> Outcome | None:
     """The seat's deadline has passed: end its part as the rules for absent players say.
 
@@ -348,37 +382,107 @@ def time_out(game: Game | int, seat_number: int, deadline: datetime | None = Non
     moved or begun a new turn since.
     """
     with locked_game(game) as locked:
-        engine = engine_of(locked)
-        state = state_of(locked)
-        if locked.status != "active" or seat_number not in engine.to_move(state):
-            return None
-        seat = next(s for s in locked.seats if s.number == seat_number)
-        if deadline is not None and (seat.deadline != deadline or (seat.user and seat.user.on_vacation)):
-            return None
-        name = _seat_name(locked, seat_number)
-        if locked.draw_offered_by is not None and locked.draw_offered_by != seat_number:
-            _record(locked, seat, "draw-accept", "draw accept (timeout)", "server", None)
-            outcome = Outcome.draw(locked.players, f"{name} ran out of time with a draw offer pending")
-            _finish(locked, outcome)
-            return outcome
-        engine_time_out = getattr(engine, "time_out", None)
-        if engine_time_out is not None and locked.players > 1:
-            record = _record(locked, seat, "timeout", "timeout", "server", None)
-            new_state = engine_time_out(state, seat_number)
-            before = _advance(locked, engine, state, new_state, None)
-            notify.timed_out(locked, seat)
-            notify.move_played(locked, engine, new_state, record, before)
-            return engine.outcome(new_state)
-        _record(locked, seat, "timeout", "timeout", "server", None)
-        if locked.players == 1:
-            outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
-            _finish(locked, outcome)
-            locked.status = "abandoned"
-        else:
-            results = tuple("loss" if n == seat_number else "win" for n in range(locked.players))
-            outcome = Outcome(results, f"{name} lost on time")
-            _finish(locked, outcome)
+        _acted, outcome = _time_out_locked(locked, seat_number, deadline)
         return outcome
+
+
+def time_out_many(due: list[DueTimeout]) -> int:
+    """Time out many seats in one transaction (one commit for the lot); returns how many were acted on.
+
+    The sweep's way of calling :func:`time_out`: the same rules and the same checks under each game's
+    lock, but one transaction for a batch, since a commit per game (on PostgreSQL a wait for the disk)
+    would cost more than the work itself.  The games are locked in the order of their ids, so two
+    sweepers never wait on each other in a circle.  If any game fails, the whole batch is rolled back and
+    redone one game per transaction, so that one bad game cannot hold back the others; the failure of
+    that game alone is raised.
+    """
+    if not due:
+        return 0
+    ids = sorted({d.game_id for d in due})
+    begin_write()
+    try:
+        query = (
+            select(Game).where(Game.id.in_(ids)).order_by(Game.id)
+            .options(selectinload(Game.seats).joinedload(Seat.user))
+            .execution_options(populate_existing=True)
+        )
+        if is_postgresql():
+            query = query.with_for_update(of=Game)
+        locked = {g.id: g for g in db.session.scalars(query)}
+        # What every game's end reads, read for the whole batch at once.
+        numbers = transaction_cache("record_numbers")
+        numbers.update({game_id: 0 for game_id in locked})
+        numbers.update((game_id, top) for game_id, top in db.session.execute(
+            select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
+        ))
+        notify.prefetch_last_moves(ids)
+        ratings.lock_ratings(
+            {(s.user_id, g.engine) for g in locked.values() if g.players == 2 for s in g.seats if s.user_id}
+        )
+        acted = 0
+        for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
+            game = locked.get(item.game_id)
+            if game is not None:
+                acted += _time_out_locked(game, item.seat, item.deadline)[0]
+        db.session.commit()
+        return acted
+    except Exception as exc:
+        db.session.rollback()
+        if len(due) == 1:
+            if isinstance(exc, StaleDataError):
+                return 0  # Changed under us after all; the next sweep looks at it again.
+            raise
+    acted, failure = 0, None
+    for item in due:
+        try:
+            acted += time_out_many([item])
+        except Exception as exc:
+            failure = exc
+    if failure is not None:
+        raise failure
+    return acted
+
+
+def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) -> tuple[bool, Outcome | None]:
+    """:func:`time_out` inside the caller's lock; returns (acted, outcome if the game ended)."""
+    if game.status != "active":
+        return False, None
+    engine = engine_of(game)
+    state = state_of(game)
+    seat = next(s for s in game.seats if s.number == seat_number)
+    if deadline is not None and seat.deadline != deadline:
+        return False, None  # The seat moved, or began a new turn, since the sweep read it.
+    if seat.user is not None and seat.user.on_vacation:
+        return False, None
+    if seat_number not in engine.to_move(state):
+        # A clock left running on a seat that is not to move (nothing should leave one): stop it, so the
+        # sweep does not find it again and again.
+        clock.stop_turn(game, seat)
+        return False, None
+    name = _seat_name(game, seat_number)
+    if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
+        _record(game, seat, "draw-accept", "draw accept (timeout)", "server", None)
+        outcome = Outcome.draw(game.players, f"{name} ran out of time with a draw offer pending")
+        _finish(game, outcome)
+        return True, outcome
+    engine_time_out = getattr(engine, "time_out", None)
+    if engine_time_out is not None and game.players > 1:
+        record = _record(game, seat, "timeout", "timeout", "server", None)
+        new_state = engine_time_out(state, seat_number)
+        before = _advance(game, engine, state, new_state, None)
+        notify.timed_out(game, seat)
+        notify.move_played(game, engine, new_state, record, before)
+        return True, engine.outcome(new_state)
+    _record(game, seat, "timeout", "timeout", "server", None)
+    if game.players == 1:
+        outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
+        _finish(game, outcome)
+        game.status = "abandoned"
+    else:
+        results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
+        outcome = Outcome(results, f"{name} lost on time")
+        _finish(game, outcome)
+    return True, outcome
 
 
 # Replaying ---------------------------------------------------------------------------

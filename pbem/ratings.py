@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from games import Outcome
-from pbem.database import is_postgresql
+from pbem.database import is_postgresql, transaction_cache
 from pbem.extensions import db
 from pbem.models import Game, Rating, utcnow
 
@@ -19,17 +19,54 @@ def rating_of(user_id: int, engine: str) -> Rating:
     """The player's rating row for ``engine``, created at 1500 if they have none, and locked until the
     transaction ends (games between the same players may finish at the same moment: without the lock
     one would overwrite the other's change, and both would try to create a missing row)."""
-    insert = postgresql_insert if is_postgresql() else sqlite_insert
-    # A Core statement on the table: the ORM's bulk-insert machinery costs more than the insert itself.
-    db.session.execute(
-        insert(Rating.__table__).values(user_id=user_id, engine=engine, rating=1500.0, games=0,
-                                        updated_at=utcnow())
-        .on_conflict_do_nothing(index_elements=["user_id", "engine"])
-    )
+    locked = transaction_cache("ratings")
+    if (user_id, engine) in locked:
+        return locked[(user_id, engine)]
     query = select(Rating).where(Rating.user_id == user_id, Rating.engine == engine)
     if is_postgresql():
         query = query.with_for_update()
-    return db.session.execute(query.execution_options(populate_existing=True)).scalar_one()
+    # No flush first: a row changed earlier in this transaction is returned as changed from the session's
+    # identity map, and a flush per game would undo the batching of the sweep's timeouts.
+    with db.session.no_autoflush:
+        row = db.session.execute(query).scalar_one_or_none()
+        if row is not None:
+            locked[(user_id, engine)] = row
+            return row
+        insert = postgresql_insert if is_postgresql() else sqlite_insert
+        # A Core statement on the table: the ORM's bulk-insert machinery costs more than the insert itself.
+        db.session.execute(
+            insert(Rating.__table__).values(user_id=user_id, engine=engine, rating=1500.0, games=0,
+                                            updated_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["user_id", "engine"])
+        )
+        locked[(user_id, engine)] = row = db.session.execute(query).scalar_one()
+        return row
+
+
+def lock_ratings(keys: set[tuple[int, str]]) -> None:
+    """Lock the rating rows of many (user id, game) pairs at once, creating the missing ones: for a batch
+    of game ends (see :func:`pbem.play.time_out_many`).  Rows are locked in one order, as
+    :func:`rating_of` does, so that transactions never wait on each other in a circle."""
+    if not keys:
+        return
+    insert = postgresql_insert if is_postgresql() else sqlite_insert
+    now = utcnow()
+    db.session.execute(
+        insert(Rating.__table__)
+        .values([{"user_id": u, "engine": e, "rating": 1500.0, "games": 0, "updated_at": now}
+                 for u, e in sorted(keys)])
+        .on_conflict_do_nothing(index_elements=["user_id", "engine"])
+    )
+    query = (
+        select(Rating).where(tuple_(Rating.user_id, Rating.engine).in_(sorted(keys)))
+        .order_by(Rating.user_id, Rating.engine)
+    )
+    if is_postgresql():
+        query = query.with_for_update()
+    locked = transaction_cache("ratings")
+    with db.session.no_autoflush:
+        for row in db.session.scalars(query):
+            locked[(row.user_id, row.engine)] = row
 
 
 def rate(game: Game, outcome: Outcome) -> None:

@@ -6,9 +6,9 @@ so its cost follows the due seats, not all games) and acts on each:
 - a reminder is claimed with a conditional UPDATE (``reminders_sent`` and ``next_event_at`` still as
   read) in the same transaction that writes the mail (a batch of reminders per transaction), so two
   sweepers, a restart or an overlap never remind twice and a crash never loses one;
-- a timeout is claimed the same way (for a lease, in case the sweeper dies), then goes through the one
-  move path, :func:`pbem.play.time_out`, with the deadline read: under the game's lock the seat must
-  still have it, so even a retry after a lapsed lease acts at most once;
+- a timeout goes through the one move path, :func:`pbem.play.time_out_many` (a batch of games per
+  transaction), with the deadline read: under the game's lock the seat must still have it, which is
+  the claim — a second sweeper, or a retry, finds the deadline gone and does nothing;
 - a seat whose player is on vacation is set aside (its clock is stopped) until they come back.
 
 Vacations whose allowance has run out are ended first, so their seats are swept at once.
@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from flask import current_app
-from sqlalchemy import Row, select, text, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.orm import joinedload
 
 from pbem import clock, notify, play, vacation
@@ -35,8 +33,8 @@ from pbem.models import Game, Seat, User, utcnow
 
 log = logging.getLogger(__name__)
 
-# How long a sweeper's claim on a timeout lasts before another sweep may take it over.
-TIMEOUT_LEASE_SECONDS = 300
+# Timeouts per transaction: one commit for the lot, while other writers wait only briefly.
+TIMEOUT_BATCH = 50
 # Reminders written per transaction: fewer commits, while other writers (on SQLite, every move) wait
 # for the write lock only briefly.
 REMINDER_BATCH = 50
@@ -86,23 +84,8 @@ def sweep() -> SweepReport:
             timeouts.append(row)
         else:
             reminders.append(row)
-    workers = current_app.config["PBEM"]["scheduler"]["sweep_workers"] if is_postgresql() else 1
-    if workers > 1 and len(timeouts) > 1:
-        # Each timeout is a transaction of its own through the move path, and on PostgreSQL mostly a wait
-        # for the disk; several at once share those waits.  The claims keep them apart.
-        app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-        def time_out_in_context(row: Row[Any]) -> int:
-            with app.app_context():
-                try:
-                    return _guarded(_time_out, row, report, now)
-                finally:
-                    db.session.remove()
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            report.timed_out += sum(pool.map(time_out_in_context, timeouts))
-    else:
-        report.timed_out += sum(_guarded(_time_out, row, report, now) for row in timeouts)
+    for start in range(0, len(timeouts), TIMEOUT_BATCH):
+        _time_out_batch(timeouts[start : start + TIMEOUT_BATCH], report)
     for start in range(0, len(reminders), REMINDER_BATCH):
         _remind_batch(reminders[start : start + REMINDER_BATCH], now, report)
     if report.reminded or report.timed_out or report.failed:
@@ -141,37 +124,16 @@ def _set_aside(row: Row[Any]) -> int:
     return result.rowcount
 
 
-def _time_out(row: Row[Any], now: datetime) -> int:
-    """Claim the seat's timeout, then time it out through the move path; returns 1 if this sweep did.
-
-    The claim (a conditional UPDATE) moves ``next_event_at`` a lease ahead rather than clearing it: if
-    this sweeper dies before the move path has acted, the seat falls due again when the lease ends, and
-    the move path's own check of the deadline makes the retry safe."""
-    lease = now + timedelta(seconds=TIMEOUT_LEASE_SECONDS)
-    begin_write()
-    if is_postgresql():
-        # A claim lost in a crash only makes the seat due again, so it need not wait for the disk.
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
-    claimed = db.session.execute(
-        update(Seat).where(_unchanged(row)).values(next_event_at=lease).execution_options(synchronize_session=False)
-    ).rowcount
-    db.session.commit()
-    if not claimed:
-        return 0
-    if play.time_out(row.game_id, row.number, deadline=row.deadline) is not None:
-        return 1
-    # A round went on without the seat (its clock stopped or a new round began: the lease is gone), or
-    # the seat had moved or was not on the move after all: then the lease is cleared, not left to recur.
-    begin_write()
-    left_over = db.session.execute(
-        update(Seat).where(Seat.id == row.id, Seat.next_event_at == lease, Seat.deadline == row.deadline)
-        .values(next_event_at=None).execution_options(synchronize_session=False)
-    ).rowcount
-    db.session.commit()
-    if left_over:
-        log.warning("sweep: seat %s of game %s was due but not timed out; its clock is cleared", row.id,
-                    row.game_id)
-    return 0 if left_over else 1
+def _time_out_batch(rows: list[Row[Any]], report: SweepReport) -> None:
+    """Time out a batch of seats through the move path; a failing game is logged and tried next sweep."""
+    due = [play.DueTimeout(row.game_id, row.number, row.deadline) for row in rows]
+    try:
+        report.timed_out += play.time_out_many(due)
+    except Exception:
+        db.session.rollback()
+        report.failed += 1
+        log.exception("sweep: a timeout among games %s failed; tried again next sweep",
+                      sorted({row.game_id for row in rows}))
 
 
 def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> None:
@@ -196,31 +158,38 @@ def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> N
 
 
 def _load_seats(ids: list[int]) -> dict[int, Seat]:
-    """The seats with what their reminders show (game, seats, players), in one round of queries."""
-    seats = db.session.scalars(
+    """The seats, locked for this transaction, with what their reminders show (game, seats, players),
+    in one round of queries.  On PostgreSQL a seat another sweeper holds is skipped, not waited for."""
+    query = (
         select(Seat).where(Seat.id.in_(ids))
-        .options(joinedload(Seat.game).selectinload(Game.seats).joinedload(Seat.user))
-    ).unique()
-    return {seat.id: seat for seat in seats}
+        .options(joinedload(Seat.user), joinedload(Seat.game).selectinload(Game.seats).joinedload(Seat.user))
+    )
+    if is_postgresql():
+        query = query.with_for_update(of=Seat, skip_locked=True)
+    return {seat.id: seat for seat in db.session.scalars(query).unique()}
 
 
 def _remind(row: Row[Any], seat: Seat | None, now: datetime) -> int:
     """Claim the seat's due reminder and write the mail, in the caller's transaction; returns 1 if
-    written.  The claim and the mail commit together, so a crash loses neither alone."""
+    written.  The claim and the mail commit together, so a crash loses neither alone.
+
+    The seat was read under the transaction's lock (SQLite's write lock, or PostgreSQL's row lock), so
+    it is claimed by checking that it is still as the sweep found it and moving it on: another sweeper
+    that got there first has moved it on already."""
     if seat is None or row.deadline is None:
+        return 0  # Gone, or held by another sweeper right now.
+    if (seat.next_event_at, seat.reminders_sent, seat.deadline) != (
+        row.next_event_at, row.reminders_sent, row.deadline
+    ):
         return 0
     game = seat.game
     pause = clock.weekend_pause(game)
     points = clock.reminder_points(row.deadline, pause)
     # One mail however many points have passed (a scheduler that was down sends one, not a burst).
-    sent = max(row.reminders_sent + 1, clock.points_behind(points, now))
-    claimed = db.session.execute(
-        update(Seat).where(_unchanged(row))
-        .values(reminders_sent=sent, next_event_at=clock.next_event(points, row.deadline, sent))
-        .execution_options(synchronize_session=False)
-    ).rowcount
-    if not claimed or game.status != "active" or seat.user is None:
-        return 0  # Another sweeper had it, or there is nobody to remind: the claim just moves it on.
+    seat.reminders_sent = max(row.reminders_sent + 1, clock.points_behind(points, now))
+    seat.next_event_at = clock.next_event(points, row.deadline, seat.reminders_sent)
+    if game.status != "active" or seat.user is None:
+        return 0  # Nobody to remind: the claim just moves it on.
     summary = turn_summary(game, seat)
     left = clock.describe(clock.time_left(seat))
     notify.send(
