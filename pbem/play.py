@@ -386,60 +386,63 @@ def time_out(game: Game | int, seat_number: int, deadline: datetime | None = Non
         return outcome
 
 
-def time_out_many(due: list[DueTimeout]) -> int:
-    """Time out many seats in one transaction (one commit for the lot); returns how many were acted on.
+def time_out_many(due: list[DueTimeout]) -> tuple[int, list[tuple[DueTimeout, Exception]]]:
+    """Time out many seats in one transaction (one commit for the lot).
 
     The sweep's way of calling :func:`time_out`: the same rules and the same checks under each game's
     lock, but one transaction for a batch, since a commit per game (on PostgreSQL a wait for the disk)
     would cost more than the work itself.  The games are locked in the order of their ids, so two
     sweepers never wait on each other in a circle.  If any game fails, the whole batch is rolled back and
-    redone one game per transaction, so that one bad game cannot hold back the others; the failure of
-    that game alone is raised.
+    redone one game per transaction, so that one bad game cannot hold back the others.
+
+    Returns how many seats were acted on, and the seats that failed with their errors (nothing of those
+    is changed; the next sweep finds them again).
     """
     if not due:
-        return 0
-    ids = sorted({d.game_id for d in due})
-    begin_write()
+        return 0, []
     try:
-        query = (
-            select(Game).where(Game.id.in_(ids)).order_by(Game.id)
-            .options(selectinload(Game.seats).joinedload(Seat.user))
-            .execution_options(populate_existing=True)
-        )
-        if is_postgresql():
-            query = query.with_for_update(of=Game)
-        locked = {g.id: g for g in db.session.scalars(query)}
-        # What every game's end reads, read for the whole batch at once.
-        numbers = transaction_cache("record_numbers")
-        numbers.update({game_id: 0 for game_id in locked})
-        numbers.update((game_id, top) for game_id, top in db.session.execute(
-            select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
-        ))
-        notify.prefetch_last_moves(ids)
-        ratings.lock_ratings(
-            {(s.user_id, g.engine) for g in locked.values() if g.players == 2 for s in g.seats if s.user_id}
-        )
-        acted = 0
-        for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
-            game = locked.get(item.game_id)
-            if game is not None:
-                acted += _time_out_locked(game, item.seat, item.deadline)[0]
-        db.session.commit()
-        return acted
+        return _time_out_in_one_transaction(due), []
     except Exception as exc:
         db.session.rollback()
         if len(due) == 1:
             if isinstance(exc, StaleDataError):
-                return 0  # Changed under us after all; the next sweep looks at it again.
-            raise
-    acted, failure = 0, None
+                return 0, []  # Changed under us after all; the next sweep looks at it again.
+            return 0, [(due[0], exc)]
+    acted, failures = 0, []
     for item in due:
-        try:
-            acted += time_out_many([item])
-        except Exception as exc:
-            failure = exc
-    if failure is not None:
-        raise failure
+        one_acted, one_failures = time_out_many([item])
+        acted += one_acted
+        failures += one_failures
+    return acted, failures
+
+
+def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
+    ids = sorted({d.game_id for d in due})
+    begin_write()
+    query = (
+        select(Game).where(Game.id.in_(ids)).order_by(Game.id)
+        .options(selectinload(Game.seats).joinedload(Seat.user))
+        .execution_options(populate_existing=True)
+    )
+    if is_postgresql():
+        query = query.with_for_update(of=Game)
+    locked = {g.id: g for g in db.session.scalars(query)}
+    # What every game's end reads, read for the whole batch at once.
+    numbers = transaction_cache("record_numbers")
+    numbers.update({game_id: 0 for game_id in locked})
+    numbers.update((game_id, top) for game_id, top in db.session.execute(
+        select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
+    ))
+    notify.prefetch_last_moves(ids)
+    ratings.lock_ratings(
+        {(s.user_id, g.engine) for g in locked.values() if g.players == 2 for s in g.seats if s.user_id}
+    )
+    acted = 0
+    for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
+        game = locked.get(item.game_id)
+        if game is not None:
+            acted += _time_out_locked(game, item.seat, item.deadline)[0]
+    db.session.commit()
     return acted
 
 

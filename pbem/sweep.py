@@ -127,13 +127,12 @@ def _set_aside(row: Row[Any]) -> int:
 def _time_out_batch(rows: list[Row[Any]], report: SweepReport) -> None:
     """Time out a batch of seats through the move path; a failing game is logged and tried next sweep."""
     due = [play.DueTimeout(row.game_id, row.number, row.deadline) for row in rows]
-    try:
-        report.timed_out += play.time_out_many(due)
-    except Exception:
-        db.session.rollback()
-        report.failed += 1
-        log.exception("sweep: a timeout among games %s failed; tried again next sweep",
-                      sorted({row.game_id for row in rows}))
+    acted, failures = play.time_out_many(due)
+    report.timed_out += acted
+    report.failed += len(failures)
+    for item, error in failures:
+        log.error("sweep: the timeout of seat %s of game %s failed; tried again next sweep",
+                  item.seat + 1, item.game_id, exc_info=error)
 
 
 def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> None:

@@ -276,3 +276,23 @@ def test_one_broken_game_does_not_hold_back_the_other_reminders(ctx: Flask, play
     report = sweep_at(T0 + timedelta(days=1))
     assert (report.reminded, report.failed) == (1, 1)
     assert len(mails(carol, "reminder")) == 1 and mails(alice, "reminder") == []
+
+
+def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    at(T0)
+    broken = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1)
+    sound = new_game("cambio", [carol, bob], CAMBIO, kind="per_move", days=1)
+    fresh(broken).state = {"not": "a cambio position"}
+    db.session.commit()
+    report = sweep_at(T0 + timedelta(days=2))
+    assert (report.timed_out, report.failed) == (1, 1)
+    assert fresh(sound).status == "finished" and fresh(sound).result["reason"] == "carol lost on time"
+    assert fresh(broken).status == "active"
+    # Mended, the broken game is timed out by the next sweep, once.
+    broken = fresh(broken)
+    broken.state = play.engine_of(broken).dump(play.replay(broken))
+    db.session.commit()
+    assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
+    assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0
+    assert fresh(broken).result["reason"] == "alice lost on time"
