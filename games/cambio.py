@@ -16,6 +16,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from games import IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
+from games.words import join_words
 
 __all__ = ["Cambio", "CambioOptions", "State", "engine"]
 
@@ -245,13 +246,6 @@ def _key(cells: str, turn: int) -> str:
     return f"{cells}{turn}"
 
 
-def _or_list(items: list[str]) -> str:
-    """``a, b or c``."""
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} or {items[-1]}"
-
-
 def _no_push_outcome(state: State) -> Outcome | None:
     """A player with no legal push loses (see the help for why this is what players expect)."""
     if state.outcome is None and state.pushing and not _legal_pushes(state):
@@ -391,7 +385,7 @@ class Cambio:
     def _free(self, state: State) -> str:
         free = _legal_placements(state)
         if len(free) <= LIST_LIMIT:
-            return f"You can place on {_or_list(free)}."
+            return f"You can place on {join_words(free)}."
         return "Place on a neutral cell that is not a corner."
 
     def _parse_push(self, state: State, word: str, text: str) -> tuple[Cell, str]:
@@ -413,20 +407,20 @@ class Cambio:
             )
         if not arrow:
             if len(possible) > 1:
-                both = _or_list([name + a for a in possible])
+                both = join_words([name + a for a in possible])
                 raise IllegalMove(f"{name} is a corner, so say which line to push: {both}.")
             arrow = possible[0]
         elif arrow not in possible:
             raise IllegalMove(
                 f"{name}{arrow} cannot be pushed: a push {ARROW_WORDS[arrow]} enters at "
                 f"{_entry_edge(state.size, arrow)}. From {name} you can push "
-                f"{_or_list([name + a for a in possible])}."
+                f"{join_words([name + a for a in possible])}."
             )
         far = _push_line(state.size, cell, arrow)[-1]
         opponent = SYMBOLS[1 - state.turn]
         if state.at(far) == opponent:
             legal = _legal_pushes(state)
-            hint = f"You can push {_or_list(legal)}." if len(legal) <= LIST_LIMIT else (
+            hint = f"You can push {join_words(legal)}." if len(legal) <= LIST_LIMIT else (
                 "Push a line whose far end holds a neutral cube or one of yours."
             )
             raise IllegalMove(
@@ -597,11 +591,11 @@ def _with_outcome(state: State, judge_lines: bool = False, mover: int = 0) -> St
         mine, theirs = full[SYMBOLS[mover]], full[SYMBOLS[1 - mover]]
         if mine and theirs:
             outcome = Outcome.draw(
-                2, f"the push made full lines for both players ({_or_list(mine + theirs)}): a draw."
+                2, f"the push made full lines for both players ({join_words(mine + theirs)}): a draw."
             )
         elif mine or theirs:
             winner = mover if mine else 1 - mover
-            name = _or_list(mine or theirs)
+            name = join_words(mine or theirs)
             outcome = Outcome.win(winner, 2, f"{SEAT_NAMES[winner]} wins with a full line on {name}.")
         elif state.history.count(state.history[-1]) >= 3:
             outcome = Outcome.draw(2, "the same position occurred for the third time with the same player "

@@ -26,6 +26,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from games import IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
+from games.words import join_words
 
 __all__ = [
     "Carreaux",
@@ -420,12 +421,6 @@ def _legal(size: int, board: str) -> list[int]:
     return [tile for tile, after in _slides(size, board) if after < total]
 
 
-def _or_list(names: list[str]) -> str:
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " or " + names[-1]
-
-
 class Carreaux:
     """The Carreaux engine: Red (seat 0) and Blue (seat 1) slide tiles into the bubble."""
 
@@ -513,7 +508,7 @@ Rulings:
         name = _name(tile, n)
         bubble = state.bubble
         legal = _legal(n, state.board)
-        can = _or_list([_name(t, n) for t in legal])
+        can = join_words([_name(t, n) for t in legal])
         if tile == bubble:
             raise IllegalMove(f"{name} is the bubble itself; name the tile to slide into it: {can}.")
         if tile not in _neighbours(n)[bubble]:

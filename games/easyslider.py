@@ -20,6 +20,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from games import IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
+from games.words import join_words
 
 SIZE = 5
 SUITS = "smca"  # Suns, Moons, Crowns, Arms
@@ -316,12 +317,6 @@ def _settle(state: State) -> State:
 # --- wording -------------------------------------------------------------------------------------------
 
 
-def _or_list(words: list[str]) -> str:
-    if len(words) <= 1:
-        return "".join(words)
-    return ", ".join(words[:-1]) + " or " + words[-1]
-
-
 def _seat_label(seat: int) -> str:
     return f"seat {seat + 1}"
 
@@ -425,7 +420,7 @@ class EasySlider:
         board = state.seats[seat].board
         if not words:
             raise IllegalMove("Send one or more slides, each the cell of a tile next to the hole "
-                              f"(now you can slide {_or_list(self.moves(state, seat)[:-1])}), or done.")
+                              f"(now you can slide {join_words(self.moves(state, seat)[:-1])}), or done.")
         if "done" in words[:-1]:
             raise IllegalMove("'done' comes last in a move: send your slides first, then done.")
         declare = words[-1] == "done"
@@ -498,7 +493,7 @@ class EasySlider:
         why += after
         head = f"Slide {n} of {total}: " if total > 1 else ""
         tail = " None of your slides were played." if total > 1 else ""
-        return f"{head}{why}; you can slide {_or_list([cell_name(c) for c in open_cells])}.{tail}"
+        return f"{head}{why}; you can slide {join_words([cell_name(c) for c in open_cells])}.{tail}"
 
     # --- rendering -------------------------------------------------------------------------------------
 
@@ -514,11 +509,11 @@ class EasySlider:
             me = state.seats[seat]
             lines.append(f"You ({_seat_label(seat)}): {_status_words(me)}.")
             if seat in self.to_move(state):
-                lines.append(f"You can slide {_or_list(self.moves(state, seat)[:-1])}.")
+                lines.append(f"You can slide {join_words(self.moves(state, seat)[:-1])}.")
                 lines.append("Send one or more slides, like 'd1 d2 c2', or 'done'.")
             lines.append("")
         elif seat is not None and 0 <= seat < state.players and not state.over:
-            playing = _or_list([str(s + 1) for s in _playing(state)]).replace(" or ", " and ")
+            playing = join_words([str(s + 1) for s in _playing(state)], "and")
             lines += [f"You ({_seat_label(seat)}) are not in {_round_name(state)}: it is between the "
                       f"leaders, seats {playing}.", ""]
         lines += _text_scores(state)
@@ -667,7 +662,7 @@ def _reason(state: State) -> str:
     leaders = [s for s in order if state.totals[s] == best]
     scores = ", ".join(f"seat {s + 1} {state.totals[s]}" for s in order)
     if len(leaders) > 1:
-        names = _or_list([f"{s + 1}" for s in leaders]).replace(" or ", " and ")
+        names = join_words([f"{s + 1}" for s in leaders], "and")
         return f"Seats {names} share the lead after {rounds}. Points: {scores}."
     return f"Seat {leaders[0] + 1} wins after {rounds}. Points: {scores}."
 

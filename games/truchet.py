@@ -38,6 +38,7 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate, val
 
 from games import IllegalMove, Outcome
 from games.coords import cell_name, file_letters, parse_cell, parse_position
+from games.words import join_words
 
 __all__ = ["TruchetEngine", "TruchetState", "engine", "position_state"]
 
@@ -525,7 +526,7 @@ def listing(names: list[str], limit: int = 12) -> str:
     """``a, b or c`` for short lists; empty when the list is too long to be useful in a mail."""
     if not names or len(names) > limit:
         return ""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return join_words(names)
 
 
 class Mover:

@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 import games
 from games import Outcome
+from games.words import join_words
 from pbem import clock, outbox, tokens
 from pbem.database import transaction_cache
 from pbem.extensions import db
@@ -51,7 +52,7 @@ def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
     names = [_player(game, n) for n in sorted(numbers)]
     if not names:
         return "nobody"
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return join_words(names, "and")
 
 
 def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
