@@ -228,6 +228,19 @@ class Challenge(db.Model):
     challenged: Mapped[User] = relationship(foreign_keys=[challenged_id])
 
 
+class Watch(db.Model):
+    """A player following a game they do not play in: they get a notice of each move and the result."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    user: Mapped[User] = relationship()
+
+    __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_watch_game_user"),)
+
+
 class OutboxMail(db.Model):
     """A mail waiting to be sent, written in the same transaction as the change it reports.
 

@@ -21,6 +21,7 @@ from pbem import clock, outbox, tokens
 from pbem.database import transaction_cache
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
+from pbem.watching import watchers
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
 MAX_LISTED_MOVES = 30
@@ -211,6 +212,13 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
             ctx = position(game, engine, state, seat)
             _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
                   "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+    if not engine.simultaneous:
+        # Watchers follow each move; in a game where everyone solves the same deal at once, the moves
+        # would give the solution away, so they only get the result.
+        for user in watchers(game):
+            ctx = position(game, engine, state, None)
+            _mail(user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
 
 
 def game_over(game: Game, outcome: Outcome) -> None:
@@ -225,6 +233,9 @@ def game_over(game: Game, outcome: Outcome) -> None:
         result = outcome.results[seat.number] if seat.number < len(outcome.results) else "loss"
         _mail(seat.user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
               engine=engine, outcome=outcome, result=result, board=board, last=last)
+    for user in watchers(game):
+        _mail(user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
+              engine=engine, outcome=outcome, result=None, board=board, last=last)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:

@@ -25,21 +25,13 @@ import games
 from games import IllegalMove, Outcome
 from pbem import clock, notify, ratings
 from pbem.database import begin_write, is_postgresql, transaction_cache
+from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, utcnow
 
 log = logging.getLogger(__name__)
 
 VIA = {"web", "mail", "link", "command", "server", "cli"}
-
-
-class PlayError(Exception):
-    """A request the server refuses; ``message`` is written for the player, ``code`` for programs."""
-
-    def __init__(self, message: str, code: str = "refused") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 # Reading a game's state ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from flask_login import current_user, login_required
 from werkzeug.wrappers import Response
 
 import games
-from pbem import challenges, clock, play
+from pbem import challenges, clock, play, watching
 from pbem.extensions import db
 from pbem.models import Game, User
 from pbem.play import PlayError
@@ -233,3 +233,13 @@ def withdraw(game_id: int) -> Response | tuple[Response, int]:
 def take(game_id: int) -> Response | tuple[Response, int]:
     """Take an open seat; taking the last one starts the game."""
     return _act(game_id, lambda g: challenges.take_seat(g.id, _me()), "You took a seat.")
+
+
+@bp.post("/games/<int:game_id>/watch")
+@login_required
+def watch(game_id: int) -> Response | tuple[Response, int]:
+    """Start watching a game (its move notices and result by mail), or stop with ``stop``."""
+    if request.form.get("stop"):
+        return _act(game_id, lambda g: watching.unwatch(g, _me()), "You no longer watch this game.")
+    return _act(game_id, lambda g: watching.watch(g, _me()),
+                "You are watching this game: its moves and result come by mail.")

@@ -11,7 +11,8 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 import games
-from pbem import clock, play
+from games.words import join_words
+from pbem import clock, play, watching
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
@@ -88,6 +89,8 @@ class GameView:
     my_challenge: Challenge | None = None
     can_withdraw: bool = False
     can_take_seat: bool = False
+    can_watch: bool = False
+    watching: bool = False
     hidden_moves: int = 0
     time_control: str = ""
 
@@ -154,6 +157,9 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view.can_offer_draw = active_player and game.players > 1 and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
+    if signed_in and not mine and game.public and game.status in ("waiting", "active"):
+        view.watching = watching.is_watching(game, viewer)
+        view.can_watch = not view.watching
     if signed_in and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
         view.can_withdraw = game.created_by_id == viewer.id
@@ -177,7 +183,7 @@ def _status(game: Game, movers: frozenset[int], outcome: games.Outcome | None) -
     if outcome is not None:
         return f"Game over: {outcome.reason}."
     names = [player_name(game, n) for n in sorted(movers)]
-    return f"{' and '.join(names)} to move." if names else "Nobody can move."
+    return f"{join_words(names, 'and')} to move." if names else "Nobody can move."
 
 
 def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | None,

@@ -1,0 +1,53 @@
+"""Watching games: a player who is not seated may follow a game and get its move notices and result."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+
+from pbem.errors import PlayError
+from pbem.extensions import db
+from pbem.models import Game, User, Watch
+
+
+def watchers(game: Game) -> list[User]:
+    """The players watching ``game``, in the order they began.
+
+    Read without flushing: the move path asks while a batch of games is being changed (see
+    :func:`pbem.play.time_out_many`), and nothing it changes is a watch."""
+    with db.session.no_autoflush:
+        return list(db.session.scalars(
+            select(User).join(Watch, Watch.user_id == User.id).where(Watch.game_id == game.id)
+            .order_by(Watch.id)
+        ))
+
+
+def is_watching(game: Game, user: User) -> bool:
+    """Whether ``user`` watches ``game``."""
+    return db.session.scalar(
+        select(Watch.id).where(Watch.game_id == game.id, Watch.user_id == user.id)
+    ) is not None
+
+
+def watch(game: Game, user: User) -> None:
+    """``user`` follows ``game`` from now on (a second request changes nothing).  Commits.
+
+    Only a public game may be watched by anyone; a private one only by its players, who get its mails
+    anyway.  A finished game has nothing left to send."""
+    if any(s.user_id == user.id for s in game.seats):
+        raise PlayError("You play in this game: you get its mails already.", "seated")
+    if not game.public:
+        raise PlayError(f"Game #{game.id} is private.", "private")
+    if game.status in ("finished", "abandoned"):
+        raise PlayError(f"Game #{game.id} is over; its record stays on its page.", "over")
+    db.session.add(Watch(game_id=game.id, user_id=user.id))
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()  # Already watching.
+
+
+def unwatch(game: Game, user: User) -> None:
+    """``user`` stops following ``game``.  Commits."""
+    db.session.execute(delete(Watch).where(Watch.game_id == game.id, Watch.user_id == user.id))
+    db.session.commit()

@@ -1,0 +1,61 @@
+"""Watching a game: a player who is not seated follows it by mail, starting and stopping on its page."""
+
+from __future__ import annotations
+
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import outbox, play
+from pbem.extensions import db
+from pbem.models import OutboxMail, User
+from tests.server.test_web_games import signed_in, text_of
+
+CAMBIO = {"size": 3, "placements": 2}
+
+
+def mails_to(user: User) -> list[OutboxMail]:
+    db.session.rollback()
+    return list(db.session.scalars(
+        select(OutboxMail).where(OutboxMail.to_addr == user.email).order_by(OutboxMail.id)
+    ))
+
+
+def test_a_watcher_gets_each_move_and_the_result(app: Flask, ctx: Flask, players, sink) -> None:
+    alice, bob, carol = players
+    game = play.create_game("cambio", [alice, bob], CAMBIO)
+    db.session.commit()
+    (web,) = signed_in(app, carol)
+    assert "Watch this game" in text_of(web.get(f"/games/{game.id}"))
+    web.post(f"/games/{game.id}/watch")
+    assert "Stop watching" in text_of(web.get(f"/games/{game.id}"))
+
+    play.submit(game.id, alice, "b3", "web", comment="a quiet start")
+    [notice] = mails_to(carol)
+    assert notice.kind == "move-notice" and notice.subject.endswith("alice played b3")
+    assert "a quiet start" in notice.body_text and "You are watching this game" in notice.body_text
+    assert notice.reply_to is None  # A watcher has nothing to answer with.
+
+    play.resign(game.id, bob, "web")
+    assert [m.kind for m in mails_to(carol)] == ["move-notice", "game-over"]
+    assert "bob resigned" in mails_to(carol)[-1].subject
+    assert "Your result" not in mails_to(carol)[-1].body_text
+    outbox.deliver_due()
+    assert len(sink.messages(carol.email)) == 2
+
+
+def test_stopping_and_who_may_watch(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    game = play.create_game("cambio", [alice, bob], CAMBIO)
+    private = play.create_game("cambio", [alice, bob], CAMBIO, public=False)
+    db.session.commit()
+    carol_web, alice_web = signed_in(app, carol, alice)
+    carol_web.post(f"/games/{game.id}/watch")
+    carol_web.post(f"/games/{game.id}/watch", {"stop": "1"})
+    play.submit(game.id, alice, "b3", "web")
+    assert mails_to(carol) == []
+    # A player of the game is not offered to watch it, and is refused if they ask.
+    assert "Watch this game" not in text_of(alice_web.get(f"/games/{game.id}"))
+    refused = alice_web.post(f"/games/{game.id}/watch", json=True)
+    assert refused.status_code == 400 and "you get its mails already" in refused.get_json()["message"]
+    # A private game is not even visible to others.
+    assert carol_web.post(f"/games/{private.id}/watch").status_code == 404
