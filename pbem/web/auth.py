@@ -8,8 +8,9 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts, clock, vacation
+from pbem import accounts, clock, tokens, vacation
 from pbem.accounts import AccountError
+from pbem.extensions import db
 
 bp = Blueprint("auth", __name__)
 
@@ -130,6 +131,11 @@ def _apply_setting(action: str) -> str:
         return f"Notifications: {accounts.NOTIFY_CHOICES[user.notify]}."
     if action == "mail-key":
         return f"Your new mail key is {accounts.regenerate_mail_key(user)}; the old one no longer works."
+    if action == "renew-tokens":
+        tokens.renew(user)
+        db.session.commit()
+        return ("The reply addresses and move links of the mails you have had no longer work; "
+                "the mails from now on carry new ones.")
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
         return "Your password is changed."

@@ -112,3 +112,18 @@ def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, play
     form = {"login": "alice", "password": "correct horse"}
     assert web.post("/login?next=//evil.example/x", form).headers["Location"] == "/dashboard"
     assert web.post("/login?next=/lobby", form).headers["Location"] == "/lobby"
+
+
+def test_revoking_reply_addresses_from_the_settings_page(app: Flask, ctx: Flask, players) -> None:
+    from pbem import tokens
+
+    alice = players[0]
+    mailed = tokens.parse_reply(tokens.reply_token(7, 0, alice))
+    assert mailed is not None and tokens.verify_reply(mailed, alice)
+    web = WebClient(app)
+    web.sign_in(alice)
+    page = web.post("/settings", {"action": "renew-tokens"}, follow_redirects=True).get_data(as_text=True)
+    assert "no longer work" in html.unescape(page)
+    alice = db.session.get(User, alice.id)
+    assert not tokens.verify_reply(mailed, alice)
+    assert tokens.verify_reply(tokens.parse_reply(tokens.reply_token(7, 0, alice)), alice)
