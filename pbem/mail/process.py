@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Outcome:
+class Handling:
     """How a message was handled: its final status, a note for the operator, and the answer to send."""
 
     status: str
@@ -107,7 +107,7 @@ def process_one(row_id: int) -> bool:
     return True
 
 
-def _finish(row_id: int, mail: parse.Incoming, outcome: Outcome) -> None:
+def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
     """Record the outcome and write the answer in one transaction."""
     begin_write()
     row = db.session.get(InboundMail, row_id)
@@ -135,7 +135,7 @@ def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
                 "the operator. Look at the game on the web before sending it again: it may have been "
                 "played."
             )
-            _answer(mail, Outcome("failed", note, sorry))
+            _answer(mail, Handling("failed", note, sorry))
         db.session.commit()
     except Exception:
         db.session.rollback()
@@ -145,11 +145,11 @@ def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
 # Deciding what a message is ---------------------------------------------------------------------------
 
 
-def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Outcome:
+def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     envelope = mail_from if by_smtp else _return_path(mail)
     reason = bounces.automatic(mail, envelope, mail_domain())
     if reason is not None:
-        return Outcome("ignored", reason)
+        return Handling("ignored", reason)
     for address in mail.recipients:
         token = tokens.reply_token_in(address)
         if token is not None:
@@ -163,24 +163,24 @@ def _return_path(mail: parse.Incoming) -> str | None:
     return value if value else None
 
 
-def _reply(mail: parse.Incoming, token_text: str, address: str) -> Outcome:
+def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     """A reply to a game mail: check the token and the sender, then run the first line's command."""
     token = tokens.parse_reply(token_text)
     user = db.session.get(User, token.user_id) if token is not None else None
     if token is None or user is None or not tokens.verify_reply(token, user):
-        return Outcome("rejected", f"bad reply token {token_text[:40]}", CommandError(
+        return Handling("rejected", f"bad reply token {token_text[:40]}", CommandError(
             f"The address you replied to ({address}) is not a valid reply address: it was changed, or it "
             "has expired because the player's reply addresses were renewed. Reply to the latest mail about "
             "your game, or play on the web."
         ))
     if mail.from_addr != user.email.lower():
-        return Outcome("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
+        return Handling("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
             "This reply address belongs to another player's mail, so your reply was not used. Answer "
             "from the address your game mails are sent to, or play on the web."
         ))
     game = db.session.get(Game, token.game_id)
     if game is None:
-        return Outcome("rejected", f"no game #{token.game_id}", CommandError(
+        return Handling("rejected", f"no game #{token.game_id}", CommandError(
             f"Game #{token.game_id} no longer exists."), user)
     reply_to = tokens.reply_address(game.id, token.seat, user)
     line, comment = parse.command_and_comment(mail.text)
@@ -190,11 +190,11 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Outcome:
         if exc.game is None:
             # Show the player where their game stands, from their seat, under what went wrong.
             exc.game, exc.seat = game, game.seat_of(user)
-        return Outcome("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
-    return Outcome("processed", f"{line[:100]!r}", answer, user, game, reply_to)
+        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
+    return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
 
 
-def _subject_command(mail: parse.Incoming) -> Outcome:
+def _subject_command(mail: parse.Incoming) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
     comment = ""
@@ -206,15 +206,15 @@ def _subject_command(mail: parse.Incoming) -> Outcome:
         command = parse_subject(line)
         answer = run_subject(command, mail.from_addr, comment)
     except CommandError as exc:
-        return Outcome("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
-    return Outcome("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+    return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
 
 
 # Answering ---------------------------------------------------------------------------------------------
 
 
-def _answer(mail: parse.Incoming, outcome: Outcome) -> None:
+def _answer(mail: parse.Incoming, outcome: Handling) -> None:
     """Write the one answer to ``mail`` into the outbox, threaded under it (and under the game)."""
     answer = outcome.answer
     assert answer is not None
