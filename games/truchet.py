@@ -589,8 +589,8 @@ class Mover:
         self.flip = t
         self.tiles = self.tiles[:t] + ("d" if self.tiles[t] == "l" else "l") + self.tiles[t + 1:]
 
-    def region_reach(self, s: int) -> list[int]:
-        """The empty junctions the stack on ``s`` can step to with the current (maybe flipped) tiles."""
+    def _flood(self, s: int, stop_at_stacks: bool) -> set[int]:
+        """The junctions joined to ``s`` through tiles of its colour (passing no stack, if asked)."""
         geo, tiles, stacks = self.geo, self.tiles, self.stacks
         col = geo.colour[s]
         seen = {s}
@@ -598,25 +598,18 @@ class Mover:
         while todo:
             k = todo.pop()
             for t, p in geo.diag[k]:
-                if tiles[t] == col and p not in seen and not stacks[p]:
+                if tiles[t] == col and p not in seen and not (stop_at_stacks and stacks[p]):
                     seen.add(p)
                     todo.append(p)
-        seen.discard(s)
-        return sorted(seen)
+        return seen
+
+    def region_reach(self, s: int) -> list[int]:
+        """The empty junctions the stack on ``s`` can step to with the current (maybe flipped) tiles."""
+        return sorted(self._flood(s, stop_at_stacks=True) - {s})
 
     def in_region(self, s: int, goal: int) -> bool:
         """Whether ``goal`` is in the region of ``s`` ignoring stacks (for a better refusal)."""
-        geo, tiles = self.geo, self.tiles
-        col = geo.colour[s]
-        seen = {s}
-        todo = [s]
-        while todo:
-            k = todo.pop()
-            for t, p in geo.diag[k]:
-                if tiles[t] == col and p not in seen:
-                    seen.add(p)
-                    todo.append(p)
-        return goal in seen
+        return goal in self._flood(s, stop_at_stacks=False)
 
     def step(self, s: int, goal: int) -> int:
         """Move the stack on ``s`` through its region to the empty ``goal``; returns its height."""

@@ -108,7 +108,7 @@ def accept(game: Game | int, user: User) -> Game:
         _fill(locked, challenge.seat, user)
         if locked.status == "waiting":
             notify.send(challenge.challenger, locked, f"{user.handle} accepted your challenge",
-                  "mail/challenge_answered.txt", answer="accepted", who=user)
+                        "mail/challenge_answered.txt", answer="accepted", who=user)
         return locked
 
 
@@ -120,7 +120,7 @@ def decline(game: Game | int, user: User) -> Game:
         challenge.status, challenge.answered_at = "declined", utcnow()
         _call_off(locked)
         notify.send(challenge.challenger, locked, f"{user.handle} declined your challenge",
-              "mail/challenge_answered.txt", answer="declined", who=user)
+                    "mail/challenge_answered.txt", answer="declined", who=user)
         return locked
 
 
@@ -135,7 +135,7 @@ def withdraw(game: Game | int, user: User) -> Game:
             if challenge.status == "pending":
                 challenge.status, challenge.answered_at = "withdrawn", utcnow()
                 notify.send(challenge.challenged, locked, f"{user.handle} withdrew the challenge",
-                      "mail/challenge_answered.txt", answer="withdrawn", who=user)
+                            "mail/challenge_answered.txt", answer="withdrawn", who=user)
         return locked
 
 
