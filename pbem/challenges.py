@@ -53,7 +53,7 @@ def new_game(
             db.session.add(challenge)
             db.session.flush()
             notify.send(user, game, f"{creator.handle} challenges you", "mail/challenge.txt",
-                  challenge=challenge, challenger=creator)
+                        challenge=challenge, challenger=creator)
     db.session.commit()
     return game
 
