@@ -7,21 +7,21 @@ clock; of the due seats half are past a reminder point and half past their deadl
 real sweep (reminder mails into the outbox, timeouts through the move path) and checks its report.
 The cases: 10,000 games with 100 due, 100,000 with 100 due, and 100,000 with 1,000 (1%) due.
 
-Figures on the 2-core development box, measured while other test suites were running (load ~4):
+Figures on the 2-core development box (median of 3 sweeps, each on a fresh copy of the filled database):
 
-    database       games    due  fill s  sweep s ms per due
-    sqlite         10000    100     1.6     1.29      12.90
-    sqlite        100000    100    16.2     1.11      11.09
-    sqlite        100000   1000    17.5    13.50      13.50
-    postgresql     10000    100     1.9     1.77      17.73
-    postgresql    100000    100    17.6     1.82      18.21
-    postgresql    100000   1000    21.0    15.80      15.80
+    database       games    due  fill s  sweep s (median)    min    max ms per due
+    sqlite         10000    100     0.5              0.11   0.11   0.19       1.12
+    sqlite        100000    100     5.4              0.11   0.11   0.17       1.08
+    sqlite        100000   1000     6.0              0.92   0.88   1.01       0.92
+    postgresql     10000    100     1.0              0.17   0.17   0.25       1.73
+    postgresql    100000    100     8.4              0.23   0.22   0.29       2.32
+    postgresql    100000   1000     8.9              1.65   1.65   1.80       1.65
 
-The time follows the due seats (ten times the games, same time; ten times the due, ten times the time),
-but 1,000 due seats take well over the 2 s aimed at: the cost is the work per seat, not finding it.  On
-a quieter moment a 1,000-due sweep on SQLite took 4.0 s: about 1.8 ms per reminder (claim, board,
-mail) and 6.3 ms per timeout (the whole move path: lock, record, rating, result mails); on PostgreSQL
-each timeout also waits for one commit to reach the disk (about 7 ms here).
+Ten times the games with the same due seats take the same time; ten times the due seats, about ten
+times the time: the sweep's cost follows the due seats.  Timeouts run in batches of 50 games per
+transaction through ``pbem.play.time_out_many`` (what each game's end reads — rating rows, record
+numbers, last moves, watchers — is read once per batch), reminders in batches of 50 claimed under the
+row lock.  The machine's speed wanders by up to half between runs; the medians above are one run.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from pbem import clock, notify, ratings
+from pbem import clock, notify, ratings, watching
 from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
@@ -426,6 +426,7 @@ def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
         select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
     ))
     notify.prefetch_last_moves(ids)
+    watching.prefetch_watchers(ids)
     ratings.lock_ratings(
         {(s.user_id, g.engine) for g in locked.values() if g.players == 2 for s in g.seats if s.user_id}
     )

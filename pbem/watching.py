@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
+from pbem.database import transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, User, Watch
@@ -15,11 +16,27 @@ def watchers(game: Game) -> list[User]:
 
     Read without flushing: the move path asks while a batch of games is being changed (see
     :func:`pbem.play.time_out_many`), and nothing it changes is a watch."""
+    prefetched = transaction_cache("watchers")
+    if game.id in prefetched:
+        return prefetched[game.id]
     with db.session.no_autoflush:
         return list(db.session.scalars(
             select(User).join(Watch, Watch.user_id == User.id).where(Watch.game_id == game.id)
             .order_by(Watch.id)
         ))
+
+
+def prefetch_watchers(game_ids: list[int]) -> None:
+    """Read the watchers of many games at once, for a batch that mails about each of them."""
+    prefetched = transaction_cache("watchers")
+    prefetched.update({game_id: [] for game_id in game_ids})
+    with db.session.no_autoflush:
+        rows = db.session.execute(
+            select(Watch.game_id, User).join(User, Watch.user_id == User.id)
+            .where(Watch.game_id.in_(game_ids)).order_by(Watch.id)
+        )
+        for game_id, user in rows:
+            prefetched[game_id].append(user)
 
 
 def is_watching(game: Game, user: User) -> bool:

@@ -59,3 +59,24 @@ def test_stopping_and_who_may_watch(app: Flask, ctx: Flask, players) -> None:
     assert refused.status_code == 400 and "you get its mails already" in refused.get_json()["message"]
     # A private game is not even visible to others.
     assert carol_web.post(f"/games/{private.id}/watch").status_code == 404
+
+
+def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> None:
+    from datetime import datetime, timedelta
+
+    from pbem import sweep, watching
+    from pbem.models import set_clock
+
+    alice, bob, carol = players
+    start = datetime(2025, 3, 3, 12, 0)
+    set_clock(start)
+    try:
+        game = play.create_game("cambio", [alice, bob], CAMBIO, time_control={"kind": "per_move", "days": 1})
+        db.session.commit()
+        watching.watch(game, carol)
+        set_clock(start + timedelta(days=2))
+        assert sweep.sweep().timed_out == 1
+    finally:
+        set_clock(None)
+    [result] = mails_to(carol)
+    assert result.kind == "game-over" and "alice lost on time" in result.subject
