@@ -28,6 +28,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/engines.py
 	$(BIN)/python bench/carreaux.py
+	$(BIN)/python bench/sweep.py
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache .hypothesis
