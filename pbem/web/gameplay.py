@@ -243,3 +243,23 @@ def watch(game_id: int) -> Response | tuple[Response, int]:
         return _act(game_id, lambda g: watching.unwatch(g, _me()), "You no longer watch this game.")
     return _act(game_id, lambda g: watching.watch(g, _me()),
                 "You are watching this game: its moves and result come by mail.")
+
+
+@bp.get("/games/<int:game_id>/hint")
+@login_required
+def hint(game_id: int) -> Response:
+    """The game's hint, on request (Box Off: whether the player's board can still be cleared).
+
+    It only reads the position, so a GET serves; it is never shown unless asked for."""
+    game = _visible_game(game_id)
+    engine = play.engine_of(game)
+    seat = next((s for s in game.seats if s.user_id == current_user.id and
+                 (_seat_arg() is None or s.number == _seat_arg())), None)
+    if seat is None or game.status != "active" or not hasattr(engine, "clearable"):
+        abort(404)
+    if engine.clearable(play.state_of(game), seat.number):
+        flash("Hint: your board can still be cleared.", "info")
+    else:
+        flash("Hint: your board can no longer be cleared, whatever you play; clear as many tiles as you can.",
+              "info")
+    return redirect(url_for("games.game", game_id=game_id, seat=seat.number))

@@ -90,6 +90,7 @@ class GameView:
     can_withdraw: bool = False
     can_take_seat: bool = False
     can_watch: bool = False
+    can_hint: bool = False
     watching: bool = False
     hidden_moves: int = 0
     time_control: str = ""
@@ -154,6 +155,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     active_player = viewer_seat is not None and game.status == "active"
     view.can_resign = active_player
+    # Box Off's hint, only when asked for: whether the board can still be cleared.
+    view.can_hint = my_turn and hasattr(engine, "clearable")
     view.can_offer_draw = active_player and game.players > 1 and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)

@@ -237,3 +237,20 @@ def test_solitaire_per_seat_boards_and_group_values(app: Flask, ctx: Flask, play
     challenges.accept(carreaux.id, bob)
     page = text_of(web_a.get(f"/games/{carreaux.id}"))
     assert "group value 24" in page and "group value 48" in page
+
+
+def test_box_off_hint_only_on_request(app: Flask, ctx: Flask, players) -> None:
+    alice = players[0]
+    (web,) = signed_in(app, alice)
+    stuck = play.create_game("boxoff", [alice], {"position": "bwyy/wb.."})
+    hopeful = play.create_game("boxoff", [alice], {"position": "bbww/yyrr"})
+    db.session.commit()
+    page = text_of(web.get(f"/games/{stuck.id}"))
+    assert "Can my board still be cleared?" in page and "Hint:" not in page
+    answer = text_of(web.get(f"/games/{stuck.id}/hint", follow_redirects=True))
+    assert "your board can no longer be cleared" in answer
+    answer = text_of(web.get(f"/games/{hopeful.id}/hint", follow_redirects=True))
+    assert "your board can still be cleared" in answer
+    cambio = play.create_game("cambio", [alice, players[1]], {"size": 3})
+    db.session.commit()
+    assert web.get(f"/games/{cambio.id}/hint").status_code == 404
