@@ -28,7 +28,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.update(config_module.flask_config(settings))
 
-    from pbem import cli, database
+    from pbem import database
     from pbem.extensions import csrf, db, login_manager, mail, migrate
 
     db.init_app(app)
@@ -37,7 +37,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     csrf.init_app(app)
     login_manager.init_app(app)
     database.init_app(app)
-    cli.init_app(app)
 
     from pbem import models
 
@@ -48,9 +47,4 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from pbem import web
 
     web.init_app(app)
-
-    from pbem.web import links, mailbox
-
-    app.register_blueprint(links.bp)
-    app.register_blueprint(mailbox.bp)
     return app

@@ -21,11 +21,6 @@ log = logging.getLogger(__name__)
 EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
 
 
-def init_app(app: Flask) -> None:
-    """Nothing to register on ``flask``'s CLI: pbem has its own command (this keeps the factory's
-    pattern of one ``init_app`` per module)."""
-
-
 def _app() -> Flask:
     try:
         return create_app()
