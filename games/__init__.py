@@ -2,7 +2,7 @@
 
 An engine is an object registered under a slug and found with :func:`get`; :func:`all` lists them.
 Engines shipped here are registered below; third-party engines register through the ``pbem.games``
-entry-point group.  The protocol every engine follows is :class:`Engine` (see ``shared/DESIGN.md``).
+entry-point group.  The protocol every engine follows is :class:`Engine` (see ``docs/ARCHITECTURE.md``).
 """
 
 from __future__ import annotations
