@@ -29,13 +29,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config_module.flask_config(settings))
 
     from pbem import database
-    from pbem.extensions import csrf, db, login_manager, mail, migrate
+    from pbem.extensions import csrf, db, limiter, login_manager, mail, migrate
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     mail.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
+    limiter.init_app(app)
     database.init_app(app)
 
     from pbem import models

@@ -134,10 +134,26 @@ def _check(settings: Settings) -> None:
     digest_hour = settings["scheduler"]["digest_hour"]
     if not 0 <= digest_hour <= 23:
         raise ConfigError(f"scheduler.digest_hour must be an hour from 0 to 23, not {digest_hour}.")
+    _check_limits(settings["ratelimit"])
     for section in ("smtpd", "mailbox"):
         port = settings[section]["port"]
         if not 0 <= port <= 65535:
             raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
+
+
+def _check_limits(limits: dict[str, Any]) -> None:
+    """Every [ratelimit] limit must read as limits such as "5 per minute; 30 per hour"."""
+    from limits import parse_many
+
+    for name, value in limits.items():
+        if name in ("enabled", "storage_uri"):
+            continue
+        try:
+            parse_many(value)
+        except ValueError:
+            raise ConfigError(
+                f"ratelimit.{name} must be limits such as '5 per minute; 30 per hour', not {value!r}."
+            ) from None
 
 
 def flask_config(settings: Settings) -> dict[str, Any]:
@@ -155,5 +171,13 @@ def flask_config(settings: Settings) -> dict[str, Any]:
         # Flask-Mail would silently drop mail under app.testing; the tests send real mail.
         "MAIL_SUPPRESS_SEND": False,
         "MAIL_DEFAULT_SENDER": f"{mail['from_name']} <pbem@{mail['domain']}>",
+        # Flask-Limiter: one storage shared by the workers (see [ratelimit]); when it is away, limits are
+        # counted in each process rather than failing the request.
+        "RATELIMIT_ENABLED": settings["ratelimit"]["enabled"],
+        "RATELIMIT_STORAGE_URI": settings["ratelimit"]["storage_uri"],
+        "RATELIMIT_KEY_PREFIX": "pbem",
+        "RATELIMIT_HEADERS_ENABLED": True,
+        "RATELIMIT_SWALLOW_ERRORS": True,
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
         "PBEM": settings,
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_mail import Mail
 from flask_migrate import Migrate
@@ -31,3 +33,6 @@ migrate = Migrate()
 mail = Mail()
 login_manager = LoginManager()
 csrf = CSRFProtect()
+# Rate limits: the storage and the limits come from the [ratelimit] settings (see pbem.config), so several
+# web workers share one count when the storage is Redis.  Routes name their own limits; there is no default.
+limiter = Limiter(get_remote_address)

@@ -47,6 +47,16 @@ def init_app(app: Flask) -> None:
             return jsonify(ok=False, code="csrf", message=message), 400
         return render_template("error.html", title="Form refused", message=message), 400
 
+    @app.errorhandler(429)
+    def too_many(exc: Exception) -> tuple[object, int]:
+        message = ("Too many attempts from here or for this account in a short time, so this was not done. "
+                   "Wait a while (an hour at most) and try again.")
+        retry = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry)} if retry else {}
+        if wants_json():
+            return jsonify(ok=False, code="rate-limited", message=message), 429, headers
+        return render_template("error.html", title="Too many attempts", message=message), 429, headers
+
     @app.errorhandler(404)
     def not_found(_exc: Exception) -> tuple[str, int]:
         return render_template("error.html", title="Not found",

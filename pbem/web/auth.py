@@ -11,6 +11,7 @@ from werkzeug.wrappers import Response
 from pbem import accounts, clock, tokens, vacation
 from pbem.accounts import AccountError
 from pbem.extensions import db
+from pbem.web.limits import per_ip_and
 
 bp = Blueprint("auth", __name__)
 
@@ -23,6 +24,7 @@ def _safe_next(target: str | None) -> str:
 
 
 @bp.route("/signup", methods=["GET", "POST"])
+@per_ip_and("signup_per_ip")
 def signup() -> str | Response | tuple[str, int]:
     """Create an account; a confirmation link goes to the address given."""
     form = request.form
@@ -48,6 +50,7 @@ def verify(token: str) -> Response | tuple[str, int]:
 
 
 @bp.route("/verify", methods=["GET", "POST"])
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
 def resend() -> str:
     """Ask for a new confirmation link."""
     if request.method == "POST":
@@ -57,6 +60,7 @@ def resend() -> str:
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@per_ip_and("signin_per_ip", "login", "signin_per_account", only_failures=True)
 def login() -> str | Response | tuple[str, int]:
     """Sign in with handle (or address) and password."""
     if request.method == "POST":
@@ -77,6 +81,7 @@ def logout() -> Response:
 
 
 @bp.route("/reset", methods=["GET", "POST"])
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
 def reset_request() -> str:
     """Ask for a password-reset link by mail."""
     if request.method == "POST":

@@ -1,0 +1,114 @@
+"""Rate limits on the web forms: password guessing and mail floods are stopped, per client and per name."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import pytest
+from flask import Flask
+
+from pbem import create_app
+from pbem.extensions import db, limiter
+from pbem.models import OutboxMail
+from tests.server.webclient import WebClient
+
+
+def test_password_guessing_is_stopped_per_account(app: Flask, ctx: Flask, players) -> None:
+    web = WebClient(app)
+    web.sign_in(players[0])  # Gives alice the password "correct horse"; then sign out.
+    web.post("/logout")
+    limit = 10  # [ratelimit] signin_per_account
+    for _ in range(limit):
+        assert web.post("/login", {"login": "alice", "password": "wrong guess"}).status_code == 400
+    refused = web.post("/login", {"login": "alice", "password": "correct horse"})
+    assert refused.status_code == 429
+    assert "Too many attempts" in refused.get_data(as_text=True)
+    # The same account under its address, or other casing, shares the count ...
+    assert web.post("/login", {"login": " ALICE ", "password": "correct horse"}).status_code == 429
+    # ... while another player signs in as usual.
+    assert WebClient(app).sign_in(players[1]).status_code == 302
+
+
+def test_successful_sign_ins_do_not_count(app: Flask, ctx: Flask, players) -> None:
+    web = WebClient(app)
+    web.sign_in(players[0])
+    for _ in range(12):
+        assert web.post("/login", {"login": "alice", "password": "correct horse"}).status_code == 302
+
+
+def test_reset_mails_to_one_address_are_limited(app: Flask, ctx: Flask, players) -> None:
+    web = WebClient(app)
+    answers = [web.post("/reset", {"email": "alice@example.org"}).status_code for _ in range(30)]
+    assert answers[:3] == [200, 200, 200] and set(answers[3:]) == {429}
+    queued = db.session.scalar(db.select(db.func.count(OutboxMail.id)).where(OutboxMail.kind == "reset"))
+    assert queued == 3
+    # Confirmation mails likewise, counted separately.
+    answers = [web.post("/verify", {"email": "dora@example.org"}).status_code for _ in range(5)]
+    assert answers == [200, 200, 200, 429, 429]
+
+
+def test_many_addresses_from_one_client_are_limited(app: Flask, ctx: Flask) -> None:
+    web = WebClient(app)
+    answers = [web.post("/reset", {"email": f"p{i}@example.org"}).status_code for i in range(25)]
+    assert answers.count(200) == 20 and answers[-1] == 429
+
+
+def test_sign_ups_per_client_are_limited(app: Flask, ctx: Flask) -> None:
+    web = WebClient(app)
+    answers = [
+        web.post("/signup", {"handle": f"p{i}x", "email": f"p{i}@example.org", "password": "long enough"})
+        for i in range(12)
+    ]
+    assert [a.status_code for a in answers[:10]] == [200] * 10
+    assert answers[10].status_code == 429 and "Wait a while" in answers[10].get_data(as_text=True)
+
+
+def test_limits_are_read_from_the_settings(settings: dict) -> None:
+    settings["ratelimit"] = {"signup_per_ip": "1 per hour"}
+    app = create_app(settings)
+    with app.app_context():
+        db.create_all()
+        web = WebClient(app)
+        form = {"handle": "dora", "email": "dora@example.org", "password": "long enough"}
+        assert web.post("/signup", form).status_code == 200
+        assert web.post("/signup", dict(form, handle="eve", email="eve@example.org")).status_code == 429
+        db.session.remove()
+        db.engine.dispose()
+
+
+def _redis_answers() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _redis_answers(), reason="no Redis answers on 127.0.0.1:6379 to share limits through")
+def test_redis_storage_is_shared_by_workers(settings: dict, tmp_path) -> None:
+    """Two apps (two web workers) on one Redis share one count: the limit holds across them."""
+    settings["ratelimit"] = {"storage_uri": "redis://127.0.0.1:6379", "mail_link_per_address": "2 per hour"}
+    victim = f"{uuid.uuid4().hex}@example.org"  # A fresh name, so runs never see each other's counts.
+    first = create_app(settings)
+    with first.app_context():
+        db.create_all()
+        assert WebClient(first).post("/reset", {"email": victim}).status_code == 200
+        db.session.remove()
+    second = create_app(settings)
+    with second.app_context():
+        web = WebClient(second)
+        assert web.post("/reset", {"email": victim}).status_code == 200
+        assert web.post("/reset", {"email": victim}).status_code == 429
+        assert type(limiter.storage).__name__ == "RedisStorage"
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_a_misspelt_limit_stops_the_server_at_start(settings: dict) -> None:
+    from pbem.config import ConfigError
+
+    settings["ratelimit"] = {"signin_per_ip": "ten per minute"}
+    with pytest.raises(ConfigError, match=r"ratelimit\.signin_per_ip"):
+        create_app(settings)
