@@ -145,8 +145,12 @@ class Engine(Protocol):
     def render_text(self, state: Any, seat: int | None = None) -> str:
         """A fixed-width board for mail, with coordinates."""
 
-    def render_svg(self, state: Any, seat: int | None = None) -> str:
-        """An SVG board for the web; legal move targets carry ``data-move`` attributes."""
+    def render_svg(self, state: Any, seat: int | None = None, targets: bool = True) -> str:
+        """An SVG board for the web; legal move targets of ``seat`` carry ``data-move`` attributes.
+
+        With ``targets`` False the board is drawn as it stands, with no targets: the server asks for
+        that when the seat cannot move on the page (a game ended by resignation, time or agreement
+        leaves a state in which the engine still has a player to move)."""
 
     def dump(self, state: Any) -> dict[str, Any]:
         """A JSON-safe form of ``state``."""

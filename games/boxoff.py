@@ -491,6 +491,8 @@ Files are letters from the left, ranks numbers from the bottom; a1 is the bottom
   even number of tiles; its size and colours are read from it, and `solvable` does not apply to it.
 - Moves are sorted by file, then rank, so `a2` comes before `a10`.
 - Whether your board can still be cleared is a hint the server may offer; it is not shown by default.
+- There are no draw offers in Box Off: each player clears their own board, so there is no
+  shared position to agree a draw on. A player may resign (alone: abandon) at any time.
 """
 
 
@@ -600,8 +602,9 @@ class BoxOff:
             parts.extend(textwrap.wrap("Others: " + "; ".join(others) + ".", 72))
         return "\n".join(parts) + "\n"
 
-    def render_svg(self, state: BoxOffState, seat: int | None = None) -> str:
-        """The seat's board (or every board, for a spectator); the seat's movable tiles carry data-move."""
+    def render_svg(self, state: BoxOffState, seat: int | None = None, targets: bool = True) -> str:
+        """The seat's board (or every board, for a spectator); the seat's movable tiles carry data-move
+        (unless ``targets`` is False)."""
         cell, margin, gap = 40, 24, 16
         shown = list(range(len(state.seats))) if seat is None else [seat]
         labelled = len(state.seats) > 1
@@ -629,17 +632,17 @@ class BoxOff:
         for n, s in enumerate(shown):
             x0 = (n % columns) * (board_w + gap)
             y0 = (n // columns) * (board_h + gap)
-            targets: set[int] = set()
-            if seat is not None and self._playing(state, s):
+            movable: set[int] = set()
+            if targets and seat is not None and self._playing(state, s):
                 for p in _legal(state.pairs, state.seats[s].occupied):
-                    targets.update((p[2], p[3]))
+                    movable.update((p[2], p[3]))
             out.append(f'<g transform="translate({x0},{y0})">')
             if labelled:
                 out.append(
                     f'<text x="{margin}" y="14" font-size="14" fill="#333">'
                     f"Seat {s + 1}: {escape(self._short_status(state, s))}</text>"
                 )
-            out.extend(self._svg_board(state, state.seats[s].occupied, targets, cell, margin, label_h))
+            out.extend(self._svg_board(state, state.seats[s].occupied, movable, cell, margin, label_h))
             out.append("</g>")
         out.append("</svg>")
         return "\n".join(out)

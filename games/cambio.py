@@ -505,8 +505,9 @@ class Cambio:
             return f"Cambio {n}x{n}{after}, push phase: {SEAT_NAMES[state.turn]} to push"
         return f"Cambio {n}x{n}{after}, placement phase: {SEAT_NAMES[state.turn]} to place"
 
-    def render_svg(self, state: State, seat: int | None = None) -> str:
-        """The tray of cubes with coordinates; for the seat to move, clickable cells or push arrows."""
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
+        """The tray of cubes with coordinates; for the seat to move, clickable cells or push arrows
+        (unless ``targets`` is False)."""
         n = state.size
         cell, band, label = 60, 34, 22
         pad = band + label
@@ -536,7 +537,7 @@ class Cambio:
             for r in range(n):
                 x, y = corner((f, r))
                 parts.append(_cube(x, y, cell, state.at((f, r)), (f, r) == last_cell))
-        if seat is not None and seat == state.turn and not state.outcome:
+        if targets and seat is not None and seat == state.turn and not state.outcome:
             if state.pushing:
                 for move in _legal_pushes(state):
                     c, arrow = parse_cell(move[:-1], n, n), move[-1]

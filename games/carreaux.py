@@ -576,8 +576,9 @@ Rulings:
             lines.append(f"{NAMES[state.turn]} may slide: {' '.join(legal)}")
         return "\n".join(lines) + "\n"
 
-    def render_svg(self, state: State, seat: int | None = None) -> str:
-        """An SVG board; when ``seat`` is to move, its legal tiles carry ``data-move`` and a target class."""
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
+        """An SVG board; when ``seat`` is to move, its legal tiles carry ``data-move`` and a target class
+        (unless ``targets`` is False)."""
         n = state.size
         cell, margin = 48, 28
         side = n * cell
@@ -585,7 +586,7 @@ Rulings:
         red, blue = self.group_values(state)
         status = self._status(state)
         title = f"Carreaux {n}x{n}: {status} Group values Red {red}, Blue {blue}."
-        targets = set(self.moves(state, seat)) if seat is not None else set()
+        movable = set(self.moves(state, seat)) if seat is not None and targets else set()
         fill = {RED: "#c62828", BLUE: "#1565c0", GREEN: "#2e7d32"}
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
@@ -615,8 +616,8 @@ Rulings:
                            '</circle>')
                 continue
             colour = {RED: "red", BLUE: "blue", GREEN: "green"}[piece]
-            mark = f' class="target" data-move="{name}" cursor="pointer"' if name in targets else ""
-            stroke = ' stroke="#ffd600" stroke-width="4"' if name in targets else (
+            mark = f' class="target" data-move="{name}" cursor="pointer"' if name in movable else ""
+            stroke = ' stroke="#ffd600" stroke-width="4"' if name in movable else (
                 ' stroke="#000000" stroke-width="2" stroke-dasharray="3 2"' if name == last else "")
             out.append(f'<rect x="{x + 2}" y="{y + 2}" width="{cell - 4}" height="{cell - 4}" rx="6" '
                        f'fill="{fill[piece]}"{stroke}{mark}><title>{name}: {colour}</title></rect>')

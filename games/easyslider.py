@@ -375,6 +375,8 @@ Cells are chess-like: files a to e from left to right, ranks 1 to 5 from bottom 
   most 3 in all; after that the leaders share the win.
 - With one player the rounds are played all the same (a solitaire puzzle); there is nobody to beat, so
   the result reports the boards solved and the slides used.
+- There are no draw offers in Easy Slider: each player solves their own board, so there is no
+  shared position to agree a draw on. A player may resign at any time.
 """
 
 
@@ -522,13 +524,13 @@ class EasySlider:
             lines += ["", *textwrap.wrap(outcome.reason, 72)]
         return "\n".join(lines) + "\n"
 
-    def render_svg(self, state: State, seat: int | None = None) -> str:
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
         """The seat's board (the round's deal for a spectator) with pawns, coins and a score table.
 
         For the seat to move, each tile that can slide carries ``data-move`` with its cell, and the
-        ``done`` button carries ``data-move="done"``.
+        ``done`` button carries ``data-move="done"`` (unless ``targets`` is False).
         """
-        return _svg(state, seat, seat is not None and seat in self.to_move(state))
+        return _svg(state, seat, targets and seat is not None and seat in self.to_move(state))
 
     # --- storage ---------------------------------------------------------------------------------------
 

@@ -1051,10 +1051,10 @@ class TruchetEngine:
         """The tiles drawn in characters, dark areas dotted; stacks and coordinates on the edges."""
         return render_text(state, self.status(state))
 
-    def render_svg(self, state: TruchetState, seat: int | None = None) -> str:
+    def render_svg(self, state: TruchetState, seat: int | None = None, targets: bool = True) -> str:
         """Truchet tiles with arcs, regions shaded, stacks with heights; legal fragments for ``seat``."""
         fragments: set[str] = set()
-        if seat is not None and seat in self.to_move(state):
+        if targets and seat is not None and seat in self.to_move(state):
             fragments = move_fragments(self.moves(state, seat))
         return render_svg(state, self.status(state), fragments)
 

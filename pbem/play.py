@@ -293,9 +293,28 @@ def _players_seat(game: Game, user: User) -> Seat:
     return seat
 
 
-def _require_opponents(game: Game, action: str) -> None:
+def draws_allowed(game: Game) -> bool:
+    """Whether a draw may be offered in ``game``: only between two players taking turns on one board.
+
+    In Box Off and Easy Slider each player clears their own copy of the deal, so there is no shared
+    position to agree a draw on; with three or more players one player's offer cannot bind the others.
+    """
+    return game.players == 2 and not engine_of(game).simultaneous
+
+
+def _require_draws(game: Game) -> None:
+    if draws_allowed(game):
+        return
+    engine = engine_of(game)
     if game.players < 2:
-        raise PlayError(f"There is nobody to {action} in a game of one player.", "solitaire")
+        message = f"There is nobody to offer a draw to in a game of one player (game #{game.id})."
+    elif engine.simultaneous:
+        message = (f"There are no draws in {engine.title}: every player plays their own board, so there is "
+                   f"no position to agree on. Play on, or resign game #{game.id}.")
+    else:
+        message = (f"Draws are offered only in games of two players; game #{game.id} has "
+                   f"{game.players}. Play on, or resign.")
+    raise PlayError(message, "no-draws")
 
 
 def resign(game: Game | int, user: User, via: str) -> Outcome:
@@ -319,8 +338,8 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
 def offer_draw(game: Game | int, user: User, via: str) -> None:
     """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it)."""
     with locked_game(game) as locked:
-        _require_opponents(locked, "offer a draw to")
         seat = _players_seat(locked, user)
+        _require_draws(locked)
         if locked.draw_offered_by is not None:
             if locked.draw_offered_by == seat.number:
                 raise PlayError("You have already offered a draw in this game.", "draw-pending")
@@ -334,6 +353,8 @@ def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
     """``user`` accepts the pending draw offer; the game ends drawn."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None:
+            _require_draws(locked)
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
         _record(locked, seat, "draw-accept", "draw accept", via, user)
@@ -346,6 +367,8 @@ def decline_draw(game: Game | int, user: User, via: str) -> None:
     """``user`` declines the pending draw offer; play goes on."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None:
+            _require_draws(locked)
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
         locked.draw_offered_by = None

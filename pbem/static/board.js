@@ -8,6 +8,8 @@
   var clicked = [];   // the fragments clicked so far, in order
   var legal = [];     // the legal moves of the viewer's seat, from the page
   var POLL_MS = 15000;
+  // Refusals that mean the page is out of date (the server's 409 answers).
+  var OUT_OF_DATE = ["stale", "not-your-turn", "over", "conflict"];
 
   // Whether `fragment` occurs in `move` at or after `from` as a whole name (so "a1" does not match
   // inside "a12", nor the junction "a3" inside the tile flip "^a3"); returns the index just after it,
@@ -130,18 +132,44 @@
         show(answer.message, false);
         return refresh();
       }
-      var error = live.querySelector("#move-error");
-      if (error && form.classList.contains("move-form")) {
-        error.textContent = answer.message;
-        error.hidden = false;
-      } else {
-        show(answer.message, true);
+      if (OUT_OF_DATE.indexOf(answer.code) >= 0) {
+        // The game moved on since the page was drawn: show the new position at once, with the refusal,
+        // and keep what the player typed.
+        var typed = form.classList.contains("move-form") ? keptInput() : null;
+        return refresh().then(function () { refused(answer.message, typed); });
       }
+      refused(answer.message, form.classList.contains("move-form") ? {} : null);
       buttons.forEach(function (b) { b.disabled = false; });
     }).catch(function () {
       show("The server did not answer; nothing was sent. Try again.", true);
       buttons.forEach(function (b) { b.disabled = false; });
     });
+  }
+
+  // What the player typed in the move form, to put back after the page is redrawn.
+  function keptInput() {
+    var kept = {};
+    ["#move-text", "#comment"].forEach(function (id) {
+      var field = live.querySelector(id);
+      if (field) kept[id] = field.value;
+    });
+    return kept;
+  }
+
+  // A refusal: next to the move form when the answer was to a move and the form is (still) there,
+  // otherwise in the page's notice.  `typed` (from keptInput) is put back into the form.
+  function refused(message, typed) {
+    var error = live.querySelector("#move-error");
+    if (typed && error) {
+      Object.keys(typed).forEach(function (id) {
+        var field = live.querySelector(id);
+        if (field) field.value = typed[id];
+      });
+      error.textContent = message;
+      error.hidden = false;
+    } else {
+      show(message, true);
+    }
   }
 
   function refresh() {

@@ -157,7 +157,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
     view.can_hint = my_turn and hasattr(engine, "clearable")
-    view.can_offer_draw = active_player and game.players > 1 and game.draw_offered_by is None
+    view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
     if signed_in and not mine and game.public and game.status in ("waiting", "active"):
@@ -196,12 +196,19 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
     if state is None:
         return []
     if engine.simultaneous and game.status != "active":
-        return [Board(player_name(game, s.number), Markup(engine.render_svg(state, s.number)))
-                for s in game.seats]
+        return [Board(player_name(game, s.number), board_svg(engine, state, s.number)) for s in game.seats]
     if viewer_seat is not None:
         caption = "Your board" if engine.simultaneous else ""
-        return [Board(caption, Markup(engine.render_svg(state, viewer_seat.number)), clickable=my_turn)]
-    return [Board("", Markup(engine.render_svg(state, None)))]
+        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn)
+        return [Board(caption, svg, clickable=my_turn)]
+    return [Board("", board_svg(engine, state, None))]
+
+
+def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False) -> Markup:
+    """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
+    nobody can click on (a game over, a position replayed, the others' turn) shows none, whatever the
+    engine would still allow in that state."""
+    return Markup(engine.render_svg(state, seat, targets=targets))
 
 
 def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:

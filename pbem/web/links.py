@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, abort, render_template, request
-from markupsafe import Markup
 
 import games
 from pbem import notify, play, tokens
 from pbem.extensions import db
 from pbem.models import Game, Seat, User
 from pbem.play import PlayError
+from pbem.web import gameview
 
 bp = Blueprint("links", __name__)
 
@@ -63,7 +63,7 @@ def _page(link: MoveLink, token: str, **extra: Any) -> str:
     return render_template(
         "links/move.html",
         game=game, engine=engine, seat=seat, user=link.user, number=link.number, move=link.move,
-        board=Markup(engine.render_svg(state, seat.number)),
+        board=gameview.board_svg(engine, state, seat.number),
         legal=[] if moved_on else engine.moves(state, seat.number),
         moved_on=moved_on, now=now, fresh=fresh, token=token, url=notify.game_url(game), **extra,
     )

@@ -125,10 +125,18 @@ def test_a_stale_page_is_refused_with_a_clear_message(browser, server, sink) -> 
     with server.app.app_context():
         play.submit(game_id, accounts.find_user("bob"), "a2", "mail")
     # The first tab still shows move 1: a move typed there is refused, and what was typed stays.
+    expect(first.locator("#moves")).to_have_text("No moves yet.")
     first.fill("#move-text", "a2")
     first.click("#play-button")
     expect(first.locator("#move-error")).to_contain_text("the position has changed since you looked")
     expect(first.locator("#move-text")).to_have_value("a2")
+    # The refusal comes with the new position, without a reload: both moves listed, the form at move 3,
+    # and bob's cube on a2 no longer offered as a target.
+    expect(first.locator("#moves")).to_contain_text("b2")
+    expect(first.locator("#moves")).to_contain_text("a2")
+    expect(first.locator("input[name=expect]")).to_have_value("3")
+    expect(first.locator('#my-board [data-move="a2"]')).to_have_count(0)
+    click_move(first, "c2", "bob to move.")
 
 
 def test_box_off_alone_clear_a_pair_by_clicking(browser, server, sink, artifacts) -> None:

@@ -257,3 +257,18 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     postman.reply(request, alice.email, "b3")
     postman.settle()
     assert "is over; no more moves" in text_of(postman.last(alice.email, "Re: "))
+
+
+def test_a_draw_offer_by_mail_is_refused_where_draws_make_no_sense(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("easyslider", [alice, bob], {"rounds": 1})
+    db.session.commit()
+    postman.settle()
+    request = postman.last(alice.email, "your move")
+    postman.reply(request, alice.email, "draw offer")
+    postman.settle()
+    answer = text_of(postman.last(alice.email, "Re: "))
+    assert "There are no draws in Easy Slider: every player plays their own board" in answer
+    db.session.rollback()
+    assert db.session.get(Game, game.id).draw_offered_by is None
+    assert not [m for m in postman.sink.messages(bob.email) if "offers a draw" in str(m["Subject"])]

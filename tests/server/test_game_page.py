@@ -1,0 +1,79 @@
+"""What the game page shows: no move targets once a game is over, draw offers only where they make sense,
+the new position after a stale move, the side each player plays; the rules index and the header."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask import Flask
+
+import games
+from pbem import challenges, play
+from pbem.extensions import db
+from pbem.models import Game
+from tests.server.test_web_games import signed_in, text_of
+from tests.server.webclient import WebClient
+
+TARGET = re.compile(r'data-move="|class="target"')
+
+
+def two_player_game(slug: str, alice, bob) -> Game:
+    game = challenges.new_game(alice, slug, [alice, bob], seed=3)
+    challenges.accept(game.id, bob)
+    return db.session.get(Game, game.id)
+
+
+@pytest.mark.parametrize("slug", [e.slug for e in games.all()])
+def test_a_finished_game_shows_no_move_targets_to_anyone(app: Flask, ctx: Flask, players, slug: str) -> None:
+    alice, bob, carol = players
+    game = two_player_game(slug, alice, bob)
+    web_a, web_b, web_c = signed_in(app, alice, bob, carol)
+    mover = web_a if 0 in play.seats_to_move(game) else web_b
+    assert TARGET.search(mover.get(f"/games/{game.id}").get_data(as_text=True))  # Targets while it runs.
+    # Bob resigns: the engine's state still has a player to move, but nobody may move any more.
+    assert web_b.post(f"/games/{game.id}/resign").status_code == 303
+    assert db.session.get(Game, game.id).status == "finished"
+    for viewer in (web_a, web_b, web_c, WebClient(app)):
+        for path in (f"/games/{game.id}", f"/games/{game.id}/live"):
+            page = viewer.get(path).get_data(as_text=True)
+            assert "<svg" in page and not TARGET.search(page), (path, page[:300])
+            assert 'id="my-board"' not in page and 'id="legal-moves"' not in page
+
+
+def test_draw_offers_only_between_two_players_on_one_board(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    web_a, web_b = signed_in(app, alice, bob)
+    slider = two_player_game("easyslider", alice, bob)
+    boxoff = challenges.new_game(alice, "boxoff", [alice, bob, carol], seed=3)
+    challenges.accept(boxoff.id, bob)
+    challenges.accept(boxoff.id, carol)
+    for game, words in ((slider, "There are no draws in Easy Slider: every player plays their own board"),
+                        (boxoff, "There are no draws in Box Off")):
+        page = text_of(web_a.get(f"/games/{game.id}"))
+        assert 'id="resign"' in page and "Offer a draw" not in page
+        refused = web_a.post(f"/games/{game.id}/draw", {"answer": "offer"}, json=True)
+        assert refused.status_code == 400 and refused.json["code"] == "no-draws"
+        assert words in refused.json["message"]
+        accept = web_b.post(f"/games/{game.id}/draw", {"answer": "accept"}, json=True)
+        assert accept.json["code"] == "no-draws"
+        assert db.session.get(Game, game.id).draw_offered_by is None
+    # The rule sits in the help of the games it concerns.
+    for slug in ("boxoff", "easyslider"):
+        assert "There are no draw offers" in games.get(slug).help
+    cambio = two_player_game("cambio", alice, bob)
+    assert "Offer a draw" in text_of(web_a.get(f"/games/{cambio.id}"))
+
+
+def test_a_stale_move_without_script_shows_the_new_position(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = two_player_game("cambio", alice, bob)
+    web_a, web_b = signed_in(app, alice, bob)
+    web_a.post(f"/games/{game.id}/move", {"move": "b2", "expect": "1"})
+    web_b.post(f"/games/{game.id}/move", {"move": "a2", "expect": "2"})
+    stale = web_a.post(f"/games/{game.id}/move", {"move": "c2", "expect": "1"})
+    page = text_of(stale)
+    assert stale.status_code == 409 and "is at move 3" in page
+    # The page answering the refusal is the new position: bob's reply listed, the form at move 3.
+    assert re.search(r'name="expect" value="3"', page)
+    assert re.search(r"bob</span>: <code>a2</code>", page)
