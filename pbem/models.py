@@ -175,6 +175,10 @@ class Seat(db.Model):
     reminders_sent: Mapped[int] = mapped_column(Integer, default=0)
     bank_seconds: Mapped[float | None] = mapped_column(Float)
     joined_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The conditional lines the seat's player has queued (see pbem.conditional): lists of moves that
+    # alternate between the opponent's and the player's, starting with the opponent's next move.  Only
+    # their owner ever sees them.
+    conditionals: Mapped[list[list[str]] | None] = mapped_column(JSON)
 
     game: Mapped[Game] = relationship(back_populates="seats")
     user: Mapped[User | None] = relationship(back_populates="seats")

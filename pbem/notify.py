@@ -177,12 +177,13 @@ def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **contex
     )
 
 
-def _request_move(game: Game, engine: games.Engine, state: Any, seat: Seat) -> None:
+def _request_move(game: Game, engine: games.Engine, state: Any, seat: Seat, **extra: Any) -> None:
     user = seat.user
     if user is None or user.notify == "digest":
         return
     ctx = position(game, engine, state, seat)
-    _mail(user, game, f"your move (move {ctx['move_number']})", "mail/your_move.txt", "your-move", **ctx)
+    _mail(user, game, f"your move (move {ctx['move_number']})", "mail/your_move.txt", "your-move", **ctx,
+          **extra)
 
 
 def game_started(game: Game, engine: games.Engine, state: Any) -> None:
@@ -193,25 +194,29 @@ def game_started(game: Game, engine: games.Engine, state: Any) -> None:
             _request_move(game, engine, state, seat)
 
 
-def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before: frozenset[int]) -> None:
+def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before: frozenset[int],
+                notes: dict[int, list[str]] | None = None) -> None:
     """After a move: seats that are newly to move get a request, the other players a notice.
 
     ``before`` is who was to move before it.  In a simultaneous game a player who is still solving
-    gets no mail for their own moves, and nobody gets a notice of another player's moves.
+    gets no mail for their own moves, and nobody gets a notice of another player's moves.  ``notes``
+    holds sentences for single players (by seat number), such as what became of their conditional moves.
     """
     if game.status != "active":
         return  # game_over() has told everyone.
+    notes = notes or {}
     after = engine.to_move(state)
     for seat in game.seats:
         if seat.user is None:
             continue
         mover_again = seat.number == move.seat and not engine.simultaneous
         if seat.number in after and (seat.number not in before or mover_again):
-            _request_move(game, engine, state, seat)
+            _request_move(game, engine, state, seat, note=notes.get(seat.number))
         elif seat.number != move.seat and not engine.simultaneous:
             ctx = position(game, engine, state, seat)
             _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
-                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+                  "move-notice", move=move, mover=_player(game, move.seat), note=notes.get(seat.number),
+                  **ctx)
     if not engine.simultaneous:
         # Watchers follow each move; in a game where everyone solves the same deal at once, the moves
         # would give the solution away, so they only get the result.
@@ -219,6 +224,50 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
             ctx = position(game, engine, state, None)
             _mail(user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
                   "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+
+
+def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move],
+                 notes: dict[int, list[str]]) -> None:
+    """After a move and the conditional answers it set off (two players who take turns): the player to
+    move gets a request and the other player and the watchers a notice, each listing every move played.
+
+    The player whose lines are still queued is reminded of them; nobody else ever hears of them."""
+    from pbem import conditional  # The move path imports this module; import late.
+
+    if game.status != "active":
+        return  # game_over() has told everyone.
+    after = engine.to_move(state)
+    played = [(_player(game, m.seat), m) for m in moves]
+    what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
+    for seat in game.seats:
+        if seat.user is None:
+            continue
+        note = list(notes.get(seat.number, []))
+        if seat.conditionals:
+            queued = "; ".join(conditional.describe(line) for line in seat.conditionals)
+            note.append(f"Your conditional moves still queued: {queued}.")
+        if seat.number in after:
+            _request_move(game, engine, state, seat, played=played, note=note)
+        else:
+            ctx = position(game, engine, state, seat)
+            _mail(seat.user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1],
+                  mover=played[-1][0], played=played, note=note, **ctx)
+    for user in watchers(game):
+        ctx = position(game, engine, state, None)
+        _mail(user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1], mover=played[-1][0],
+              played=played, **ctx)
+
+
+def conditional_refused(game: Game, seat: Seat, expected: str, answer: str, reason: str,
+                        lines: list[list[str]]) -> None:
+    """A conditional answer the engine refused (its lines are dropped): its player is told why."""
+    from pbem import conditional  # The move path imports this module; import late.
+
+    if seat.user is None:
+        return
+    send(seat.user, game, f"your conditional move {answer} was not played", "mail/conditional_refused.txt",
+         expected=expected, answer=answer, reason=reason,
+         lines=[conditional.describe([expected, *line]) for line in lines])
 
 
 def game_over(game: Game, outcome: Outcome) -> None:
@@ -252,9 +301,14 @@ def _tell_opponents(game: Game, actor: Seat, what: str, template: str) -> None:
             send(seat.user, game, what, template, actor=_player(game, actor.number))
 
 
-def draw_offered(game: Game, seat: Seat) -> None:
-    """The opponents are asked to accept or decline."""
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} offers a draw", "mail/draw_offered.txt")
+def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset()) -> None:
+    """The opponents are asked to accept or decline; those whose conditional moves the offer cancelled
+    (``cancelled``, seat numbers) are told so."""
+    actor = _player(game, seat.number)
+    for other in game.seats:
+        if other.user is not None and other.number != seat.number:
+            send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
+                 lines_cancelled=other.number in cancelled)
 
 
 def draw_declined(game: Game, seat: Seat) -> None:

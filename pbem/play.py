@@ -23,7 +23,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from pbem import clock, notify, ratings, watching
+from pbem import clock, conditional, notify, ratings, watching
 from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
@@ -31,7 +31,7 @@ from pbem.models import Game, Move, Seat, User, utcnow
 
 log = logging.getLogger(__name__)
 
-VIA = {"web", "mail", "link", "command", "server", "cli"}
+VIA = {"web", "mail", "link", "command", "server", "cli", "conditional"}
 
 
 # Reading a game's state ------------------------------------------------------------------------------
@@ -213,12 +213,18 @@ def submit(
     expect: int | None = None,
     comment: str | None = None,
     seat: int | None = None,
+    conditionals: list[str] | None = None,
 ) -> Move:
     """Play ``text`` for ``user`` in ``game``: the one way a move enters the record.
 
     ``expect`` is the move number the player saw (``#N`` in mail, the page's hidden field); when the
     game has moved on since, the move is refused rather than applied to a position the player did not
-    see.  ``seat`` picks among several seats of one user.  Returns the recorded move.
+    see.  ``seat`` picks among several seats of one user.  ``conditionals`` are lines the player queues
+    with the move (``if c4 then d4``), checked in the position after it: if one is refused, so is the move.
+
+    When the opponent has queued a conditional line that expected this move, its answer is played at
+    once in the same transaction (and so on, while lines keep answering), and the mails show where the
+    game then stands.  Returns the recorded move; :func:`answers_to` lists what answered it.
     """
     with locked_game(game) as locked:
         engine = engine_of(locked)
@@ -239,9 +245,63 @@ def submit(
         canonical = " ".join(text.split()).lower()
         move = _record(locked, player_seat, "move", canonical, via, user, comment)
         before = _advance(locked, engine, state, new_state, player_seat)
-        notify.move_played(locked, engine, new_state, move, before)
+        if conditionals and locked.status == "active":
+            conditional.add_lines(locked, engine, new_state, player_seat, conditionals)
+        played, notes = _play_conditional_answers(locked, engine, state, new_state, move)
+        if len(played) == 1:
+            notify.move_played(locked, engine, new_state, move, before, notes)
+        else:
+            notify.moves_played(locked, engine, state_of(locked), played, notes)
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return move
+
+
+def _play_conditional_answers(
+    game: Game, engine: games.Engine, before: Any, state: Any, move: Move
+) -> tuple[list[Move], dict[int, list[str]]]:
+    """Play the conditional answers to ``move``, one after another while lines keep answering.
+
+    Each answer goes through the same steps as a move (record, state, clocks, the game's end) with
+    ``via="conditional"``.  Returns the moves played (``move`` first) and sentences for single players
+    (seat number: sentences) about their lines."""
+    played = [move]
+    notes: dict[int, list[str]] = {}
+    mover = next(s for s in game.seats if s.number == move.seat)
+    for _ in range(conditional.MAX_ANSWERS):
+        if game.status != "active":
+            break
+        reply = conditional.reply_to(game, engine, before, state, mover, played[-1].text, notes)
+        if reply is None:
+            break
+        seat, answer = reply
+        try:
+            after = engine.play(state, seat.number, answer)
+        except IllegalMove as exc:
+            # The line was legal when it was queued; only a change of the rules since can make it not.
+            lines = conditional.broken(seat)
+            notify.conditional_refused(game, seat, played[-1].text, answer, exc.message, lines)
+            break
+        conditional.answered(seat, answer)
+        reply_move = _record(game, seat, "move", answer, "conditional", seat.user)
+        _advance(game, engine, state, after, seat)
+        played.append(reply_move)
+        log.info("game %s: conditional answer %r to %r", game.id, answer, played[-2].text)
+        before, state, mover = state, after, seat
+    return played, notes
+
+
+def answers_to(move: Move) -> list[Move]:
+    """The conditional answers played right after ``move`` (in the same transaction), in order."""
+    later = db.session.scalars(
+        select(Move).where(Move.game_id == move.game_id, Move.number > move.number)
+        .order_by(Move.number).limit(conditional.MAX_ANSWERS)
+    ).all()
+    answers = []
+    for entry in later:
+        if entry.via != "conditional":
+            break
+        answers.append(entry)
+    return answers
 
 
 def _advance(
@@ -275,6 +335,7 @@ def _finish(game: Game, outcome: Outcome) -> None:
     game.result = outcome.to_dict()
     game.finished_at = utcnow()
     game.draw_offered_by = None
+    conditional.cancel_all(game)
     for seat in game.seats:
         clock.stop_turn(game, seat)
     ratings.rate(game, outcome)
@@ -335,8 +396,11 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
         return outcome
 
 
-def offer_draw(game: Game | int, user: User, via: str) -> None:
-    """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it)."""
+def offer_draw(game: Game | int, user: User, via: str) -> bool:
+    """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it).
+
+    The offer cancels every conditional move queued in the game (an answer should be thought over, not
+    played by a line queued before); returns whether ``user`` had lines of their own cancelled."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         _require_draws(locked)
@@ -345,8 +409,10 @@ def offer_draw(game: Game | int, user: User, via: str) -> None:
                 raise PlayError("You have already offered a draw in this game.", "draw-pending")
             raise PlayError("Your opponent has offered a draw: accept or decline it.", "draw-pending")
         locked.draw_offered_by = seat.number
+        cancelled = conditional.cancel_all(locked)
         _record(locked, seat, "draw-offer", "draw offer", via, user)
-        notify.draw_offered(locked, seat)
+        notify.draw_offered(locked, seat, cancelled)
+        return seat.number in cancelled
 
 
 def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
