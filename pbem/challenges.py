@@ -27,6 +27,7 @@ def new_game(
     public: bool = True,
     time_control: dict[str, Any] | None = None,
     seed: int | None = None,
+    rated: bool = True,
 ) -> Game:
     """Create a game with ``seats`` in order: the creator, named opponents (challenged) or None (open).
 
@@ -44,7 +45,8 @@ def new_game(
             raise PlayError(f"{user.handle} has not confirmed their address yet.", "unverified")
     mine = [u if u is not None and u.id == creator.id else None for u in seats]
     game = play.create_game(
-        engine_slug, mine, options, created_by=creator, public=public, time_control=time_control, seed=seed
+        engine_slug, mine, options, created_by=creator, public=public, time_control=time_control, seed=seed,
+        rated=rated,
     )
     db.session.flush()
     for number, user in enumerate(seats):

@@ -135,6 +135,13 @@ def _check(settings: Settings) -> None:
     if not 0 <= digest_hour <= 23:
         raise ConfigError(f"scheduler.digest_hour must be an hour from 0 to 23, not {digest_hour}.")
     _check_limits(settings["ratelimit"])
+    ratings = settings["ratings"]
+    if not 0 < ratings["tau"] <= 5:
+        raise ConfigError(f"ratings.tau must be above 0 (0.3 to 1.2 are usual), not {ratings['tau']}.")
+    if not 0 < ratings["provisional_deviation"] <= ratings["max_deviation"]:
+        raise ConfigError("ratings.provisional_deviation must be above 0 and at most ratings.max_deviation.")
+    if ratings["periods_per_day"] < 0:
+        raise ConfigError("ratings.periods_per_day cannot be negative.")
     for section in ("smtpd", "mailbox"):
         port = settings[section]["port"]
         if not 0 <= port <= 65535:

@@ -128,6 +128,8 @@ class Game(db.Model):
     status: Mapped[str] = mapped_column(String(16), default="waiting", index=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     public: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Whether the result moves the players' ratings (only two-player games between two accounts can be).
+    rated: Mapped[bool] = mapped_column(Boolean, default=False)
     # Time control, e.g. {"kind": "per_move", "days": 3} or
     # {"kind": "bank", "initial_days": 7, "increment_days": 1, "max_days": 14}, optional "weekend_pause".
     time_control: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -299,15 +301,40 @@ class InboundMail(db.Model):
 
 
 class Rating(db.Model):
-    """A player's rating in one game (Elo), updated when a rated two-player game ends."""
+    """A player's Glicko-2 rating in one game, updated when a rated two-player game ends (see
+    :mod:`pbem.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
     engine: Mapped[str] = mapped_column(String(32))
     rating: Mapped[float] = mapped_column(Float, default=1500.0)
+    deviation: Mapped[float] = mapped_column(Float, default=350.0)
+    volatility: Mapped[float] = mapped_column(Float, default=0.06)
     games: Mapped[int] = mapped_column(Integer, default=0)
+    last_game_at: Mapped[datetime | None] = mapped_column(DateTime)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
     user: Mapped[User] = relationship()
 
     __table_args__ = (UniqueConstraint("user_id", "engine", name="uq_rating_user_engine"),)
+
+    @property
+    def deviation_now(self) -> float:
+        """The deviation as it stands now, grown by the time since the player's last rated game."""
+        from pbem import ratings
+
+        return ratings.deviation_now(self)
+
+    @property
+    def provisional(self) -> bool:
+        """Whether the rating is still provisional (its deviation above the configured threshold)."""
+        from pbem import ratings
+
+        return ratings.is_provisional(self)
+
+    @property
+    def display(self) -> str:
+        """The rating as people read it: "1520", or "1520?" while provisional."""
+        from pbem import ratings
+
+        return ratings.display(self)

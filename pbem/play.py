@@ -80,11 +80,14 @@ def create_game(
     public: bool = True,
     time_control: dict[str, Any] | None = None,
     seed: int | None = None,
+    rated: bool = True,
 ) -> Game:
     """A new game with one seat per entry of ``players`` (None is an open seat), added to the session.
 
     The options are validated by the engine's schema (raising ``marshmallow.ValidationError``).  When
-    every seat is filled the game starts at once; otherwise it waits for players.  The caller commits.
+    every seat is filled the game starts at once; otherwise it waits for players.  ``rated`` counts only
+    for a two-player game (its result then moves the ratings, if the players are two accounts).  The
+    caller commits.
     """
     engine = games.get(engine_slug)
     if len(players) not in engine.players:
@@ -98,6 +101,7 @@ def create_game(
         seed=seed if seed is not None else random.SystemRandom().randrange(2**53),
         players=len(players),
         public=public,
+        rated=rated and len(players) == 2,
         time_control=time_control or clock.default_time_control(),
         created_by=created_by,
     )
@@ -517,7 +521,7 @@ def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
     notify.prefetch_last_moves(ids)
     watching.prefetch_watchers(ids)
     ratings.lock_ratings(
-        {(s.user_id, g.engine) for g in locked.values() if g.players == 2 for s in g.seats if s.user_id}
+        {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
     )
     acted = 0
     for item in sorted(due, key=lambda d: (d.game_id, d.seat)):

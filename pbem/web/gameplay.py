@@ -109,7 +109,7 @@ def new() -> str | Response | tuple[str, int]:
     try:
         created = challenges.new_game(
             _me(), engine.slug, read.seats, read.options, public=read.public,
-            time_control=read.time_control,
+            time_control=read.time_control, rated=read.rated,
         )
     except PlayError as exc:
         return _new_form(engine, form, {"players": exc.message}), 400

@@ -36,6 +36,7 @@ class NewGame:
     seats: list[User | None] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     public: bool = True
+    rated: bool = True
     time_control: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -77,7 +78,7 @@ def option_fields(engine: games.Engine) -> list[OptionField]:
 
 def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     """Read a submitted new-game form; ``errors`` maps each refused field to its message."""
-    result = NewGame(engine=engine, public=bool(form.get("public")))
+    result = NewGame(engine=engine, public=bool(form.get("public")), rated=bool(form.get("rated")))
     result.options = _read_options(engine, form, result.errors)
     result.seats = _read_seats(engine, form, creator, result.errors)
     try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import flask_migrate
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
@@ -34,4 +36,41 @@ def test_migrations_match_the_models(empty_database: str, tmp_path: Path) -> Non
         assert diff == [], f"models and migrations differ: {diff}"
         flask_migrate.downgrade(revision="base")
         flask_migrate.upgrade()
+        db.engine.dispose()
+
+
+def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path) -> None:
+    """Upgrading keeps each Elo rating as the Glicko-2 rating, with a new player's deviation; the
+    two-player games of before (all of them counted) are marked rated."""
+    from alembic.script import ScriptDirectory
+
+    app = create_app({"database": {"url": empty_database}, "server": {"instance_path": str(tmp_path)}})
+    at = datetime(2026, 1, 1)
+    with app.app_context():
+        scripts = ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config())
+        before = scripts.get_revision("0006").down_revision
+        flask_migrate.upgrade(revision=before)
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO \"user\" (id, handle, handle_key, email, mail_key, token_secret, notify, "
+                "vacation_days_used, is_admin, created_at) VALUES "
+                "(1, 'alice', 'alice', 'a@example.org', 'k', 's', 'move', 0, false, '2026-01-01 00:00:00')")
+            conn.exec_driver_sql(
+                "INSERT INTO rating (user_id, engine, rating, games, updated_at) VALUES "
+                "(1, 'cambio', 1612.5, 7, '2026-03-04 05:06:07'), "
+                "(1, 'truchet', 1500, 0, '2026-01-01 00:00:00')")
+            for game_id, players in ((1, 2), (2, 3)):
+                conn.execute(sa.text(
+                    "INSERT INTO game (id, engine, options, seed, players, status, public, time_control, "
+                    "ply, created_at, updated_at, version) VALUES (:id, 'cambio', '{}', 1, :players, "
+                    "'finished', true, '{}', 0, :at, :at, 1)"), {"id": game_id, "players": players, "at": at})
+        flask_migrate.upgrade()
+        from pbem.models import Game, Rating
+
+        cambio, truchet = db.session.scalars(db.select(Rating).order_by(Rating.engine)).all()
+        assert (cambio.rating, cambio.deviation, cambio.volatility, cambio.games) == (1612.5, 350.0, 0.06, 7)
+        assert str(cambio.last_game_at) == "2026-03-04 05:06:07"
+        assert truchet.last_game_at is None and cambio.display == "1612?"
+        assert db.session.scalars(db.select(Game.rated).order_by(Game.id)).all() == [True, False]
+        db.session.remove()
         db.engine.dispose()
