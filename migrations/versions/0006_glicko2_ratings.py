@@ -5,7 +5,7 @@ usual starting volatility; a rating's last game is taken to be its last change. 
 two-player game counted for ratings before this, so those are marked rated.
 
 Revision ID: 0006
-Revises: 0002
+Revises: 0007
 Create Date: 2026-11-22 21:00:00
 
 """
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0006'
-down_revision = '0002'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 
