@@ -19,9 +19,10 @@ from marshmallow import ValidationError, missing
 from sqlalchemy import select
 
 import games
-from pbem import challenges, notify, play
+from pbem import challenges, conditional, notify, play
 from pbem.accounts import find_user
 from pbem.extensions import db
+from pbem.mail import parse
 from pbem.models import Game, Seat, User
 from pbem.play import PlayError
 
@@ -29,8 +30,10 @@ from pbem.play import PlayError
 _EXPECT = re.compile(r"^(?P<move>.*?)\s*#\s*(?P<number>\d+)\s*$")
 _PREFIXES = re.compile(r"^\s*((re|aw|sv|wg|fwd?|tr|antw)\s*(\[\d+\])?\s*:\s*|\[pbem\]\s*)", re.IGNORECASE)
 
-REPLY_VERBS = ("move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation")
-GAME_VERBS = ("move", "show", "challenge", "accept", "decline", "resign", "draw", "help")
+REPLY_VERBS = (
+    "move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation", "conditionals",
+)
+GAME_VERBS = ("move", "show", "challenge", "accept", "decline", "resign", "draw", "help", "conditionals")
 DRAW_ANSWERS = ("offer", "accept", "decline")
 
 
@@ -60,6 +63,8 @@ class Command:
     handle: str | None = None
     key: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    # Conditional lines sent with the command ("if c4 then d4"), each as written.
+    conditionals: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -82,9 +87,30 @@ def _split_expect(text: str) -> tuple[str, int | None]:
     return found["move"].strip(), int(found["number"])
 
 
-def parse_reply(line: str) -> Command:
-    """The command on the first line of a reply: a verb, or else a move (with an optional ``#N``)."""
+def take_conditionals(text: str) -> tuple[list[str], str]:
+    """The conditional lines of a mail's own words, and the text without them.
+
+    A line of the sender's own words is a conditional line when its first word is ``if`` and it has the
+    word ``then`` (``if c4 then d4 then e3 then f5``), wherever it stands: such a line must never reach
+    the opponent as part of a comment.  Each line is read once, word by word."""
+    lines, rest = [], []
+    for line in parse.own_words(text):
+        words = line.lower().split()
+        if words and words[0] == "if" and "then" in words:
+            lines.append(" ".join(line.split()))
+        else:
+            rest.append(line)
+    return lines, "\n".join(rest)
+
+
+def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:
+    """The command on the first line of a reply: a verb, or else a move (with an optional ``#N``).
+
+    ``conditionals`` are the reply's ``if`` lines: alone they are queued, with a move they are queued
+    with it; with any other command they are refused."""
     words = line.split()
+    if not words and conditionals:
+        return Command("conditionals", "if …", args=["add"], conditionals=conditionals)
     if not words:
         raise CommandError(
             "I found no command in your reply (or could not read its text): write your move (or resign, "
@@ -92,12 +118,16 @@ def parse_reply(line: str) -> Command:
         )
     verb = words[0].lower()
     if verb in REPLY_VERBS and verb != "move":
+        if conditionals:
+            raise CommandError(
+                f"'if' lines queue conditional moves: send them alone, or with your move, not with {verb!r}."
+            )
         return Command(verb, line, args=[w.lower() for w in words[1:]])
     text = " ".join(words[1:]) if verb == "move" else line
     move, expect = _split_expect(text)
     if not move:
         raise CommandError("Write the move after 'move', e.g. 'move b3' or 'move b3 #7'.")
-    return Command("move", line, move=move, expect=expect)
+    return Command("move", line, move=move, expect=expect, conditionals=list(conditionals or []))
 
 
 def strip_subject(subject: str) -> str:
@@ -185,6 +215,7 @@ def parse_subject(line: str) -> Command:
         "decline": f"{slug} decline 15 bob MAILKEY",
         "resign": f"{slug} resign 12 alice MAILKEY",
         "draw": f"{slug} draw 12 alice MAILKEY offer",
+        "conditionals": f"{slug} conditionals 12 alice MAILKEY [clear | if c4 then d4]",
     }
     needed = 4 if verb in ("move", "draw") else 3
     if len(rest) < needed:
@@ -196,6 +227,11 @@ def parse_subject(line: str) -> Command:
         move, expect = _split_expect(" ".join(tail))
         return Command("move", said, slug=slug, game_id=game_id, handle=handle, key=key, move=move,
                        expect=expect)
+    if verb == "conditionals":
+        clear = [w.lower() for w in tail] == ["clear"]
+        line = [] if clear or not tail else [" ".join(tail)]
+        return Command("conditionals", said, slug=slug, game_id=game_id, handle=handle, key=key,
+                       args=["clear"] if clear else ["add"] if line else [], conditionals=line)
     if verb == "draw":
         if tail[0].lower() not in DRAW_ANSWERS:
             raise CommandError(f"A draw command ends with offer, accept or decline: {forms['draw']}")
@@ -315,6 +351,8 @@ def _run_in_game(
             return _show(game, _seat(game, user, seat_number))
         if verb == "move":
             return _move(command, user, game, seat_number, comment, via)
+        if verb == "conditionals":
+            return _conditionals(command, user, game, seat_number)
         if verb == "resign":
             outcome = play.resign(game.id, user, via)
             return Answer(f"You resigned {engine.title} #{game.id}: {outcome.reason.rstrip('.')}.")
@@ -340,12 +378,17 @@ def _move(
     engine = games.get(game.engine)
     try:
         move = play.submit(game.id, user, command.move, via, expect=command.expect, comment=comment or None,
-                           seat=seat_number)
+                           seat=seat_number, conditionals=command.conditionals)
     except PlayError as exc:
         seat = _seat(game, user, seat_number)
         message = exc.message
         if exc.code == "illegal":
             message = f"{command.move!r} was not played: {exc.message}"
+        elif exc.code == "conditional":
+            message = f"{command.move!r} was not played, because of your 'if' lines: {exc.message}"
+        elif exc.code == "not-your-turn" and command.conditionals:
+            message += (f" Nothing was queued either: {command.move!r} was read as a move. Send the "
+                        "'if' lines alone to queue them.")
         elif exc.code == "stale":
             message = f"{command.move!r} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
@@ -356,10 +399,52 @@ def _move(
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
     if comment:
         done += " Your comment goes to the other players."
+    answers = play.answers_to(move)
+    if answers:
+        done += " Conditional moves answered it at once: " + ", ".join(
+            f"{notify.seat_names(game, {m.seat})} {m.text}" for m in answers) + "."
+    queued = conditional.lines_of(game, user, move.seat)
+    if queued:
+        done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."
     if game.status != "active":
         reason = (game.result or {}).get("reason", "").rstrip(".")
         return Answer(f"{done} The game is over: {reason}.", game, seat)
     return Answer(done, game, seat)
+
+
+def _conditionals(command: Command, user: User, game: Game, seat_number: int | None) -> Answer:
+    """List, queue or clear the player's conditional lines in ``game``; only they ever see them."""
+    engine = games.get(game.engine)
+    where = f"{engine.title} #{game.id}"
+    if command.args == ["clear"]:
+        gone = conditional.delete(game.id, user, seat=seat_number)
+        return Answer(f"Your conditional moves in {where} are deleted ({gone} line{'s' * (gone != 1)}).")
+    if command.args == ["add"]:
+        try:
+            conditional.queue(game.id, user, command.conditionals, seat=seat_number)
+        except PlayError as exc:
+            raise CommandError(
+                f"{exc.message} Nothing was queued. (A line of your mail that starts with 'if' and has "
+                "'then' is read as a conditional move.)", game, _seat(game, user, seat_number)
+            ) from None
+        game = db.session.get(Game, game.id) or game
+        lines = conditional.lines_of(game, user, seat_number)
+        return Answer(
+            f"Queued in {where}: they are played the moment your opponent's move matches. 'conditionals' "
+            "lists them, 'conditionals clear' deletes them.",
+            extra="Your conditional moves:\n" + _listed(lines),
+        )
+    if command.args:
+        raise CommandError("Write 'conditionals' to list your conditional moves, or 'conditionals clear'.")
+    lines = conditional.lines_of(game, user, seat_number)
+    if not lines:
+        return Answer(f"You have no conditional moves queued in {where}. Queue one by replying "
+                      "'if c4 then d4' (your opponent's move, then yours; longer lines go on with 'then').")
+    return Answer(f"Your conditional moves in {where}:", extra=_listed(lines))
+
+
+def _listed(lines: list[list[str]]) -> str:
+    return "\n".join(f"  {conditional.describe(line)}" for line in lines)
 
 
 def _draw(args: list[str], user: User, game: Game, via: str) -> Answer:

@@ -36,6 +36,7 @@ from pbem.mail.commands import (
     parse_subject,
     run_reply,
     run_subject,
+    take_conditionals,
 )
 from pbem.models import Game, InboundMail, User, utcnow
 
@@ -183,9 +184,11 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
         return Handling("rejected", f"no game #{token.game_id}", CommandError(
             f"Game #{token.game_id} no longer exists."), user)
     reply_to = tokens.reply_address(game.id, token.seat, user)
-    line, comment = parse.command_and_comment(mail.text)
+    # The 'if' lines (conditional moves) come out first, so that none can reach a comment.
+    ifs, text = take_conditionals(mail.text)
+    line, comment = parse.command_and_comment(text)
     try:
-        answer = run_reply(parse_reply(line), user, game, token.seat, comment)
+        answer = run_reply(parse_reply(line, ifs), user, game, token.seat, comment)
     except CommandError as exc:
         if exc.game is None:
             # Show the player where their game stands, from their seat, under what went wrong.
@@ -198,12 +201,19 @@ def _subject_command(mail: parse.Incoming) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
     comment = ""
+    ifs, text = take_conditionals(mail.text)
     if not looks_like_command(line):
-        body_line, body_comment = parse.command_and_comment(mail.text)
+        body_line, body_comment = parse.command_and_comment(text)
         if looks_like_command(body_line):
             line, comment = body_line, body_comment
     try:
         command = parse_subject(line)
+        if ifs and command.verb not in ("move", "conditionals"):
+            raise CommandError("'if' lines queue conditional moves: send them with a move or a "
+                               "conditionals command, not with this one.")
+        command.conditionals += ifs
+        if ifs and command.verb == "conditionals":
+            command.args = ["add"]
         answer = run_subject(command, mail.from_addr, comment)
     except CommandError as exc:
         return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, game=exc.game)

@@ -288,3 +288,15 @@ def test_truchet_refuses_an_illegal_answer_with_the_engines_reason(ctx: Flask, p
     theirs = engine.moves(state, 1)[0]
     with pytest.raises(PlayError, match=f"your answer c3=x is not legal after {theirs}"):
         conditional.queue(game.id, alice, [f"if {theirs} then c3=x"])
+
+
+def test_long_or_many_lines_are_refused_before_the_engine_sees_them(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    play.submit(game.id, alice, "b4", "web")
+    with pytest.raises(PlayError, match="too long"):
+        conditional.queue(game.id, alice, ["if " + "b1 then " * 200_000 + "c4"])
+    with pytest.raises(PlayError, match="At most 20"):
+        conditional.queue(game.id, alice, ["if b1 then c4"] * 21)
+    with pytest.raises(PlayError, match="too long for a move"):
+        conditional.parse_line("if " + "b" * 100 + " then c4")
