@@ -52,10 +52,11 @@ def normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def parse_line(text: str) -> Line:
+def parse_line(text: str, partial: bool = False) -> Line:
     """The moves of a typed line, ``if c4 then d4 [then e3 then f5]`` (the ``if`` may be left out).
 
     Reads the words once, so any length is read in linear time; raises PlayError saying what is wrong.
+    A ``partial`` line, one still being built, may be empty or end with the opponent's move.
     """
     if len(text) > MAX_LINE_TEXT:
         raise PlayError(f"That conditional line is too long: at most {MAX_LINE_TEXT} characters.",
@@ -65,6 +66,8 @@ def parse_line(text: str) -> Line:
         words = words[1:]
     moves: Line = []
     current: list[str] = []
+    if partial and not words:
+        return []
     for word in [*words, "then"]:
         if word.lower() != "then":
             current.append(word)
@@ -76,7 +79,7 @@ def parse_line(text: str) -> Line:
             )
         moves.append(normal(" ".join(current)))
         current = []
-    if len(moves) < 2 or len(moves) % 2:
+    if not partial and (len(moves) < 2 or len(moves) % 2):
         raise PlayError(
             f"{text.strip()[:100]!r} does not end with your answer: a conditional line names your "
             "opponent's move, then yours, and so on, like 'if c4 then d4' or "
@@ -137,8 +140,10 @@ def _check_can_queue(game: Game, engine: games.Engine, seat: Seat, state: Any) -
 # Checking and keeping lines ------------------------------------------------------------------------------
 
 
-def check(engine: games.Engine, state: Any, seat: Seat, opponent: Seat, line: Line) -> None:
-    """Replay ``line`` on the engine from ``state``: each move must be legal where the line reaches."""
+def check(engine: games.Engine, state: Any, seat: Seat, opponent: Seat, line: Line) -> Any:
+    """Replay ``line`` on the engine from ``state``: each move must be legal where the line reaches.
+
+    Returns the position the line reaches."""
     for i, text in enumerate(line):
         mover = opponent if i % 2 == 0 else seat
         where = "now" if i == 0 else f"after {' '.join(line[:i])}"
@@ -153,6 +158,7 @@ def check(engine: games.Engine, state: Any, seat: Seat, opponent: Seat, line: Li
             raise PlayError(
                 f"In '{describe(line)}', {whose} {text} is not legal {where}: {exc.message}", "conditional"
             ) from None
+    return state
 
 
 def merged(existing: list[Line], new: list[Line]) -> list[Line]:
@@ -227,6 +233,28 @@ def delete(game_id: int, user: User, text: str | None = None, seat: int | None =
                                 "no-line")
         owner.conditionals = kept or None
         return len(lines) - len(kept)
+
+
+def preview(game: Game, user: User, text: str, seat: int | None = None) -> dict[str, Any]:
+    """Where a line being built leads, for the player's panel: the board there (clickable for the side
+    to move), that side's legal moves, and whose move it is.  Reads only; refuses as :func:`queue` would."""
+    from pbem import play  # The move path imports this module; import late.
+
+    engine = play.engine_of(game)
+    owner = _owner_seat(game, user, seat)
+    state = play.state_of(game)
+    _check_can_queue(game, engine, owner, state)
+    opponent = _opponent(game, owner)
+    line = parse_line(text, partial=True)
+    state = check(engine, state, owner, opponent, line)
+    mover = opponent if len(line) % 2 == 0 else owner
+    movable = mover.number in engine.to_move(state)
+    return {
+        "line": describe(line) if line else "",
+        "svg": engine.render_svg(state, mover.number, targets=movable),
+        "moves": engine.moves(state, mover.number) if movable else [],
+        "theirs": mover is opponent,
+    }
 
 
 def lines_of(game: Game, user: User, seat: int | None = None) -> list[Line]:

@@ -11,7 +11,7 @@ from flask_login import current_user, login_required
 from werkzeug.wrappers import Response
 
 import games
-from pbem import challenges, clock, play, watching
+from pbem import challenges, clock, conditional, play, watching
 from pbem.extensions import db
 from pbem.models import Game, User
 from pbem.play import PlayError
@@ -263,3 +263,35 @@ def hint(game_id: int) -> Response:
         flash("Hint: your board can no longer be cleared, whatever you play; clear as many tiles as you can.",
               "info")
     return redirect(url_for("games.game", game_id=game_id, seat=seat.number))
+
+
+# Conditional moves: only the signed-in player's own lines, on their own seat.
+
+
+@bp.post("/games/<int:game_id>/conditionals")
+@login_required
+def queue_conditional(game_id: int) -> Response | tuple[Response, int]:
+    """Queue a conditional line, typed or built by clicking: ``if c4 then d4 [then e3 then f5]``."""
+    line = request.form.get("line", "")
+    return _act(game_id, lambda g: conditional.queue(g.id, _me(), [line], seat=_seat_arg()),
+                "Queued: it is played the moment your opponent's move matches.")
+
+
+@bp.post("/games/<int:game_id>/conditionals/delete")
+@login_required
+def delete_conditional(game_id: int) -> Response | tuple[Response, int]:
+    """Delete one of the player's conditional lines (``line``), or all of them."""
+    line = None if request.form.get("all") else request.form.get("line", "")
+    return _act(game_id, lambda g: conditional.delete(g.id, _me(), line, seat=_seat_arg()),
+                "Deleted." if line is not None else "Every conditional move of yours here is deleted.")
+
+
+@bp.get("/games/<int:game_id>/conditionals/preview")
+@login_required
+def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
+    """Where a line being built leads: the board there and the legal moves, for building by clicking."""
+    game = _visible_game(game_id)
+    try:
+        return jsonify(ok=True, **conditional.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
+    except PlayError as exc:
+        return jsonify(ok=False, code=exc.code, message=exc.message), _STATUS.get(exc.code, 400)

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 import games
 from games.words import join_words
-from pbem import clock, play, watching
+from pbem import clock, conditional, play, watching
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
@@ -94,6 +94,11 @@ class GameView:
     watching: bool = False
     hidden_moves: int = 0
     time_control: str = ""
+    # The viewer's own conditional lines (None: the game takes none from them now), and whether they
+    # may queue more now (only while the opponent is to move).
+    conditionals: list[str] | None = None
+    can_queue: bool = False
+    opponent: str = ""
 
     @property
     def waiting(self) -> bool:
@@ -160,6 +165,11 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
+    if active_player and conditional.allowed(game, engine):
+        # Only ever the viewer's own lines: the opponent's are never read here.
+        view.conditionals = [conditional.describe(line) for line in viewer_seat.conditionals or []]
+        view.can_queue = not my_turn and game.draw_offered_by is None
+        view.opponent = player_name(game, 1 - viewer_seat.number)
     if signed_in and not mine and game.public and game.status in ("waiting", "active"):
         view.watching = watching.is_watching(game, viewer)
         view.can_watch = not view.watching
