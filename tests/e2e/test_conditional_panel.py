@@ -1,0 +1,60 @@
+"""The conditional-moves panel in a real headless Chromium: a line built by clicking the boards of the
+positions it reaches, another typed and deleted, the opponent's move answered at once, and the
+opponent's page never showing the lines."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from pbem import accounts, play
+from pbem.extensions import db
+from tests.e2e.test_web_play import PASSWORD, click_move, sign_in
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_line_built_by_clicking_answers_the_opponent_at_once(browser, server, sink, artifacts) -> None:
+    with server.app.app_context():
+        for handle in ("alice", "bob"):
+            accounts.create_user(handle, f"{handle}@example.org", PASSWORD, verified=True)
+        db.session.commit()
+        game = play.create_game("cambio", [accounts.find_user("alice"), accounts.find_user("bob")], {"size": 4})
+        db.session.commit()
+        game_id = game.id
+    alice = sign_in(browser, server, "alice")
+    alice.goto(f"{server.url}/games/{game_id}")
+    expect(alice.locator("#conditionals")).to_contain_text("After your move you can queue")
+    click_move(alice, "b4", "bob to move.")
+
+    # Build 'if b1 then c4 then c1 then d2' on the boards of the positions the line reaches.
+    alice.click("#build-conditional")
+    expect(alice.locator("#builder-prompt")).to_contain_text("If your opponent plays")
+    for move, prompt in (("b1", "Your answer"), ("c4", "Then if your opponent plays"), ("c1", "Your answer"),
+                         ("d2", "Then if your opponent plays")):
+        alice.locator(f'#builder-board [data-move="{move}"]').first.click()
+        expect(alice.locator("#builder-prompt")).to_contain_text(prompt)
+    expect(alice.locator("#conditional-line")).to_have_value("if b1 then c4 then c1 then d2")
+    alice.click("#queue-conditional")
+    expect(alice.locator("#conditional-lines")).to_contain_text("if b1 then c4 then c1 then d2")
+
+    # A typed line, refused with the engine's reason, then one queued and deleted.
+    alice.fill("#conditional-line", "if b2 then b2")
+    alice.click("#queue-conditional")
+    expect(alice.locator("#notice")).to_contain_text("b2 already holds")
+    alice.fill("#conditional-line", "if b2 then c4")
+    alice.click("#queue-conditional")
+    expect(alice.locator("#conditional-lines li")).to_have_count(2)
+    alice.click('button[aria-label="Delete if b2 then c4"]')
+    expect(alice.locator("#conditional-lines li")).to_have_count(1)
+    alice.screenshot(path=str(artifacts / "cambio-conditional-panel.png"), full_page=True)
+
+    bob = sign_in(browser, server, "bob")
+    bob.goto(f"{server.url}/games/{game_id}")
+    expect(bob.locator("#conditionals")).not_to_contain_text("if b1")
+    click_move(bob, "b1", "bob to move.")  # Alice's c4 came back at once: bob is to move again.
+    expect(bob.locator("#moves")).to_contain_text("c4 (conditional)")
+    assert "if c1 then d2" not in bob.content() and "if b1 then c4" not in bob.content()
+
+    alice.reload()
+    expect(alice.locator("#conditional-lines")).to_have_text("if c1 then d2 Delete")
