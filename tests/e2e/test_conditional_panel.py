@@ -19,7 +19,8 @@ def test_a_line_built_by_clicking_answers_the_opponent_at_once(browser, server, 
         for handle in ("alice", "bob"):
             accounts.create_user(handle, f"{handle}@example.org", PASSWORD, verified=True)
         db.session.commit()
-        game = play.create_game("cambio", [accounts.find_user("alice"), accounts.find_user("bob")], {"size": 4})
+        seated = [accounts.find_user("alice"), accounts.find_user("bob")]
+        game = play.create_game("cambio", seated, {"size": 4})
         db.session.commit()
         game_id = game.id
     alice = sign_in(browser, server, "alice")
