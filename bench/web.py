@@ -1,0 +1,196 @@
+"""The pages under load, beside their floor: a bare Flask app serving the very same bytes.
+
+Run: ``.venv/bin/python bench/web.py`` (SQLite; add ``--pg ADMIN_URL``, or set ``PBEM_TEST_DATABASE_URL``,
+for PostgreSQL too).  Needs gunicorn (installed with the project) and wrk (``apt-get install wrk``).
+
+A database is filled through the one move path with finished and active games of every kind.  The
+server then runs under gunicorn with 2 sync workers, as docs/DEPLOY.md runs it, and wrk loads each page
+over loopback with 32 connections.  Each page's bytes are then served by a bare Flask app (one route
+returning them, the same gunicorn settings) and loaded the same way: that is the floor, the cost of
+HTTP, WSGI and Flask with none of our work.  Printed per page: requests per second and p99 latency of
+ours and of the floor, and the ratio of their throughputs (the target is within 3x, p99 under 50 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sqlalchemy as sa
+
+from pbem import create_app, play
+from pbem.extensions import db
+from pbem.models import Game, User
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-web-secret"
+PLAYERS = 40
+FINISHED = 120
+ACTIVE = 60
+
+BARE_APP = '''
+import os, pathlib
+from flask import Flask
+app = Flask(__name__)
+BODY = pathlib.Path(os.environ["BENCH_BODY"]).read_bytes()
+@app.get("/<path:anything>")
+@app.get("/")
+def page(anything=""):
+    return BODY, 200, {"Content-Type": "text/html; charset=utf-8"}
+'''
+
+
+def free_port() -> int:
+    """A loopback port nobody is listening on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fill(url: str, tmp: str) -> int:
+    """Players and games of every kind, played through the move path; returns an active game's id."""
+    app = create_app({"server": {"secret_key": SECRET, "instance_path": tmp}, "database": {"url": url}})
+    rng = random.Random(5)
+    with app.app_context():
+        db.create_all()
+        users = [User(handle=f"player{i}", handle_key=f"player{i}", email=f"p{i}@example.org")
+                 for i in range(PLAYERS)]
+        db.session.add_all(users)
+        db.session.commit()
+        ids = []
+        for n in range(FINISHED + ACTIVE):
+            slug = ("cambio", "truchet", "carreaux")[n % 3]
+            a, b = rng.sample(users, 2)
+            game = play.create_game(slug, [a, b], {}, created_by=a, seed=n)
+            db.session.commit()
+            ids.append(game.id)
+            moves = 40 if n < FINISHED else rng.randrange(4, 16)
+            for _ in range(moves):
+                game = db.session.get(Game, game.id)
+                if game.status != "active":
+                    break
+                engine = play.engine_of(game)
+                state = play.state_of(game)
+                (seat,) = engine.to_move(state)
+                user = game.seats[seat].user
+                move = rng.choice(engine.moves(state, seat))
+                db.session.rollback()
+                play.submit(game.id, user, move, "web")
+            if n < FINISHED and db.session.get(Game, game.id).status == "active":
+                play.resign(game.id, a, "web")
+        db.session.execute(sa.text("DELETE FROM outbox_mail"))
+        db.session.commit()
+        active = db.session.scalar(sa.select(Game.id).where(Game.status == "active", Game.engine == "truchet"))
+        db.session.remove()
+        if db.engine.dialect.name == "postgresql":
+            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE")
+        db.engine.dispose()
+    return active
+
+
+def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """gunicorn with 2 sync workers on ``port``, started and answering."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind", f"127.0.0.1:{port}",
+         "--log-level", "warning", app_spec],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"gunicorn on port {port} did not answer")
+
+
+def wrk(url: str, seconds: int) -> tuple[float, float]:
+    """Requests per second and p99 latency (ms) of 32 connections on ``url``."""
+    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", url],
+                         capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)\b", out).groups()
+    p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    if "Non-2xx" in out:
+        raise RuntimeError(f"errors under load on {url}:\n{out}")
+    return rate, p99
+
+
+def measure(url: str, label: str, seconds: int) -> None:
+    """Fill the database at ``url``, then load each page of ours and its floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        active = fill(url, tmp)
+        env = dict(os.environ, PBEM_SERVER_SECRET_KEY=SECRET, PBEM_SERVER_INSTANCE_PATH=tmp,
+                   PBEM_DATABASE_URL=url, PBEM_CONFIG=str(ROOT / "config" / "default.toml"),
+                   PYTHONPATH=str(ROOT), PBEM_RATELIMIT_ENABLED="false")
+        port, bare_port = free_port(), free_port()
+        server = gunicorn("pbem:create_app()", port, env)
+        pages = [("game page", f"/games/{active}"), ("/", "/")]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/archive", timeout=5) as answer:
+                if answer.status == 200:
+                    pages.append(("archive", "/archive"))
+        except OSError:
+            pass
+        try:
+            for name, path in pages:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5).read()
+                Path(tmp, "body").write_bytes(body)
+                Path(tmp, "bare.py").write_text(BARE_APP)
+                ours, ours_p99 = wrk(f"http://127.0.0.1:{port}{path}", seconds)
+                bare = gunicorn("bare:app", bare_port, dict(env, BENCH_BODY=str(Path(tmp, "body")),
+                                                            PYTHONPATH=tmp))
+                try:
+                    floor, floor_p99 = wrk(f"http://127.0.0.1:{bare_port}{path}", seconds)
+                finally:
+                    bare.terminate()
+                    bare.wait(10)
+                print(f"{label:<11} {name:<10} {len(body):>7} {ours:>9.0f} {ours_p99:>8.1f} {floor:>9.0f} "
+                      f"{floor_p99:>8.1f} {floor / ours:>6.2f}x", flush=True)
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+def main() -> None:
+    """SQLite, and PostgreSQL when given an admin URL."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
+                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser.add_argument("--seconds", type=int, default=5, help="seconds of load per page")
+    args = parser.parse_args()
+    print(f"{'database':<11} {'page':<10} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
+          f"{'p99 ms':>8} {'ratio':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(f"sqlite:///{tmp}/web.db", "sqlite", args.seconds)
+    if args.pg:
+        admin = sa.create_engine(args.pg, isolation_level="AUTOCOMMIT")
+        name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        try:
+            measure(sa.make_url(args.pg).set(database=name).render_as_string(hide_password=False),
+                    "postgresql", args.seconds)
+        finally:
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.dispose()
+
+
+if __name__ == "__main__":
+    main()
