@@ -169,6 +169,10 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
             error = exc
     if error is None:
         message = f"You played {played.text}."
+        answers = play.answers_to(played)
+        if answers:
+            message += " Answered at once by conditional moves: " + ", ".join(
+                f"{gameview.player_name(game, m.seat)} {m.text}" for m in answers) + "."
         if wants_json():
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")
