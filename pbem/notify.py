@@ -10,6 +10,7 @@ daily digest gets no per-move request.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from flask import current_app, render_template
 from sqlalchemy import select
@@ -73,7 +74,9 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
     link = None
     if to_move and seat is not None and seat.user is not None:
         link = move_link(game, seat, move_number)
-        links = [(m, move_link(game, seat, move_number, m)) for m in listed or []]
+        # One signed token serves every listed move: the move rides in the query, since the token
+        # already binds game, seat, player and move number, and the engine judges the move anyway.
+        links = [(m, f"{link}?move={quote(m)}") for m in listed or []]
     last = _last_move(game)
     return {
         "game": game,

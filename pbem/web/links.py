@@ -22,6 +22,9 @@ from pbem.web import gameview
 
 bp = Blueprint("links", __name__)
 
+# Longer than any move of any game; what a link carries beyond it is not a move.
+MAX_MOVE_LENGTH = 200
+
 
 @dataclass
 class MoveLink:
@@ -46,7 +49,9 @@ def _load(token: str) -> MoveLink:
     seat = next((s for s in game.seats if s.number == data.get("s") and s.user_id == user.id), None)
     if seat is None:
         abort(404)
-    return MoveLink(game, seat, user, int(data.get("n", 0)), data.get("m"))
+    # Links mailed before moves rode in the query carry the move in the token itself.
+    chosen = data.get("m") or " ".join(request.args.get("move", "")[:MAX_MOVE_LENGTH].split()) or None
+    return MoveLink(game, seat, user, int(data.get("n", 0)), chosen)
 
 
 def _page(link: MoveLink, token: str, **extra: Any) -> str:

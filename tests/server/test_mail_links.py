@@ -82,3 +82,35 @@ def test_forged_foreign_and_revoked_links_are_not_found(ctx: Flask, players) -> 
     db.session.commit()
     assert client.get(good).status_code == 404  # revoked with the token secret
     assert moves_of(game.id) == []
+
+
+def test_the_mailed_one_click_links_share_one_token(ctx: Flask, players) -> None:
+    """Every listed move's link in a move request is the mail's one signed link with the move added,
+    so a request costs one signature however many moves it lists; each link still plays its move."""
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    request = db.session.query(OutboxMail).filter_by(to_addr=alice.email, kind="your-move").one()
+    hrefs = re.findall(r'href="([^"]*/m/[^"]+)"', request.body_html)
+    one_click = {h.split("?move=")[1]: h for h in hrefs if "?move=" in h}
+    assert "b3" in one_click and len(one_click) > 3
+    assert len({h.split("?")[0] for h in hrefs}) == 1
+
+    client: FlaskClient = ctx.test_client()
+    path = one_click["b3"].split("127.0.0.1:5000", 1)[1].replace("&amp;", "&")
+    page = client.get(path)
+    assert "Confirm b3" in page.text and moves_of(game.id) == []
+    page = client.post(path, data={"csrf_token": csrf(page.text)})
+    assert "Your move <strong>b3</strong> is played" in page.text
+    assert moves_of(game.id) == ["b3"]
+
+
+def test_a_move_put_into_a_link_by_hand_is_judged_by_the_engine(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    client: FlaskClient = ctx.test_client()
+    path = link(game, 0, alice, 1) + "?move=a1"  # A corner: never a legal placement.
+    page = client.get(path)
+    assert "Confirm a1" in page.text
+    page = client.post(path, data={"csrf_token": csrf(page.text)})
+    assert page.status_code == 422 and "corner" in page.text.lower()
+    assert moves_of(game.id) == []
