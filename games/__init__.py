@@ -57,13 +57,18 @@ class Outcome:
 
     ``results`` holds ``"win"``, ``"loss"`` or ``"draw"`` per seat.  ``ranks`` orders the seats
     (1 is best; equal results share a rank).  ``scores`` carries points or tiles left where the game
-    counts them, and is None otherwise.
+    counts them, and is None otherwise.  ``notes`` says in a few words how each seat finished where the
+    game ranks them ("cleared", "10 tiles left", "12 points"), and is None otherwise.
+
+    ``reason`` is a sentence naming the seats by their side (``engine.sides``: "Red wins by …") or, in
+    games without sides, as "seat 1"; the server puts the players' handles in (``pbem.results``).
     """
 
     results: tuple[str, ...]
     reason: str
     ranks: tuple[int, ...] = ()
     scores: tuple[float, ...] | None = None
+    notes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.ranks:
@@ -81,7 +86,8 @@ class Outcome:
         return cls(tuple(DRAW for _ in range(players)), reason)
 
     @classmethod
-    def ranked(cls, scores: tuple[float, ...], reason: str, higher_is_better: bool = True) -> Outcome:
+    def ranked(cls, scores: tuple[float, ...], reason: str, higher_is_better: bool = True,
+               notes: tuple[str, ...] | None = None) -> Outcome:
         """Seats ranked by score; the best score wins (shared best scores draw)."""
         key = [(-s if higher_is_better else s) for s in scores]
         ranks = tuple(1 + sum(1 for other in key if other < mine) for mine in key)
@@ -89,7 +95,7 @@ class Outcome:
         results = tuple(
             (WIN if best == 1 else DRAW) if r == 1 else LOSS for r in ranks
         ) if len(scores) > 1 else (WIN,)
-        return cls(results, reason, ranks, scores)
+        return cls(results, reason, ranks, scores, notes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe form, for storing with the game."""
@@ -98,17 +104,19 @@ class Outcome:
             "reason": self.reason,
             "ranks": list(self.ranks),
             "scores": None if self.scores is None else list(self.scores),
+            "notes": None if self.notes is None else list(self.notes),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Outcome:
         """The inverse of :meth:`to_dict`."""
-        scores = d.get("scores")
+        scores, notes = d.get("scores"), d.get("notes")
         return cls(
             tuple(d["results"]),
             d["reason"],
             tuple(d.get("ranks") or ()),
             None if scores is None else tuple(scores),
+            None if notes is None else tuple(notes),
         )
 
 
@@ -117,7 +125,9 @@ class Engine(Protocol):
     """The engine protocol.  States are immutable values; ``play`` returns a new one.
 
     ``simultaneous`` is True for games where several seats move at once, each on their own (Easy
-    Slider); the server then numbers moves per seat rather than per game.
+    Slider); the server then numbers moves per seat rather than per game.  An engine whose seats play
+    a side or colour names them in ``sides`` (optional: ``("Red", "Blue")``, one per seat), and its
+    outcome reasons name the seats by those words.
     """
 
     slug: str

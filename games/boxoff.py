@@ -556,13 +556,12 @@ class BoxOff:
         if self.to_move(state):
             return None
         left = tuple(_count(b.occupied) for b in state.seats)
+        notes = tuple(self._result_note(b) for b in state.seats)
         if len(left) == 1:
-            board = state.seats[0]
-            if not left[0]:
-                return Outcome(("win",), "cleared the board", scores=(0,))
-            return Outcome(("loss",), self._result_words(board), scores=left)
-        reason = "; ".join(f"seat {s + 1} {self._result_words(b)}" for s, b in enumerate(state.seats))
-        return Outcome.ranked(left, reason[0].upper() + reason[1:], higher_is_better=False)
+            reason = f"Seat 1 {self._result_verb(state.seats[0])}"
+            return Outcome(("loss" if left[0] else "win",), reason, scores=left, notes=notes)
+        reason = "; ".join(f"seat {s + 1} {self._result_verb(b)}" for s, b in enumerate(state.seats))
+        return Outcome.ranked(left, reason[0].upper() + reason[1:], higher_is_better=False, notes=notes)
 
     def time_out(self, state: BoxOffState, seat: int) -> BoxOffState:
         """The seat's deadline passed: its board stops as it is (a finished board is left alone)."""
@@ -756,6 +755,21 @@ class BoxOff:
         if not left:
             return "The board is cleared."
         return f"No two tiles can be removed: {left} tiles are left."
+
+    @staticmethod
+    def _result_note(board: SeatBoard) -> str:
+        """How a finished board ended, in a few words for a ranking: "cleared", "10 tiles left"."""
+        left = _count(board.occupied)
+        if not left:
+            return "cleared"
+        tiles = f"{left} tile{'' if left == 1 else 's'} left"
+        return f"out of time, {tiles}" if board.timed_out else tiles
+
+    @classmethod
+    def _result_verb(cls, board: SeatBoard) -> str:
+        """How a finished board ended, as what its player did: "got stuck with 3 tiles left"."""
+        words = cls._result_words(board)
+        return f"got {words}" if words.startswith("stuck") else words
 
     @staticmethod
     def _result_words(board: SeatBoard) -> str:

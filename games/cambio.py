@@ -23,6 +23,7 @@ __all__ = ["Cambio", "CambioOptions", "State", "engine"]
 SIZES = (3, 4, 5)
 NEUTRAL = "."
 SYMBOLS = "ox"  # indexed by seat: seat 0 plays O, seat 1 plays X
+SIDES = ("O", "X")  # what results call the seats
 SEAT_NAMES = ("O (seat 1)", "X (seat 2)")
 
 # The push directions, in the canonical order moves() lists them: (file step, rank step).
@@ -252,8 +253,8 @@ def _no_push_outcome(state: State) -> Outcome | None:
         return Outcome.win(
             1 - state.turn,
             2,
-            f"{SEAT_NAMES[state.turn]} has no legal push (every line would push off an opponent's cube) "
-            f"and loses.",
+            f"{SIDES[1 - state.turn]} wins: {SIDES[state.turn]} has no legal push (every line would push "
+            f"off an opponent's cube)",
         )
     return state.outcome
 
@@ -314,6 +315,7 @@ class Cambio:
 
     slug = "cambio"
     title = "Cambio"
+    sides = SIDES
     players = range(2, 3)
     options = CambioOptions()
     simultaneous = False
@@ -355,7 +357,7 @@ class Cambio:
     def play(self, state: State, seat: int, text: str) -> State:
         """Parse, check and apply a placement or a push."""
         if state.outcome:
-            raise IllegalMove(f"The game is over: {state.outcome.reason}")
+            raise IllegalMove(f"The game is over: {state.outcome.reason}.")
         if seat != state.turn:
             raise IllegalMove(f"It is {SEAT_NAMES[state.turn]}'s turn, not yours.")
         word = "".join(text.split()).lower()
@@ -475,7 +477,7 @@ class Cambio:
         if state.last:
             lines.append(f"Last move: {self._describe_last(state)}")
         if state.outcome:
-            lines.append(f"Game over: {state.outcome.reason}")
+            lines.append(f"Game over: {state.outcome.reason}.")
             return lines
         mover = SEAT_NAMES[state.turn]
         if state.pushing:
@@ -592,15 +594,15 @@ def _with_outcome(state: State, judge_lines: bool = False, mover: int = 0) -> St
         mine, theirs = full[SYMBOLS[mover]], full[SYMBOLS[1 - mover]]
         if mine and theirs:
             outcome = Outcome.draw(
-                2, f"the push made full lines for both players ({join_words(mine + theirs)}): a draw."
+                2, f"Drawn: the push made full lines for both players ({join_words(mine + theirs)})"
             )
         elif mine or theirs:
             winner = mover if mine else 1 - mover
             name = join_words(mine or theirs)
-            outcome = Outcome.win(winner, 2, f"{SEAT_NAMES[winner]} wins with a full line on {name}.")
+            outcome = Outcome.win(winner, 2, f"{SIDES[winner]} wins with a full line on {name}")
         elif state.history.count(state.history[-1]) >= 3:
-            outcome = Outcome.draw(2, "the same position occurred for the third time with the same player "
-                                      "to push: a draw by repetition.")
+            outcome = Outcome.draw(2, "Drawn by repetition: the same position occurred for the third time "
+                                      "with the same player to push")
     if outcome is None:
         outcome = _no_push_outcome(state)
     return replace(state, outcome=outcome)

@@ -426,6 +426,7 @@ class Carreaux:
 
     slug = "carreaux"
     title = "Carreaux"
+    sides = NAMES
     players = range(2, 3)
     options = CarreauxOptions()
     simultaneous = False
@@ -500,7 +501,7 @@ Rulings:
     def play(self, state: State, seat: int, text: str) -> State:
         """Slide the named tile into the bubble, if that lowers the total group value."""
         if state.over:
-            raise IllegalMove(f"The game is over: {self.outcome(state).reason}")  # type: ignore[union-attr]
+            raise IllegalMove(f"The game is over: {self.outcome(state).reason}.")  # type: ignore[union-attr]
         if seat != state.turn:
             raise IllegalMove(f"It is {NAMES[state.turn]}'s turn, not {NAMES[seat]}'s.")
         n = state.size
@@ -532,16 +533,19 @@ Rulings:
         """A win by forming a group, a draw when the player to move is stuck, else None."""
         if state.winner is not None:
             w, mover = state.winner, 1 - state.turn
-            how = f"{NAMES[w]} joined all {state.board.count(COLOURS[w])} tiles into one group"
+            tiles = f"all {state.board.count(COLOURS[w])} {NAMES[w].lower()} tiles"
             if w != mover:
-                how += f" when {NAMES[mover]} slid {state.history[-1]}"
-            return Outcome.win(w, 2, how + ".")
+                how = f"{NAMES[w]} wins: {tiles} were joined into one group when {NAMES[mover]} slid " \
+                      f"{state.history[-1]}"
+            else:
+                how = f"{NAMES[w]} wins by joining {tiles} into one group"
+            return Outcome.win(w, 2, how)
         if state.stuck:
             total = sum(_values(state.size, state.board))
             return Outcome.draw(
                 2,
-                f"{NAMES[state.turn]} had no legal move (no slide lowers the total group value {total}), "
-                f"so the game is drawn. Position: {written(state.board, state.size)}",
+                f"Drawn: {NAMES[state.turn]} had no legal move (no slide lowers the total group value "
+                f"{total})",
             )
         return None
 
@@ -554,7 +558,7 @@ Rulings:
     def _status(self, state: State) -> str:
         result = self.outcome(state)
         if result is not None:
-            return f"Game over: {result.reason}"
+            return f"Game over: {result.reason}."
         return f"Move {len(state.history) + 1}: {NAMES[state.turn]} (seat {state.turn + 1}) to move."
 
     def render_text(self, state: State, seat: int | None = None) -> str:

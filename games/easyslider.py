@@ -462,7 +462,7 @@ class EasySlider:
         """Seats ranked by total points, once the last round (and any playoff) is over."""
         if not state.over:
             return None
-        return Outcome.ranked(tuple(float(t) for t in state.totals), _reason(state))
+        return Outcome.ranked(tuple(float(t) for t in state.totals), _reason(state), notes=_notes(state))
 
     # --- refusals --------------------------------------------------------------------------------------
 
@@ -647,6 +647,15 @@ def _text_scores(state: State) -> list[str]:
             points = ["-" if r.points[s] is None else str(r.points[s]) for r in state.history]
             lines.append(f"{s + 1:<4}" + "".join(f"{p:>4}" for p in points))
     return lines
+
+
+def _notes(state: State) -> tuple[str, ...]:
+    """How each seat finished, in a few words for a ranking: "12 points" (boards solved, alone)."""
+    if state.players == 1:
+        regular = [r for r in state.history if not r.playoff]
+        solved = sum(1 for r in regular if r.statuses[0] == SOLVED)
+        return (f"solved {solved} of {len(regular)}",)
+    return tuple(f"{t} point{'' if t == 1 else 's'}" for t in state.totals)
 
 
 def _reason(state: State) -> str:

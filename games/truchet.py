@@ -866,6 +866,7 @@ class TruchetEngine:
 
     slug = "truchet"
     title = "Truchet"
+    sides = SIDE
     players = range(2, 3)
     options = TruchetOptions()
     simultaneous = False
@@ -997,9 +998,10 @@ class TruchetEngine:
         """Win, loss or the repetition draw, once the game is over."""
         if state.winner is None:
             return None
+        reason = state.reason.rstrip(".")
         if state.winner < 0:
-            return Outcome.draw(2, state.reason)
-        return Outcome.win(state.winner, 2, f"{state.reason} {SIDE[state.winner]} wins.")
+            return Outcome.draw(2, f"Drawn: {reason[:1].lower()}{reason[1:]}")
+        return Outcome.win(state.winner, 2, f"{SIDE[state.winner]} wins: {reason}")
 
     # -- storage
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 import games
 from games import Outcome
 from games.words import join_words
-from pbem import clock, outbox, tokens
+from pbem import clock, outbox, results, tokens
 from pbem.database import transaction_cache
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
@@ -274,20 +274,22 @@ def conditional_refused(game: Game, seat: Seat, expected: str, answer: str, reas
 
 
 def game_over(game: Game, outcome: Outcome) -> None:
-    """Everyone seated gets the result."""
+    """Everyone seated gets the result, and so does every watcher.  The subject says the result in a
+    few words (the whole sentence is in the mail), so that it stays on one line."""
     engine = games.get(game.engine)
     state = engine.load(game.state) if game.state else None
     board = engine.render_text(state, None) if state is not None else ""
     last = _last_move(game)
+    words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     for seat in game.seats:
         if seat.user is None:
             continue
-        result = outcome.results[seat.number] if seat.number < len(outcome.results) else "loss"
-        _mail(seat.user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=result, board=board, last=last)
+        _mail(seat.user, game, f"game over, {results.headline(game, seat.number)}", "mail/game_over.txt",
+              "game-over", engine=engine, outcome=outcome, result=results.seat_words(game, seat.number),
+              board=board, last=last, **words)
     for user in watchers(game):
-        _mail(user, game, f"game over: {outcome.reason}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=None, board=board, last=last)
+        _mail(user, game, f"game over, {results.headline(game)}", "mail/game_over.txt", "game-over",
+              engine=engine, outcome=outcome, result=None, board=board, last=last, **words)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:

@@ -23,7 +23,8 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from pbem import clock, conditional, notify, ratings, watching
+from games.words import join_words
+from pbem import clock, conditional, notify, ratings, results, watching
 from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
@@ -387,14 +388,17 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
     the others share first place; a solitaire game is abandoned."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
-        name = _seat_name(locked, seat.number)
+        engine = engine_of(locked)
+        name = results.reason_name(engine, seat.number)
+        others = [results.reason_name(engine, n) for n in range(locked.players) if n != seat.number]
         if locked.players == 1:
             outcome = Outcome(("loss",), f"{name} abandoned the game")
         elif locked.players == 2:
-            outcome = Outcome.win(1 - seat.number, 2, f"{name} resigned")
+            outcome = Outcome.win(1 - seat.number, 2, f"{others[0]} wins: {name} resigned")
         else:
-            results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
-            outcome = Outcome(results, f"{name} resigned")
+            outcome_results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
+            others_words = join_words(others, "and")
+            outcome = Outcome(outcome_results, f"{name} resigned; {others_words} share first place")
         _record(locked, seat, "resign", "resign", via, user)
         _finish(locked, outcome)
         return outcome
@@ -428,7 +432,7 @@ def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
         _record(locked, seat, "draw-accept", "draw accept", via, user)
-        outcome = Outcome.draw(locked.players, "drawn by agreement")
+        outcome = Outcome.draw(locked.players, "Drawn by agreement")
         _finish(locked, outcome)
         return outcome
 
@@ -548,10 +552,10 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         # sweep does not find it again and again.
         clock.stop_turn(game, seat)
         return False, None
-    name = _seat_name(game, seat_number)
+    name = results.reason_name(engine, seat_number)
     if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
         _record(game, seat, "draw-accept", "draw accept (timeout)", "server", None)
-        outcome = Outcome.draw(game.players, f"{name} ran out of time with a draw offer pending")
+        outcome = Outcome.draw(game.players, f"Drawn: {name} ran out of time with a draw offer pending")
         _finish(game, outcome)
         return True, outcome
     engine_time_out = getattr(engine, "time_out", None)
@@ -568,8 +572,11 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         _finish(game, outcome)
         game.status = "abandoned"
     else:
-        results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
-        outcome = Outcome(results, f"{name} lost on time")
+        others = join_words([results.reason_name(engine, n) for n in range(game.players) if n != seat_number],
+                            "and")
+        outcome_results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
+        win = "wins" if game.players == 2 else "win"
+        outcome = Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")
         _finish(game, outcome)
     return True, outcome
 

@@ -19,7 +19,7 @@ from marshmallow import ValidationError, missing
 from sqlalchemy import select
 
 import games
-from pbem import challenges, conditional, notify, play
+from pbem import challenges, conditional, notify, play, results
 from pbem.accounts import find_user
 from pbem.extensions import db
 from pbem.mail import parse
@@ -354,8 +354,10 @@ def _run_in_game(
         if verb == "conditionals":
             return _conditionals(command, user, game, seat_number)
         if verb == "resign":
-            outcome = play.resign(game.id, user, via)
-            return Answer(f"You resigned {engine.title} #{game.id}: {outcome.reason.rstrip('.')}.")
+            play.resign(game.id, user, via)
+            over = db.session.get(Game, game.id)
+            assert over is not None
+            return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}")
         if verb in ("accept", "decline") and game.status == "waiting":
             return _answer_challenge(verb, user, game)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
@@ -407,8 +409,7 @@ def _move(
     if queued:
         done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."
     if game.status != "active":
-        reason = (game.result or {}).get("reason", "").rstrip(".")
-        return Answer(f"{done} The game is over: {reason}.", game, seat)
+        return Answer(f"{done} The game is over. {results.sentence(game)}", game, seat)
     return Answer(done, game, seat)
 
 
@@ -452,8 +453,10 @@ def _draw(args: list[str], user: User, game: Game, via: str) -> Answer:
         play.offer_draw(game.id, user, via)
         return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered.")
     if args[:1] == ["accept"]:
-        outcome = play.accept_draw(game.id, user, via)
-        return Answer(f"You accepted the draw: game #{game.id} is over, {outcome.reason.rstrip('.')}.")
+        play.accept_draw(game.id, user, via)
+        finished = db.session.get(Game, game.id)
+        assert finished is not None
+        return Answer(f"You accepted the draw: game #{game.id} is over. {results.sentence(finished)}")
     if args[:1] == ["decline"]:
         play.decline_draw(game.id, user, via)
         return Answer(f"You declined the draw offer in game #{game.id}; play goes on.")
@@ -484,10 +487,10 @@ def _show(game: Game, seat: Seat | None) -> Answer:
         waiting = ", ".join(s.user.handle for s in game.seats if s.user is not None)
         return Answer(f"{engine.title} #{game.id} is waiting for players (seated so far: {waiting}).")
     status = {"active": "in play", "finished": "over", "abandoned": "abandoned"}.get(game.status, game.status)
-    words = f"{engine.title} #{game.id} is {status}"
+    words = f"{engine.title} #{game.id} is {status}."
     if game.result:
-        words += f": {game.result.get('reason', '').rstrip('.')}"
-    return Answer(words + ".", game, seat)
+        words += f" {results.sentence(game)}"
+    return Answer(words, game, seat)
 
 
 def _help(slug: str | None) -> Answer:

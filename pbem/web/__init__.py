@@ -6,7 +6,7 @@ from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 
 import games
-from pbem import clock
+from pbem import clock, results
 from pbem.extensions import login_manager
 
 
@@ -29,6 +29,11 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(_game_title, "game_title")
     app.add_template_global(gameview.action_words, "action_words")
     app.add_template_global(clock.describe_time_control, "describe_time_control")
+    # How games ended, in the same words on every page (see pbem.results).
+    app.add_template_global(results.summary, "result_summary")
+    app.add_template_global(results.user_result, "user_result")
+    app.add_template_global(results.players, "players_words")
+    app.add_template_global(results.opponents, "opponents")
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Sign in to see that page."
     login_manager.login_message_category = "info"

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 import games
 from games.words import join_words
-from pbem import clock, conditional, play, watching
+from pbem import clock, conditional, play, results, watching
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
@@ -49,8 +49,8 @@ class SeatView:
     to_move: bool
     clock: str
     challenged: User | None = None
+    waiting_words: str | None = None
     result: str | None = None
-    score: float | None = None
     group_value: int | None = None
 
     @property
@@ -87,6 +87,7 @@ class GameView:
     can_answer_draw: bool = False
     can_resign: bool = False
     my_challenge: Challenge | None = None
+    my_challenge_side: str | None = None
     can_withdraw: bool = False
     can_take_seat: bool = False
     can_watch: bool = False
@@ -123,7 +124,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     viewer_seat = next((s for s in mine if s.number == seat_number), None) or next(
         (s for s in mine if s.number in movers), mine[0] if mine else None)
     pending = _pending_challenges(game) if game.status == "waiting" else {}
-    outcome = games.Outcome.from_dict(game.result) if game.result else None
+    # Who was asked to each empty seat, while the game gathers players or after it was called off.
+    asked = dict(results.seat_states(game)) if game.state is None else {}
     # Carreaux shows each side's group value next to the players.
     group_values = engine.group_values(state) if state is not None and hasattr(engine, "group_values") \
         else None
@@ -136,8 +138,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
             to_move=seat.number in movers,
             clock=clock.status(seat) if seat.number in movers else "",
             challenged=pending[seat.number].challenged if seat.number in pending else None,
-            result=outcome.results[seat.number] if outcome and seat.number < len(outcome.results) else None,
-            score=outcome.scores[seat.number] if outcome and outcome.scores else None,
+            waiting_words=asked.get(seat.number) if seat.user is None else None,
+            result=results.seat_words(game, seat.number) or None if game.result else None,
             group_value=group_values[seat.number]
             if group_values and seat.number < len(group_values) else None,
         ))
@@ -146,7 +148,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view = GameView(
         game=game,
         engine=engine,
-        status=_status(game, movers, outcome),
+        status=_status(game, movers),
         seats=seats,
         boards=_boards(game, engine, state, viewer_seat, my_turn),
         moves=[],
@@ -175,6 +177,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
         view.can_watch = not view.watching
     if signed_in and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
+        view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
         view.can_withdraw = game.created_by_id == viewer.id
         open_seats = [s for s in game.seats if s.user_id is None and s.number not in pending]
         view.can_take_seat = bool(open_seats) and not mine and game.public
@@ -188,13 +191,14 @@ def _pending_challenges(game: Game) -> dict[int, Challenge]:
     return {c.seat: c for c in rows}
 
 
-def _status(game: Game, movers: frozenset[int], outcome: games.Outcome | None) -> str:
+def _status(game: Game, movers: frozenset[int]) -> str:
     if game.status == "waiting":
         return "Waiting for players."
-    if game.status == "abandoned":
-        return "Called off." if game.state is None else f"Abandoned: {outcome.reason if outcome else ''}."
-    if outcome is not None:
-        return f"Game over: {outcome.reason}."
+    if game.status == "abandoned" and game.state is None:
+        return results.sentence(game)
+    if game.result:
+        over = "Abandoned" if game.status == "abandoned" else "Game over"
+        return f"{over}: {results.sentence(game)}"
     names = [player_name(game, n) for n in sorted(movers)]
     return f"{join_words(names, 'and')} to move." if names else "Nobody can move."
 

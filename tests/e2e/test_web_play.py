@@ -104,7 +104,7 @@ def test_challenge_play_by_clicking_and_agree_a_draw(browser, server, sink, arti
     bob.goto(game_url)
     expect(bob.locator(".draw-offer")).to_have_text("alice offers a draw.")
     bob.click("#accept-draw")
-    expect(bob.locator("#status")).to_have_text("Game over: drawn by agreement.")
+    expect(bob.locator("#status")).to_have_text("Game over: Drawn by agreement.")
     bob.screenshot(path=str(artifacts / "cambio-drawn.png"), full_page=True)
 
 

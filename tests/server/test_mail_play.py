@@ -253,7 +253,7 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     postman.settle()
     db.session.rollback()
     assert db.session.get(Game, game.id).result["results"] == ["loss", "win"]
-    assert "alice resigned" in text_of(postman.last(bob.email, "game over"))
+    assert "wins: alice (O) resigned." in text_of(postman.last(bob.email, "game over"))
     postman.reply(request, alice.email, "b3")
     postman.settle()
     assert "is over; no more moves" in text_of(postman.last(alice.email, "Re: "))

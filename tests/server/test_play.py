@@ -6,7 +6,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play
+from pbem import play, results
 from pbem.extensions import db
 from pbem.models import Game, Move, OutboxMail, User
 from pbem.play import PlayError
@@ -126,7 +126,7 @@ def test_resignation_ends_the_game_for_the_opponent(ctx: Flask, players) -> None
     outcome = play.resign(game.id, bob, "web")
     assert outcome.results == ("win", "loss")
     game = db.session.get(Game, game.id)
-    assert game.status == "finished" and "bob resigned" in game.result["reason"]
+    assert game.status == "finished" and results.sentence(game) == "alice (O) wins: bob (X) resigned."
     assert game.moves[-1].kind == "resign"
     from pbem.ratings import rating_of
 

@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import clock, outbox, play, sweep, tokens, vacation
+from pbem import clock, outbox, play, results, sweep, tokens, vacation
 from pbem.extensions import db
 from pbem.models import Game, OutboxMail, User, set_clock
 from tests.server.test_cli import pbem
@@ -115,13 +115,15 @@ def test_two_player_timeout_is_a_loss_on_time_and_everyone_is_told(ctx: Flask, p
     assert sweep_at(T0 + timedelta(days=2)).timed_out == 1
     over = fresh(game)
     assert over.status == "finished" and over.result["results"] == ["loss", "win"]
-    assert over.result["reason"] == "alice lost on time"
+    assert results.sentence(over) == "bob (X) wins on time: alice (O) did not move in time."
     assert [(m.kind, m.via) for m in over.moves] == [("timeout", "server")]
     assert sweep_at(T0 + timedelta(days=9)).timed_out == 0  # Once.
     outbox.deliver_due()
     for player in (alice, bob):
         [result] = [m for m in sink.messages(player.email) if "game over" in m["Subject"]]
-        assert "alice lost on time" in result["Subject"]
+        words = "lost" if player is alice else "won"
+        assert result["Subject"] == f"[pbem] Cambio #{game.id}: game over, you {words}"
+        assert "bob (X) wins on time: alice (O) did not move in time." in text_of(result)
 
 
 def test_a_pending_draw_offer_is_accepted_at_the_deadline(ctx: Flask, players, at) -> None:
@@ -229,7 +231,7 @@ def test_vacation_in_the_sweep_stops_the_clock_and_runs_out(ctx: Flask, players,
     assert not seat.user.on_vacation and seat.deadline == T0 + timedelta(days=33)
     assert "23 hours left" in mails(alice, "reminder")[0].subject
     assert sweep_at(T0 + timedelta(days=33)).timed_out == 1
-    assert fresh(game).result["reason"] == "alice lost on time"
+    assert results.sentence(fresh(game)) == "bob (X) wins on time: alice (O) did not move in time."
     outbox.deliver_due()
     [over] = [m for m in sink.messages(alice.email) if m["Subject"] == "[pbem] your vacation is over"]
     assert "used all 30 vacation days of 2025" in text_of(over)
@@ -287,7 +289,8 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     db.session.commit()
     report = sweep_at(T0 + timedelta(days=2))
     assert (report.timed_out, report.failed) == (1, 1)
-    assert fresh(sound).status == "finished" and fresh(sound).result["reason"] == "carol lost on time"
+    assert fresh(sound).status == "finished"
+    assert results.sentence(fresh(sound)) == "bob (X) wins on time: carol (O) did not move in time."
     assert fresh(broken).status == "active"
     # Mended, the broken game is timed out by the next sweep, once.
     broken = fresh(broken)
@@ -295,4 +298,4 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     db.session.commit()
     assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
     assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0
-    assert fresh(broken).result["reason"] == "alice lost on time"
+    assert results.sentence(fresh(broken)) == "bob (X) wins on time: alice (O) did not move in time."

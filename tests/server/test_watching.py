@@ -37,7 +37,8 @@ def test_a_watcher_gets_each_move_and_the_result(app: Flask, ctx: Flask, players
 
     play.resign(game.id, bob, "web")
     assert [m.kind for m in mails_to(carol)] == ["move-notice", "game-over"]
-    assert "bob resigned" in mails_to(carol)[-1].subject
+    assert mails_to(carol)[-1].subject.endswith("game over, alice wins")
+    assert "alice (O) wins: bob (X) resigned." in mails_to(carol)[-1].body_text
     assert "Your result" not in mails_to(carol)[-1].body_text
     outbox.deliver_due()
     assert len(sink.messages(carol.email)) == 2
@@ -79,4 +80,4 @@ def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> N
     finally:
         set_clock(None)
     [result] = mails_to(carol)
-    assert result.kind == "game-over" and "alice lost on time" in result.subject
+    assert result.kind == "game-over" and result.subject.endswith("game over, bob wins")

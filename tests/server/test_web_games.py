@@ -185,10 +185,10 @@ def test_draw_offer_accept_and_resign_on_the_web(app: Flask, ctx: Flask, players
     assert web_b.post(f"/games/{game.id}/draw", {"answer": "decline"}, json=True).json["ok"]
     assert web_a.post(f"/games/{game.id}/draw", {"answer": "offer"}, json=True).json["ok"]
     assert web_b.post(f"/games/{game.id}/draw", {"answer": "accept"}, json=True).json["ok"]
-    assert "Game over: drawn by agreement." in text_of(web_a.get(f"/games/{game.id}"))
+    assert "Game over: Drawn by agreement." in text_of(web_a.get(f"/games/{game.id}"))
     other = start_cambio(alice, bob)
     assert web_b.post(f"/games/{other.id}/resign").status_code == 303
-    assert "Game over: bob resigned." in text_of(web_a.get(f"/games/{other.id}"))
+    assert "Game over: alice (O) wins: bob (X) resigned." in text_of(web_a.get(f"/games/{other.id}"))
 
 
 def test_lobby_take_the_last_seat_and_withdraw(app: Flask, ctx: Flask, players) -> None:
