@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from pbem import notify, play
+from pbem import notify, play, results
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Seat, User, utcnow
 from pbem.play import PlayError
@@ -53,9 +53,15 @@ def new_game(
         if user is not None and user.id != creator.id:
             challenge = Challenge(game=game, seat=number, challenger_id=creator.id, challenged_id=user.id)
             db.session.add(challenge)
-            db.session.flush()
-            notify.send(user, game, f"{creator.handle} challenges you", "mail/challenge.txt",
-                        challenge=challenge, challenger=creator)
+    db.session.flush()
+    # Every challenge is written before the mails, so that each mail lists who else is challenged.
+    seat_words = [words for _n, words in results.seat_states(game)]
+    for challenge in db.session.scalars(
+        select(Challenge).where(Challenge.game_id == game.id).order_by(Challenge.seat)
+    ):
+        notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
+                    challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
+                    seats=seat_words)
     db.session.commit()
     return game
 
@@ -101,28 +107,44 @@ def _fill(game: Game, seat_number: int, user: User) -> None:
         play.start(game)
 
 
-def accept(game: Game | int, user: User) -> Game:
-    """``user`` accepts their challenge; the game starts when every seat is filled."""
+def _comment(comment: str | None) -> str | None:
+    """A comment to pass on, bounded like a move's comment; None for none."""
+    words = (comment or "").strip()
+    return words[:COMMENT_MAX] if words else None
+
+
+# As long as the comment of a move may be.
+COMMENT_MAX = 2000
+
+
+def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
+    """``user`` accepts their challenge; the game starts when every seat is filled.
+
+    The challenger is told while the game still waits for others, and whenever ``user`` wrote a
+    comment with the answer (it is passed on)."""
     with play.locked_game(game) as locked:
         _require_waiting(locked)
         challenge = _pending_for(locked, user)
         challenge.status, challenge.answered_at = "accepted", utcnow()
         _fill(locked, challenge.seat, user)
-        if locked.status == "waiting":
+        comment = _comment(comment)
+        if locked.status == "waiting" or comment:
             notify.send(challenge.challenger, locked, f"{user.handle} accepted your challenge",
-                        "mail/challenge_answered.txt", answer="accepted", who=user)
+                        "mail/challenge_answered.txt", answer="accepted", who=user, comment=comment,
+                        started=locked.status == "active")
         return locked
 
 
-def decline(game: Game | int, user: User) -> Game:
-    """``user`` declines their challenge; the game is called off and the challenger told."""
+def decline(game: Game | int, user: User, comment: str | None = None) -> Game:
+    """``user`` declines their challenge; the game is called off and the challenger told (with the
+    comment ``user`` wrote, if any)."""
     with play.locked_game(game) as locked:
         _require_waiting(locked)
         challenge = _pending_for(locked, user)
         challenge.status, challenge.answered_at = "declined", utcnow()
         _call_off(locked)
         notify.send(challenge.challenger, locked, f"{user.handle} declined your challenge",
-                    "mail/challenge_answered.txt", answer="declined", who=user)
+                    "mail/challenge_answered.txt", answer="declined", who=user, comment=_comment(comment))
         return locked
 
 

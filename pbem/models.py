@@ -35,6 +35,11 @@ def utcnow() -> datetime:
     """The current time as naive UTC (or the time a test or ``pbem sweep --at`` has set)."""
     if _clock_override is not None:
         return _clock_override
+    return wall_clock()
+
+
+def wall_clock() -> datetime:
+    """The real current time as naive UTC, whatever :func:`set_clock` says."""
     return datetime.now(UTC).replace(tzinfo=None)
 
 

@@ -22,7 +22,7 @@ from flask_mail import Message
 from sqlalchemy import or_, select, update
 
 from pbem.extensions import db, mail
-from pbem.models import Game, OutboxMail, User, utcnow
+from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,9 @@ def enqueue(
         headers=all_headers,
         game_id=game.id if game is not None else None,
         user_id=to.id if isinstance(to, User) else None,
-        next_attempt_at=utcnow(),
+        # Due now by both clocks: a command run as if at a later time (``pbem sweep --at``) writes mail
+        # that the next delivery, on the real clock, must send, not keep until that time comes.
+        next_attempt_at=min(utcnow(), wall_clock()),
     )
     db.session.add(row)
     return row
@@ -87,7 +89,8 @@ def enqueue(
 
 def _message(row: OutboxMail) -> Message:
     msg = Message(
-        subject=row.subject,
+        # One line, whatever a subject was made of: a line break would fold or break the header.
+        subject=" ".join(row.subject.split()),
         recipients=[row.to_addr],
         body=row.body_text,
         html=row.body_html,

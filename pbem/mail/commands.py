@@ -359,7 +359,7 @@ def _run_in_game(
             assert over is not None
             return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}")
         if verb in ("accept", "decline") and game.status == "waiting":
-            return _answer_challenge(verb, user, game)
+            return _answer_challenge(verb, user, game, comment)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
             verb, command.args = "draw", [verb]
         if verb == "draw":
@@ -463,22 +463,25 @@ def _draw(args: list[str], user: User, game: Game, via: str) -> Answer:
     raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
 
 
-def _answer_challenge(verb: str, user: User, game: Game) -> Answer:
+def _answer_challenge(verb: str, user: User, game: Game, comment: str = "") -> Answer:
     engine = games.get(game.engine)
+    passed_on = " Your comment is passed on." if comment.strip() else ""
     if verb == "decline":
-        challenges.decline(game.id, user)
-        return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off.")
-    challenges.accept(game.id, user)
+        challenges.decline(game.id, user, comment)
+        return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off."
+                      + passed_on)
+    challenges.accept(game.id, user, comment)
     game = db.session.get(Game, game.id)
     assert game is not None
     if game.status == "active":
         movers = play.seats_to_move(game)
         return Answer(
             f"You accepted: {engine.title} #{game.id} has started, and it is "
-            f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it.",
+            f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it."
+            + passed_on,
             game, game.seat_of(user),
         )
-    return Answer(f"You accepted: {engine.title} #{game.id} starts when every seat is filled.")
+    return Answer(f"You accepted: {engine.title} #{game.id} starts when every seat is filled." + passed_on)
 
 
 def _show(game: Game, seat: Seat | None) -> Answer:

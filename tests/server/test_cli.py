@@ -7,18 +7,20 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 from flask import Flask
 
 from pbem import play
 from pbem.extensions import db
-from pbem.models import Game
+from pbem.models import Game, utcnow
 from tests.conftest import free_port
 
 
-def pbem(app: Flask, *args: str, timeout: int = 60) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def pbem(app: Flask, *args: str, timeout: int = 60, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {})}
     env["PBEM_DATABASE_URL"] = app.config["SQLALCHEMY_DATABASE_URI"]
     env["PBEM_SERVER_INSTANCE_PATH"] = app.instance_path
     return subprocess.run(
@@ -90,3 +92,22 @@ def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:
         server.wait(10)
         if server.stdout:
             server.stdout.close()
+
+
+def test_mail_written_by_a_sweep_at_a_later_time_goes_out_now(ctx: Flask, players, sink) -> None:
+    """`pbem sweep --at` a future time times out absent players; their mails are due at once, so
+    `pbem outbox deliver` sends them now rather than when that time comes."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3}, time_control={"kind": "per_move", "days": 1})
+    db.session.commit()
+    later = (utcnow() + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M")
+    swept = pbem(ctx, "sweep", "--at", later)
+    assert swept.returncode == 0, swept.stderr
+    assert "1 timed out" in swept.stdout
+    db.session.rollback()
+    assert db.session.get(Game, game.id).status == "finished"
+    delivered = pbem(ctx, "outbox", "deliver", env={"PBEM_MAIL_SMTP_PORT": str(sink.port)})
+    assert delivered.returncode == 0, delivered.stderr
+    assert ", 0 waiting." in delivered.stdout
+    for player in (alice, bob):
+        assert [m["Subject"] for m in sink.messages(player.email) if "game over" in m["Subject"]]

@@ -70,25 +70,17 @@ def test_a_win_reads_as_a_sentence_everywhere(app: Flask, ctx: Flask, players, s
     assert ".." not in body and "seat 1)" not in body.split("\n\n")[0]
 
 
-def test_the_subject_of_a_result_stays_on_one_line(ctx: Flask, players, sink) -> None:
+def test_a_resignation_among_three_shares_first_place(ctx: Flask, players) -> None:
     alice, bob, carol = players
     game = play.create_game("boxoff", [alice, bob, carol], {"position": "bbww/wwbb"})
     db.session.commit()
     play.resign(game.id, bob, "web")
-    outbox.deliver_due()
-    for player in (alice, bob, carol):
-        [mail] = [m for m in sink.messages(player.email) if "game over" in m["Subject"]]
-        raw = mail.as_bytes().decode()
-        [line] = [line for line in raw.splitlines() if line.startswith("Subject:")]
-        assert line.startswith("Subject: [pbem] Box Off #"), line  # Never "Subject: " and a folded line.
-        follows = raw.splitlines()[raw.splitlines().index(line) + 1]
-        assert not follows[:1].isspace(), "the subject was folded"
     assert fresh(game).result["results"] == ["draw", "loss", "draw"]
     assert results.sentence(fresh(game)) == "bob resigned; alice and carol share first place."
     assert [results.seat_result(fresh(game), n) for n in range(3)] == ["1st= of 3", "3rd of 3", "1st= of 3"]
 
 
-def test_a_shared_box_off_result_is_a_ranking(app: Flask, ctx: Flask, players) -> None:
+def test_a_shared_box_off_result_is_a_ranking(app: Flask, ctx: Flask, players, sink) -> None:
     alice, bob, carol = players
     game = play.create_game("boxoff", [alice, bob, carol], {"position": "bbww/wwbb"})
     db.session.commit()
@@ -109,6 +101,17 @@ def test_a_shared_box_off_result_is_a_ranking(app: Flask, ctx: Flask, players) -
     assert rows(web.get("/dashboard"), "finished")[1] == [
         f"Box Off #{game.id}", "alice and bob", "3rd of 3", ranking]
     assert f"alice, bob and carol — {ranking} Your result: 3rd of 3." in text(web.get("/"))
+
+    # The result mail: its subject in a few words, on one line (never folded), the ranking inside.
+    outbox.deliver_due()
+    for player, words in ((alice, "you are 1st= of 3"), (carol, "you are 3rd of 3")):
+        [mail] = [m for m in sink.messages(player.email) if "game over" in m["Subject"]]
+        lines = mail.as_bytes().decode().splitlines()
+        at = next(n for n, line in enumerate(lines) if line.startswith("Subject:"))
+        assert lines[at] == f"Subject: [pbem] Box Off #{game.id}: game over, {words}"
+        assert not lines[at + 1][:1].isspace(), "the subject was folded"
+        body = mail.get_payload()[0].get_payload()[0].get_payload(decode=True).decode()
+        assert f"The places: {ranking}." in body
 
 
 def test_two_cleared_boards_share_first_place(ctx: Flask, players) -> None:
