@@ -300,3 +300,50 @@ def test_long_or_many_lines_are_refused_before_the_engine_sees_them(ctx: Flask, 
         conditional.queue(game.id, alice, ["if b1 then c4"] * 21)
     with pytest.raises(PlayError, match="too long for a move"):
         conditional.parse_line("if " + "b" * 100 + " then c4")
+
+
+def truchet_line(engine, state, length: int) -> list[str]:
+    """A line of ``length`` moves read off the engine from ``state``, bob (seat 1) to move first."""
+    line = []
+    for i in range(length):
+        move = engine.moves(state, 1 - i % 2)[0]
+        line.append(move)
+        state = engine.play(state, 1 - i % 2, move)
+    return line
+
+
+def test_truchet_two_conditional_answers_in_a_row(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = truchet(alice, bob)
+    engine = games.get("truchet")
+    state = play.state_of(game)
+    first = engine.moves(state, 0)[0]
+    after_first = engine.play(state, 0, first)
+    # Bob queues while alice is to move: if she plays her first move, he answers, and so on; alice
+    # sends her move with a line of her own that answers his answer.
+    his = [first, *truchet_line(engine, after_first, 3)]
+    conditional.queue(game.id, bob, [" then ".join(his)])
+    play.submit(game.id, alice, first, "web", conditionals=[" then ".join(his[1:3])])
+    assert record(game.id) == [(first, "web"), (his[1], "conditional"), (his[2], "conditional"),
+                               (his[3], "conditional")]
+    assert lines(game.id, alice) == lines(game.id, bob) == []
+    game = db.session.get(Game, game.id)
+    assert play.seats_to_move(game) == {0}
+    assert play.replay(game) == play.state_of(game)
+
+
+def test_truchet_an_answer_that_became_illegal_is_dropped_and_told(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = truchet(alice, bob)
+    engine = games.get("truchet")
+    play.submit(game.id, alice, engine.moves(play.state_of(game), 0)[0], "web")
+    theirs = engine.moves(play.state_of(db.session.get(Game, game.id)), 1)[0]
+    # As if queued under an earlier version of the rules: an answer the engine now refuses.
+    db.session.execute(update(Seat).where(Seat.game_id == game.id, Seat.number == 0)
+                       .values(conditionals=[[theirs, "a1-a1"]]))
+    db.session.commit()
+    play.submit(game.id, bob, theirs, "web")
+    assert record(game.id)[-1] == (theirs, "web")
+    assert lines(game.id, alice) == []
+    [told] = mails_to(alice, "conditional-refused")
+    assert f"if {theirs} then a1-a1" in told.body_text and "It is your move now" in told.body_text
