@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy import exists, select
+from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.exc import StaleDataError
 
 import games
@@ -28,7 +28,7 @@ from pbem import clock, conditional, notify, ratings, results, watching
 from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
-from pbem.models import Game, Move, Seat, User, utcnow
+from pbem.models import Game, Move, Seat, User, Watch, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -137,15 +137,7 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
     """A fresh transaction holding the game's lock; commits on success, rolls back on any error."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
     begin_write()
-    # The seats and their players are read with the game: every path below needs them.
-    query = (
-        select(Game).where(Game.id == game_id)
-        .options(selectinload(Game.seats).joinedload(Seat.user))
-        .execution_options(populate_existing=True)
-    )
-    if is_postgresql():
-        query = query.with_for_update()
-    game = db.session.execute(query).scalar_one_or_none()
+    game = _read_locked(game_id)
     if game is None:
         db.session.rollback()
         raise PlayError(f"There is no game #{game_id}.", "no-game")
@@ -161,6 +153,40 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
     except BaseException:
         db.session.rollback()
         raise
+
+
+def _read_locked(game_id: int) -> Game | None:
+    """Inside a write transaction: lock the game and read it with what every path of this module needs."""
+    # What every path below needs: the game, its seats and their players, the number of its last record
+    # entry, and whether anybody watches it (most games have no watcher, and a query for none per move
+    # would cost as much as the move's own writes).
+    record_top = select(db.func.max(Move.number)).where(Move.game_id == game_id).scalar_subquery()
+    watched = exists().where(Watch.game_id == game_id)
+    if is_postgresql():
+        # A statement that waits for a row lock sees everything but that row as it was when it began, so
+        # what depends on the lock is read by statements after it (selectinload's is one).
+        query = (
+            select(Game).where(Game.id == game_id).with_for_update()
+            .options(selectinload(Game.seats).joinedload(Seat.user))
+            .execution_options(populate_existing=True)
+        )
+        game = db.session.execute(query).scalar_one_or_none()
+        row = None if game is None else (game, *db.session.execute(select(record_top, watched)).one())
+    else:
+        # BEGIN IMMEDIATE took the lock before this statement began: one statement reads it all.
+        query = (
+            select(Game, record_top, watched).where(Game.id == game_id)
+            .options(joinedload(Game.seats).joinedload(Seat.user))
+            .execution_options(populate_existing=True)
+        )
+        row = db.session.execute(query).unique().one_or_none()
+    if row is None:
+        return None
+    game, top, anybody_watching = row
+    transaction_cache("record_numbers")[game.id] = top or 0
+    if not anybody_watching:
+        watching.know_unwatched(game.id)
+    return game
 
 
 def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset[int]) -> Seat:

@@ -26,6 +26,12 @@ def watchers(game: Game) -> list[User]:
         ))
 
 
+def know_unwatched(game_id: int) -> None:
+    """Note for the rest of the transaction that nobody watches the game (the move path learns it with
+    the game's lock), so that :func:`watchers` answers without a query."""
+    transaction_cache("watchers")[game_id] = []
+
+
 def prefetch_watchers(game_ids: list[int]) -> None:
     """Read the watchers of many games at once, for a batch that mails about each of them."""
     prefetched = transaction_cache("watchers")
