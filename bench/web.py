@@ -93,7 +93,9 @@ def fill(url: str, tmp: str) -> int:
                 play.resign(game.id, a, "web")
         db.session.execute(sa.text("DELETE FROM outbox_mail"))
         db.session.commit()
-        active = db.session.scalar(sa.select(Game.id).where(Game.status == "active", Game.engine == "truchet"))
+        active = db.session.scalar(
+            sa.select(Game.id).where(Game.status == "active", Game.engine == "truchet")
+        )
         db.session.remove()
         if db.engine.dialect.name == "postgresql":
             with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
