@@ -2,8 +2,9 @@
 
 Red and Blue slide tiles of any colour into the bubble (the one empty cell); a slide is legal only if
 it lowers the **total group value**, and the first player whose tiles form one orthogonally connected
-group wins.  The rule sheet is ``shared/seeds/000_aa9ddabfe9920bdb.txt``; the rulings are in
-``shared/rules/RULINGS.md`` (section "Carreaux").
+group wins.  When no slide lowers the total, the slides that raise it least are allowed (option
+``when_stuck``), and no slide may recreate an earlier board arrangement.  The rules and every ruling are
+in ``docs/RULES.md`` (section "Carreaux").
 
 Speed.  A pair value depends only on the board size, the bubble and the two cells, so every slide
 distance of a size is computed once per process (:func:`tables`): for each fixed tile B a reverse
@@ -18,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
@@ -44,6 +45,10 @@ RED, BLUE, GREEN, BUBBLE = "r", "b", "g", "."
 COLOURS = (RED, BLUE)  # the colour of each seat
 NAMES = ("Red", "Blue")
 SIZES = (4, 6, 8, 10)
+# Option ``when_stuck``: what happens when no slide lowers the total group value.
+LEAST_RISE, DRAW = "least-rise", "draw"
+# Option ``group_value``: the sheet's N-1 smallest pair values, or a minimum spanning tree's.
+SMALLEST, SPANNING = "smallest", "spanning"
 _UNSET = 255  # table entry for an impossible state (two of bubble, A and B on one cell)
 
 
@@ -230,19 +235,41 @@ def pair_value(size: int, bubble: Cell | str, a: Cell | str, b: Cell | str) -> i
     return tables(size).pairs[bub][ta * size * size + tb]
 
 
-def _group_value(pairs: bytes, n2: int, tiles: tuple[int, ...]) -> int:
-    """The sum of the N-1 smallest pair values of ``tiles``; ``pairs`` is the bubble's table row."""
+def _smallest(pairs: bytes, n2: int, tiles: tuple[int, ...]) -> int:
+    """The sheet's group value: the sum of the N-1 smallest pair values of ``tiles``.
+
+    ``pairs`` is the bubble's table row."""
     values = sorted([pairs[a * n2 + b] for i, a in enumerate(tiles) for b in tiles[i + 1:]])
     return sum(values[:len(tiles) - 1])
 
 
-def group_value(size: int, bubble: Cell | str, tiles: Iterable[Cell | str]) -> int:
-    """A player's group value: the sum of the N-1 smallest pair values among their N tiles."""
+def _spanning(pairs: bytes, n2: int, tiles: tuple[int, ...]) -> int:
+    """The ``spanning`` group value: the pair values along a minimum spanning tree of ``tiles``.
+
+    Prim's algorithm on the complete graph of the tiles, N^2 table look-ups."""
+    rest = list(tiles[1:])
+    base = tiles[0] * n2
+    best = [pairs[base + t] for t in rest]
+    total = 0
+    while rest:
+        i = best.index(min(best))
+        total += best.pop(i)
+        base = rest.pop(i) * n2
+        best = [min(b, pairs[base + t]) for b, t in zip(best, rest, strict=True)]
+    return total
+
+
+_GROUP_VALUES = {SMALLEST: _smallest, SPANNING: _spanning}
+
+
+def group_value(size: int, bubble: Cell | str, tiles: Iterable[Cell | str], rule: str = SMALLEST) -> int:
+    """A player's group value: the sum of the N-1 smallest pair values among their N tiles (the sheet),
+    or with ``rule="spanning"`` the pair values along a minimum spanning tree of them."""
     cells = tuple(_as_index(c, size) for c in tiles)
     bub = _as_index(bubble, size)
     if bub in cells or len(set(cells)) != len(cells):
         raise ValueError("the tiles must be different cells, none of them the bubble")
-    return _group_value(tables(size).pairs[bub], size * size, cells)
+    return _GROUP_VALUES[rule](tables(size).pairs[bub], size * size, cells)
 
 
 def _connected(size: int, tiles: tuple[int, ...]) -> bool:
@@ -314,13 +341,22 @@ def _tiles(board: str, colour: str) -> tuple[int, ...]:
 
 
 class CarreauxOptions(Schema):
-    """``size`` (even, 4 to 10, default 6) and ``position`` (a written start; it sets the size)."""
+    """``size`` (even, 4 to 10, default 6), ``position`` (a written start; it sets the size),
+    ``when_stuck`` (``least-rise`` or ``draw``) and ``group_value`` (``smallest`` or ``spanning``)."""
 
     size = fields.Integer(
         load_default=6,
         validate=validate.OneOf(SIZES, error="The size must be 4, 6, 8 or 10 (an even side from 4 to 10)."),
     )
     position = fields.String(load_default="")
+    when_stuck = fields.String(
+        load_default=LEAST_RISE,
+        validate=validate.OneOf((LEAST_RISE, DRAW), error="when_stuck must be least-rise or draw."),
+    )
+    group_value = fields.String(
+        load_default=SMALLEST,
+        validate=validate.OneOf((SMALLEST, SPANNING), error="group_value must be smallest or spanning."),
+    )
 
     @validates_schema(pass_original=True)
     def _check_position(self, data: dict[str, Any], original_data: Any, **kwargs: Any) -> None:
@@ -355,6 +391,10 @@ class State:
     ``board`` holds one of ``r b g .`` per cell, a1 first, then b1 and so on along each rank.
     ``history`` is every move played; Red moves at even plies.  ``winner`` is the winning seat once a
     group is complete; ``stuck`` is True when the player to move had no legal slide (a draw).
+    ``when_stuck`` and ``group_value`` are the game's options.  ``seen`` holds the key (:func:`_key`) of
+    every board arrangement of the game so far, the current one included, for the no-repeat rule; it is
+    kept only under ``least-rise``, since under ``draw`` every slide lowers the total and no
+    arrangement can come back.
     """
 
     size: int
@@ -362,6 +402,12 @@ class State:
     history: tuple[str, ...] = ()
     winner: int | None = None
     stuck: bool = False
+    when_stuck: str = DRAW
+    group_value: str = SMALLEST
+    seen: frozenset[int] = frozenset()
+    # The position's :class:`Choice`, worked out once: ``moves`` and ``play`` both need it, and ``play``
+    # works out the next position's to see whether the game goes on.  Not part of the value.
+    choice: Choice | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def turn(self) -> int:
@@ -386,14 +432,32 @@ def _slide(board: str, bubble: int, tile: int) -> str:
     return "".join(cells)
 
 
-def _values(size: int, board: str) -> tuple[int, int]:
+# A board arrangement's key is the board read as a number in base 4, a1 the most significant digit: 2
+# bits a cell, so a slide changes it by two terms and the key of every slide costs a few additions.
+_DIGIT = {BUBBLE: 0, RED: 1, BLUE: 2, GREEN: 3}
+_DIGITS = str.maketrans({piece: str(digit) for piece, digit in _DIGIT.items()})
+
+
+def _key(board: str) -> int:
+    """The compact key of a board arrangement, for the set of arrangements seen."""
+    return int(board.translate(_DIGITS), 4)
+
+
+def _key_after(key: int, board: str, bubble: int, tile: int) -> int:
+    """The key after the tile on ``tile`` slides into the bubble (whose digit is 0)."""
+    last = len(board) - 1
+    return key + _DIGIT[board[tile]] * ((1 << 2 * (last - bubble)) - (1 << 2 * (last - tile)))
+
+
+def _values(size: int, board: str, rule: str = SMALLEST) -> tuple[int, int]:
     """Red's and Blue's group values on a board."""
     row = tables(size).pairs[board.index(BUBBLE)]
     n2 = size * size
-    return _group_value(row, n2, _tiles(board, RED)), _group_value(row, n2, _tiles(board, BLUE))
+    value = _GROUP_VALUES[rule]
+    return value(row, n2, _tiles(board, RED)), value(row, n2, _tiles(board, BLUE))
 
 
-def _slides(size: int, board: str) -> list[tuple[int, int]]:
+def _slides(size: int, board: str, rule: str = SMALLEST) -> list[tuple[int, int]]:
     """Each tile next to the bubble with the total group value after sliding it, in notation order.
 
     Only the slid tile and the bubble change, so each player's tiles are updated rather than
@@ -401,6 +465,7 @@ def _slides(size: int, board: str) -> list[tuple[int, int]]:
     """
     n2 = size * size
     pairs = tables(size).pairs
+    value = _GROUP_VALUES[rule]
     bubble = board.index(BUBBLE)
     tiles = {colour: _tiles(board, colour) for colour in COLOURS}
     out = []
@@ -410,15 +475,75 @@ def _slides(size: int, board: str) -> list[tuple[int, int]]:
         for colour, own in tiles.items():
             if board[tile] == colour:
                 own = tuple(bubble if c == tile else c for c in own)
-            total += _group_value(row, n2, own)
+            total += value(row, n2, own)
         out.append((tile, total))
     return sorted(out, key=lambda item: _cell(item[0], size))
 
 
-def _legal(size: int, board: str) -> list[int]:
-    """The tiles whose slide lowers the total group value."""
-    total = sum(_values(size, board))
-    return [tile for tile, after in _slides(size, board) if after < total]
+@dataclass(frozen=True)
+class Choice:
+    """What the player to move may slide, and why.
+
+    ``total`` is the total group value now; ``after`` the total after each slide next to the bubble;
+    ``repeats`` the slides that would recreate an earlier arrangement (never legal); ``legal`` the
+    slides allowed; ``least_rise`` is True when no slide lowers the total and ``legal`` holds the slides
+    that raise it least instead.
+    """
+
+    total: int
+    after: dict[int, int]
+    repeats: frozenset[int]
+    legal: tuple[int, ...]
+    least_rise: bool
+
+
+def _with_stuck(state: State) -> State:
+    """``state``, drawn if the player to move has no legal slide; its worked-out choice kept."""
+    choice = _choice(state)
+    if choice.legal:
+        return state
+    stuck = replace(state, stuck=True)
+    object.__setattr__(stuck, "choice", choice)
+    return stuck
+
+
+def _refusal(choice: Choice, tile: int, name: str, can: str) -> str:
+    """Why a slide next to the bubble is not legal, in words for the player: the total it would give,
+    or, for a slide that the total would allow, that it repeats an earlier position."""
+    after = choice.after[tile]
+    if choice.least_rise:
+        least = choice.after[choice.legal[0]]
+        if after > least:
+            return (f"no slide lowers the total group value ({choice.total}), so only the slides that raise "
+                    f"it least (to {least}) are allowed: {can}; sliding {name} would make it {after}.")
+    elif after >= choice.total:
+        return (f"sliding {name} would not lower the total group value ({choice.total} -> {after}); "
+                f"legal: {can}.")
+    return f"sliding {name} would repeat an earlier position, which is never allowed; legal: {can}."
+
+
+def _choice(state: State) -> Choice:
+    """The legal slides of the position under its options (worked out once per state)."""
+    if state.choice is None:
+        object.__setattr__(state, "choice", _work_out_choice(state))
+    return state.choice  # type: ignore[return-value]
+
+
+def _work_out_choice(state: State) -> Choice:
+    """The legal slides of the position under its options."""
+    n, board = state.size, state.board
+    total = sum(_values(n, board, state.group_value))
+    after = dict(_slides(n, board, state.group_value))
+    repeats: frozenset[int] = frozenset()
+    if state.when_stuck == LEAST_RISE:
+        key, bubble = _key(board), board.index(BUBBLE)
+        repeats = frozenset(t for t in after if _key_after(key, board, bubble, t) in state.seen)
+    fresh = [t for t in after if t not in repeats]
+    lower = tuple(t for t in fresh if after[t] < total)
+    if lower or state.when_stuck == DRAW or not fresh:
+        return Choice(total, after, repeats, lower, False)
+    least = min(after[t] for t in fresh)
+    return Choice(total, after, repeats, tuple(t for t in fresh if after[t] == least), True)
 
 
 class Carreaux:
@@ -448,10 +573,25 @@ Only slides that lower the **total group value** are legal (the page and the mai
 - **Group value** of a player with N tiles = the sum of the N-1 smallest pair values among them.
 - **Total** = Red's group value + Blue's. A slide is legal only if the total afterwards is lower.
 
+When no slide lowers the total: the sheet hopes this never happens, but it does in practice in every
+game, usually within a few moves, once the bubble sits between the two armies. Taken literally, every
+game would then be drawn before anyone could win. So by default (`when_stuck=least-rise`) the player to
+move must then make a slide that raises the total least (any of the tied ones); the page and the mail
+say when this applies. `when_stuck=draw` is the sheet's own rule: the game ends drawn there.
+
+No repeated positions: a slide that would recreate a board arrangement already seen in the game is
+never legal, lowering slides included (after a rise, a lowering slide could lead back). If every slide
+would repeat, the game is drawn. This keeps every game finite.
+
 Options:
 - `size`: 4, 6 (default), 8 or 10.
 - `position`: a start written rank by rank from the top, `/` between ranks, `r` red, `b` blue,
   `g` green, `.` the bubble, e.g. `.rgbgb/rgrgbg/grgbgb/rgrgbg/grgbgb/rgrgbg`. It sets the size.
+- `when_stuck`: `least-rise` (default) or `draw` (the sheet's rule), as above.
+- `group_value`: `smallest` (default, the sheet's rule: the N-1 smallest pair values) or `spanning`:
+  the pair values along a minimum spanning tree of the player's tiles (N-1 pairs that join them all).
+  With `spanning` a group value of 0 does mean one group, as the sheet says it should, and random
+  play ends in fewer draws.
 
 Notation: a move names the tile that slides into the bubble, `a5` (upper case and spaces are
 accepted).
@@ -467,9 +607,8 @@ Rulings:
 - If one slide completes both groups, the mover wins (a slide moves one tile, so in practice only the
   group of the slid tile's colour can complete). Sliding an opponent's tile that completes the
   opponent's group makes the opponent win.
-- If the player to move has no legal slide (the sheet expects this never to happen; it is unproven),
-  the game ends in a draw and the position is recorded in the result.
-- Every legal slide lowers the total, so no position repeats and the game always ends.
+- When stuck and no repeats: as above. Games created before these two rulings keep the rule they
+  were started under (`when_stuck=draw`).
 - Draw offers and resignation are server commands, not moves.
 """
 
@@ -486,7 +625,11 @@ Rulings:
         else:
             size = options.get("size", 6)
             board = default_board(size)
-        return State(size, board, stuck=not _legal(size, board))
+        when_stuck = options.get("when_stuck", LEAST_RISE)
+        seen = frozenset({_key(board)}) if when_stuck == LEAST_RISE else frozenset()
+        state = State(size, board, when_stuck=when_stuck, group_value=options.get("group_value", SMALLEST),
+                      seen=seen)
+        return _with_stuck(state)
 
     def to_move(self, state: State) -> frozenset[int]:
         """The seat to move, or nobody once the game is over."""
@@ -496,10 +639,32 @@ Rulings:
         """The tiles ``seat`` may slide, canonical cell names ordered by file then rank."""
         if state.over or seat != state.turn:
             return []
-        return [_name(t, state.size) for t in _legal(state.size, state.board)]
+        return [_name(t, state.size) for t in _choice(state).legal]
+
+    def turn_note(self, state: State, seat: int) -> str | None:
+        """A sentence for the player asked to move when a ruling shapes the move: the least-rise rule
+        applies, or a slide that would otherwise be allowed is barred as a repeat; else None."""
+        if state.over or seat != state.turn:
+            return None
+        n, choice = state.size, _choice(state)
+        # A repeat is worth a word only when the slide would be allowed without the no-repeat rule.
+        allowed = choice.after[choice.legal[0]] if choice.least_rise else choice.total - 1
+        barred = [_name(t, n) for t in sorted(choice.repeats, key=lambda t: _cell(t, n))
+                  if choice.after[t] <= allowed]
+        notes = []
+        if choice.least_rise:
+            unless = " without repeating a position" if any(
+                choice.after[t] < choice.total for t in choice.repeats) else ""
+            legal = join_words([_name(t, n) for t in choice.legal])
+            notes.append(f"No slide lowers the total group value ({choice.total}){unless}, so the slides "
+                         f"that raise it least are allowed: {legal}.")
+        if barred:
+            notes.append(f"{join_words(barred, 'and')} would repeat an earlier position, which is never "
+                         "allowed.")
+        return " ".join(notes) or None
 
     def play(self, state: State, seat: int, text: str) -> State:
-        """Slide the named tile into the bubble, if that lowers the total group value."""
+        """Slide the named tile into the bubble, if the rules allow it (see :func:`_choice`)."""
         if state.over:
             raise IllegalMove(f"The game is over: {self.outcome(state).reason}.")  # type: ignore[union-attr]
         if seat != state.turn:
@@ -508,26 +673,23 @@ Rulings:
         tile = _index(parse_cell(text, n, n), n)
         name = _name(tile, n)
         bubble = state.bubble
-        legal = _legal(n, state.board)
-        can = join_words([_name(t, n) for t in legal])
+        choice = _choice(state)
+        can = join_words([_name(t, n) for t in choice.legal])
         if tile == bubble:
             raise IllegalMove(f"{name} is the bubble itself; name the tile to slide into it: {can}.")
         if tile not in _neighbours(n)[bubble]:
             raise IllegalMove(f"{name} is not next to the bubble ({_name(bubble, n)}); you can slide {can}.")
-        if tile not in legal:
-            before = sum(_values(n, state.board))
-            after = dict(_slides(n, state.board))[tile]
-            raise IllegalMove(
-                f"sliding {name} would not lower the total group value ({before} -> {after}); legal: {can}."
-            )
+        if tile not in choice.legal:
+            raise IllegalMove(_refusal(choice, tile, name, can))
         board = _slide(state.board, bubble, tile)
         history = (*state.history, name)
+        seen = state.seen | {_key(board)} if state.when_stuck == LEAST_RISE else state.seen
         # Only the slid tile's colour can change its connectivity, so at most one group completes here;
-        # the mover is still asked first, as RULINGS.md has the mover win when both complete.
+        # the mover is still asked first, as the rulings have the mover win when both complete.
         done = [_connected(n, _tiles(board, colour)) for colour in COLOURS]
         winner = seat if done[seat] else (1 - seat if done[1 - seat] else None)
-        stuck = winner is None and not _legal(n, board)
-        return State(n, board, history, winner, stuck)
+        after = replace(state, board=board, history=history, winner=winner, seen=seen)
+        return after if winner is not None else _with_stuck(after)
 
     def outcome(self, state: State) -> Outcome | None:
         """A win by forming a group, a draw when the player to move is stuck, else None."""
@@ -541,17 +703,16 @@ Rulings:
                 how = f"{NAMES[w]} wins by joining {tiles} into one group"
             return Outcome.win(w, 2, how)
         if state.stuck:
-            total = sum(_values(state.size, state.board))
-            return Outcome.draw(
-                2,
-                f"Drawn: {NAMES[state.turn]} had no legal move (no slide lowers the total group value "
-                f"{total})",
-            )
+            if state.when_stuck == LEAST_RISE:
+                why = "every slide would repeat an earlier position"
+            else:
+                why = f"no slide lowers the total group value {sum(self.group_values(state))}"
+            return Outcome.draw(2, f"Drawn: {NAMES[state.turn]} had no legal move ({why})")
         return None
 
     def group_values(self, state: State) -> tuple[int, int]:
         """(Red's, Blue's) group value, for the game page."""
-        return _values(state.size, state.board)
+        return _values(state.size, state.board, state.group_value)
 
     # --- rendering ---
 
@@ -636,20 +797,37 @@ Rulings:
     # --- storage ---
 
     def dump(self, state: State) -> dict[str, Any]:
-        """A JSON-safe form; the board is in the written position format."""
-        return {
+        """A JSON-safe form; the board is in the written position format.
+
+        The options are written only when they differ from ``when_stuck=draw, group_value=smallest``, the
+        rules of games created before the options existed, so those games dump exactly as they were
+        stored and :meth:`load` reads a dump without them as such a game.  The arrangements seen are
+        hexadecimal keys in sorted order.
+        """
+        data: dict[str, Any] = {
             "size": state.size,
             "board": written(state.board, state.size),
             "history": list(state.history),
             "winner": state.winner,
             "stuck": state.stuck,
         }
+        if state.when_stuck != DRAW:
+            data["when_stuck"] = state.when_stuck
+            data["seen"] = [format(key, "x") for key in sorted(state.seen)]
+        if state.group_value != SMALLEST:
+            data["group_value"] = state.group_value
+        return data
 
     def load(self, data: dict[str, Any]) -> State:
         """The inverse of :meth:`dump`."""
         rows = parse_position(data["board"], RED + BLUE + GREEN + BUBBLE)
         board = "".join("".join(row) for row in rows)
-        return State(int(data["size"]), board, tuple(data["history"]), data["winner"], bool(data["stuck"]))
+        return State(
+            int(data["size"]), board, tuple(data["history"]), data["winner"], bool(data["stuck"]),
+            when_stuck=data.get("when_stuck", DRAW),
+            group_value=data.get("group_value", SMALLEST),
+            seen=frozenset(int(key, 16) for key in data.get("seen", ())),
+        )
 
 
 def _escape(text: str) -> str:

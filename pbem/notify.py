@@ -94,9 +94,16 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "move_links": links,
         "players": [(s.label, s.user.handle if s.user else "(open)") for s in game.seats],
         "example": legal[0] if legal else None,
+        "turn_note": turn_note(engine, state, number) if to_move else None,
         "last": last,
         "last_by": _player(game, last.seat) if last is not None else None,
     }
+
+
+def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
+    """The engine's word on the move asked of ``seat`` (a ruling that shapes it), if it offers one."""
+    note = getattr(engine, "turn_note", None)
+    return note(state, seat) if note is not None else None
 
 
 def _last_move(game: Game) -> Move | None:

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 import games
 from games.words import join_words
-from pbem import clock, conditional, play, results, watching
+from pbem import clock, conditional, notify, play, results, watching
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
@@ -92,6 +92,7 @@ class GameView:
     can_take_seat: bool = False
     can_watch: bool = False
     can_hint: bool = False
+    turn_note: str | None = None
     watching: bool = False
     hidden_moves: int = 0
     time_control: str = ""
@@ -164,6 +165,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
     view.can_hint = my_turn and hasattr(engine, "clearable")
+    view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
     view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
