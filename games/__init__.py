@@ -128,6 +128,13 @@ class Engine(Protocol):
     Slider); the server then numbers moves per seat rather than per game.  An engine whose seats play
     a side or colour names them in ``sides`` (optional: ``("Red", "Blue")``, one per seat), and its
     outcome reasons name the seats by those words.
+
+    Optional methods, looked up with ``getattr``: ``time_out(state, seat)`` (a simultaneous game scores
+    an absent seat and goes on), ``group_values(state)`` (Carreaux, for its page), ``clearable(state,
+    seat)`` (Box Off's hint) and ``turn_note(state, seat) -> str | None``: a sentence for the player asked
+    to move when a ruling shapes that move (Carreaux: "No slide lowers the total group value (36), so
+    the slides that raise it least are allowed: c3."), shown on the game page and in the move-request
+    mail; None when there is nothing to say.
     """
 
     slug: str

@@ -74,3 +74,45 @@ def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path)
         assert db.session.scalars(db.select(Game.rated).order_by(Game.id)).all() == [True, False]
         db.session.remove()
         db.engine.dispose()
+
+
+def _run_upgrade(revision_file: str) -> None:
+    """Run one migration's upgrade on the app's database, whatever revision the rest is at."""
+    import importlib.util
+
+    from alembic.operations import Operations
+
+    path = Path(__file__).resolve().parents[2] / "migrations" / "versions" / revision_file
+    spec = importlib.util.spec_from_file_location("revision", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with db.engine.begin() as conn, Operations.context(MigrationContext.configure(conn)):
+        module.upgrade()
+
+
+def test_carreaux_games_from_before_the_options_keep_the_sheets_rules(ctx, players) -> None:
+    """A Carreaux game stored before when_stuck existed (its options and state without it) replays, after
+    the upgrade, under the rule it was played by, so `pbem verify` finds nothing wrong."""
+    from pbem import play, verify
+    from pbem.models import Game
+
+    alice, bob, _ = players
+    game = play.create_game("carreaux", [alice, bob], {"size": 4, "when_stuck": "draw"})
+    db.session.commit()
+    for i, text in enumerate(["a3", "a2", "b2", "c2", "c3"]):  # to the 4x4 draw of the sheet's rule
+        play.submit(game.id, alice if i % 2 == 0 else bob, text, "web")
+    other = play.create_game("carreaux", [alice, bob], {})  # created today: least-rise, stays so
+    db.session.commit()
+    old = db.session.get(Game, game.id)
+    assert old.status == "finished" and set(old.state) == {"size", "board", "history", "winner", "stuck"}
+    old.options = {"size": 4, "position": ""}  # as the server stored options before the options existed
+    db.session.commit()
+    assert [m.game_id for m in verify.check_all()] == [game.id]  # replayed under least-rise: it differs
+
+    db.session.close()  # the upgrade runs on a connection of its own, as `pbem db upgrade` would
+    _run_upgrade("0008_carreaux_rules.py")
+    assert db.session.get(Game, game.id).options == {"size": 4, "position": "", "when_stuck": "draw",
+                                                      "group_value": "smallest"}
+    assert db.session.get(Game, other.id).options["when_stuck"] == "least-rise"
+    assert list(verify.check_all()) == []

@@ -254,3 +254,31 @@ def test_box_off_hint_only_on_request(app: Flask, ctx: Flask, players) -> None:
     cambio = play.create_game("cambio", [alice, players[1]], {"size": 3})
     db.session.commit()
     assert web.get(f"/games/{cambio.id}/hint").status_code == 404
+
+
+def test_carreaux_says_when_the_least_rise_rule_applies(app: Flask, ctx: Flask, players, sink) -> None:
+    """Red's move after a5 a4 a3 b3 b2 c2 is ruled by least-rise: the page and the mail say so."""
+    from pbem import outbox
+
+    alice, bob, _ = players
+    game = play.create_game("carreaux", [alice, bob], {})
+    db.session.commit()
+    for i, text in enumerate(["a5", "a4", "a3", "b3", "b2", "c2"]):
+        play.submit(game.id, alice if i % 2 == 0 else bob, text, "web")
+    note = "No slide lowers the total group value (36), so the slides that raise it least are allowed: c3."
+    web_a, web_b = signed_in(app, alice, bob)
+    page = text_of(web_a.get(f"/games/{game.id}"))
+    assert note in page and 'data-move="c3"' in page
+    assert note not in text_of(web_b.get(f"/games/{game.id}"))  # only for the player asked to move
+    outbox.deliver_due()
+    [request] = [m for m in sink.messages(alice.email) if "your move (move 7)" in str(m["Subject"])]
+    parts = {p.get_content_type(): p.get_payload(decode=True).decode() for p in request.walk()
+             if not p.is_multipart()}
+    assert note in " ".join(parts["text/plain"].split())
+    assert note in " ".join(html.unescape(parts["text/html"]).split())
+    # Blue's next move lowers the total again: no note.
+    play.submit(game.id, alice, "c3", "web")
+    assert "raise it least" not in text_of(web_b.get(f"/games/{game.id}"))
+    outbox.deliver_due()
+    [blue] = [m for m in sink.messages(bob.email) if "your move (move 8)" in str(m["Subject"])]
+    assert "raise it least" not in blue.as_string()
