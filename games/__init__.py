@@ -134,7 +134,8 @@ class Engine(Protocol):
     seat)`` (Box Off's hint) and ``turn_note(state, seat) -> str | None``: a sentence for the player asked
     to move when a ruling shapes that move (Carreaux: "No slide lowers the total group value (36), so
     the slides that raise it least are allowed: c3."), shown on the game page and in the move-request
-    mail; None when there is nothing to say.
+    mail; None when there is nothing to say.  Optional attribute: ``summary``, the game in a sentence
+    (for the rules index).
     """
 
     slug: str

@@ -500,6 +500,8 @@ class BoxOff:
     """The Box Off engine: every seat clears its own copy of one deal (see the module docstring)."""
 
     slug = "boxoff"
+    summary = ("Clear the board by removing pairs of same-colour tiles that see each other across an empty "
+               "rectangle; alone, or racing others on the same deal.")
     title = "Box Off"
     players = range(1, 9)
     options = BoxOffOptions()
@@ -843,15 +845,22 @@ class BoxOff:
             x = margin + f * cell + 3
             y = margin + top + (h - 1 - rank) * cell + 3
             name = cell_name((f, rank))
-            mark = f' class="target" data-move="{name}" cursor="pointer"' if i in targets else ""
+            # A tile that can be played now is outlined in blue, so the player sees before clicking
+            # which tiles have a partner; each tile is a group, so that a page can fade it whole.
+            if i in targets:
+                mark = (f' class="target" data-move="{name}" cursor="pointer" stroke="#2a7de1" '
+                        'stroke-width="4"')
+                playable = ", can be played"
+            else:
+                mark, playable = ' stroke="#555" stroke-width="1"', ""
             out.append(
-                f'<rect x="{x}" y="{y}" width="{cell - 6}" height="{cell - 6}" rx="5" fill="{_FILL[colour]}" '
-                f'stroke="#555" stroke-width="1"{mark}><title>{name} {COLOUR_NAMES[PALETTE.index(colour)]}'
+                f'<g class="tile"><rect x="{x}" y="{y}" width="{cell - 6}" height="{cell - 6}" rx="5" '
+                f'fill="{_FILL[colour]}"{mark}><title>{name} {COLOUR_NAMES[PALETTE.index(colour)]}{playable}'
                 f"</title></rect>"
             )
             out.append(
                 f'<text x="{x + (cell - 6) // 2}" y="{y + (cell - 6) // 2 + 5}" font-size="13" '
-                f'text-anchor="middle" fill="{_INK[colour]}" pointer-events="none">{colour}</text>'
+                f'text-anchor="middle" fill="{_INK[colour]}" pointer-events="none">{colour}</text></g>'
             )
         return out
 

@@ -314,6 +314,8 @@ class Cambio:
     """The Cambio rule engine."""
 
     slug = "cambio"
+    summary = ("Place your opponent's cubes on the board, then push rows of cubes in from the edge: the "
+               "first full line of your own symbol wins.")
     title = "Cambio"
     sides = SIDES
     players = range(2, 3)
@@ -526,13 +528,15 @@ class Cambio:
         def corner(c: Cell) -> tuple[int, int]:
             return pad + c[0] * cell, pad + (n - 1 - c[1]) * cell
 
+        # The coordinates sit right against the tray; the push arrows, when there are any, stand outside
+        # them, in the outer band.
         letters = file_letters(n)
         for k in range(n):
             mid = pad + k * cell + cell // 2
-            for y in (label - 6, side - 6):
+            for y in (pad - 12, pad + n * cell + 23):
                 parts.append(_label(mid, y, letters[k]))
             rank = n - k
-            for x in (label // 2, side - label // 2):
+            for x in (pad - 17, pad + n * cell + 17):
                 parts.append(_label(x, mid + 5, str(rank)))
         last_cell = _last_cell(state)
         for f in range(n):
@@ -645,19 +649,20 @@ def _cube(x: int, y: int, cell: int, symbol: str, last: bool) -> str:
 
 
 def _arrow(x: int, y: int, cell: int, band: int, arrow: str, move: str) -> str:
-    """A clickable triangle outside the entry cell, pointing the way the push moves the line."""
-    half, depth = cell // 2, band - 10
+    """A clickable triangle outside the entry cell (beyond its coordinate label), pointing the way the
+    push moves the line."""
+    half, gap, depth = cell // 2, 28, band - 10
     if arrow == "v":
-        cx, tip, base = x + half, y - 6, y - 6 - depth
+        cx, tip, base = x + half, y - gap, y - gap - depth
         points = [(cx - 12, base), (cx + 12, base), (cx, tip)]
     elif arrow == "^":
-        cx, tip, base = x + half, y + cell + 6, y + cell + 6 + depth
+        cx, tip, base = x + half, y + cell + gap, y + cell + gap + depth
         points = [(cx - 12, base), (cx + 12, base), (cx, tip)]
     elif arrow == ">":
-        cy, tip, base = y + half, x - 6, x - 6 - depth
+        cy, tip, base = y + half, x - gap, x - gap - depth
         points = [(base, cy - 12), (base, cy + 12), (tip, cy)]
     else:
-        cy, tip, base = y + half, x + cell + 6, x + cell + 6 + depth
+        cy, tip, base = y + half, x + cell + gap, x + cell + gap + depth
         points = [(base, cy - 12), (base, cy + 12), (tip, cy)]
     text = " ".join(f"{px},{py}" for px, py in points)
     return (

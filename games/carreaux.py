@@ -550,11 +550,13 @@ class Carreaux:
     """The Carreaux engine: Red (seat 0) and Blue (seat 1) slide tiles into the bubble."""
 
     slug = "carreaux"
+    summary = ("Slide tiles into the one empty cell, each slide bringing tiles closer together; the first "
+               "to join all their tiles into one group wins.")
     title = "Carreaux"
-    sides = NAMES
     players = range(2, 3)
     options = CarreauxOptions()
     simultaneous = False
+    sides = NAMES
 
     help = """\
 # Carreaux (Mark Steere, 2025)

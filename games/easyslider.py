@@ -384,6 +384,8 @@ class EasySlider:
     """The Easy Slider engine (see the module docstring and ``HELP``)."""
 
     slug = "easyslider"
+    summary = ("Everyone solves the same 5x5 slide puzzle of piecepack tiles at once; the fewest slides "
+               "(or the fastest) wins the round.")
     title = "Easy Slider"
     players = range(1, 9)
     options = EasySliderOptions()
@@ -681,6 +683,9 @@ def _reason(state: State) -> str:
 # --- SVG -----------------------------------------------------------------------------------------------
 
 CELL = 60
+PLACED = "#3a7d44"  # the dot on a tile already in its place
+FUMBLE_WARNING = ("Your board is not solved: declaring done now is a fumble. You score 0 points for this "
+                  "round and are out of it.")
 LEFT = 96  # room for the pawns and rank numbers
 TOP = 78  # room for the title line, the coins and file letters
 
@@ -692,7 +697,8 @@ def _svg(state: State, seat: int | None, active: bool) -> str:
     title = f"Easy Slider, {_round_name(state)}: {who}"
     width = LEFT + SIZE * CELL + 30
     table_top = TOP + SIZE * CELL + 80
-    height = table_top + 22 * (state.players + 1) + 10
+    legend_y = table_top + 22 * (state.players + 1) + 14
+    height = legend_y + 12
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
         f'aria-labelledby="es-title" font-family="sans-serif">',
@@ -742,11 +748,15 @@ def _svg(state: State, seat: int | None, active: bool) -> str:
         out.append(f'<text x="{x + CELL // 2}" y="{y + CELL // 2 + 8}" font-size="22" font-weight="bold" '
                    f'text-anchor="middle" fill="{colour}">{escape(_tile_text(code))}</text>')
         if placed:
-            out.append(f'<circle cx="{x + CELL - 11}" cy="{y + 11}" r="3" fill="#3a7d44"/>')
+            out.append(f'<circle cx="{x + CELL - 11}" cy="{y + 11}" r="3" fill="{PLACED}"/>')
         out.append("</g>")
     below = TOP + SIZE * CELL + 30
     if active:
-        out.append(f'<g class="target" data-move="done" cursor="pointer"><rect x="{LEFT}" y="{below}" '
+        # The board is never solved while its player may still move (a solved board finishes at once), so
+        # `done` here is always a fumble: the page warns before sending it.
+        out.append(f'<g class="target" data-move="done" data-warning="{escape(FUMBLE_WARNING)}" '
+                   'cursor="pointer"><title>done: give up this round (a fumble)</title>'
+                   f'<rect x="{LEFT}" y="{below}" '
                    f'width="90" height="30" rx="6" fill="#8a7650"/><text x="{LEFT + 45}" y="{below + 20}" '
                    f'font-size="15" text-anchor="middle" fill="#fff">done</text></g>')
     if showing and seat is not None:
@@ -760,6 +770,9 @@ def _svg(state: State, seat: int | None, active: bool) -> str:
         now = _status_words(state.seats[s])
         out.append(f'<text x="10" y="{y}" font-size="13" fill="#333">{s + 1}<tspan x="70">{state.totals[s]}'
                    f'</tspan><tspan x="130">{escape(now)}</tspan></text>')
+    out.append(f'<circle cx="14" cy="{legend_y - 4}" r="3" fill="{PLACED}"/>')
+    out.append(f'<text x="22" y="{legend_y}" font-size="12" fill="#555">= a tile already in its place '
+               '(right suit and value)</text>')
     out.append("</svg>")
     return "\n".join(out)
 

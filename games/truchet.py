@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -865,11 +866,13 @@ class TruchetEngine:
     """The Truchet rule engine."""
 
     slug = "truchet"
+    summary = ("Move, merge and split stacks within the dark and light regions of a truchet tiling, flipping "
+               "tiles to reshape them; capture or stall your opponent.")
     title = "Truchet"
-    sides = SIDE
     players = range(2, 3)
     options = TruchetOptions()
     simultaneous = False
+    sides = SIDE
     help = HELP
 
     # -- life cycle
@@ -1063,77 +1066,66 @@ class TruchetEngine:
 
 # ------------------------------------------------------------------------------------------- rendering
 
-CELL_W = 6  # characters per tile in the text board; with 3 lines per tile it looks square in a mail
-LEFT = 3  # the junction rank labels
-FILL = {"d": ".", "l": " ", UNSET: "?"}
-
-
-def tile_rows(geo: Geometry, tiles: str, r: int) -> tuple[str, str]:
-    """The two text lines drawing tile rank ``r`` (0-based) between its junction ranks.
-
-    A tile is 6 characters wide: its band runs diagonally between the two corners it joins, and the
-    boundary with the two caps is drawn with ``/`` or ``\\``; dark areas are dotted.
-    """
-    n = geo.n
-    upper, lower = [], []
-    for f in range(n):
-        bit = tiles[r * n + f]
-        if bit == UNSET:
-            upper.append("   ?  ")
-            lower.append("      ")
-            continue
-        band = FILL[bit]
-        cap = FILL["l" if bit == "d" else "d"]
-        if geo.colour[geo.junction(f, r + 1)] == bit:  # the band joins top-left and bottom-right
-            upper.append(band * 2 + "\\" + cap * 3)
-            lower.append(cap * 3 + "\\" + band * 2)
-        else:
-            upper.append(cap * 3 + "/" + band * 2)
-            lower.append(band * 2 + "/" + cap * 3)
-    if tiles[r * n + n - 1] != UNSET:  # the right edge carries the colours of the last tile's corners
-        upper.append(FILL[geo.colour[geo.junction(n, r + 1)]] * 2)
-        lower.append(FILL[geo.colour[geo.junction(n, r)]] * 2)
-    return "".join(upper), "".join(lower)
+STEP = 4  # characters from one junction to the next in the text board: with a line per tile row and one
+# per junction row, a tile looks about square in a fixed-width font
+LEFT = 5  # the junction rank labels
 
 
 def junction_row(geo: Geometry, stacks: tuple[int, ...], y: int) -> str:
-    """The text line of junction rank ``y`` (0-based): stacks as D2/L3, empty junctions as + or -."""
-    out = []
+    """The text line of junction rank ``y`` (0-based): stacks as D2/L3, empty junctions as + (Dark) or
+    - (Light), its rank on both sides."""
+    tokens = []
     for x in range(geo.width):
         j = geo.junction(x, y)
         v = stacks[j]
-        fill = FILL[geo.colour[j]]
-        token = stack_token(v).upper() if v else ("-" if geo.light[j] else "+") + fill
-        out.append(token)
-        if x < geo.n:
-            out.append(fill * 2 + FILL[geo.colour[geo.junction(x + 1, y)]] * 2)
-    return "".join(out)
+        tokens.append(stack_token(v).upper() if v else ("-" if geo.light[j] else "+"))
+    row = "".join(f"{token:<{STEP}}" for token in tokens)[: STEP * geo.n + 2]
+    return f"{y + 1:>3}  {row}  {y + 1}"
+
+
+def tile_row(geo: Geometry, tiles: str, r: int) -> str:
+    """The text line of tile rank ``r`` (0-based), between its two junction ranks: each tile's band as
+    a diagonal, ``\\`` joining its top-left and bottom-right corners or ``/`` the other two, ``?``
+    for a tile not yet set; the tile rank in a column of its own on the right."""
+    n = geo.n
+    cells = []
+    for f in range(n):
+        bit = tiles[r * n + f]
+        if bit == UNSET:
+            cells.append("  ? ")
+        elif geo.colour[geo.junction(f, r + 1)] == bit:
+            cells.append("  \\ ")
+        else:
+            cells.append("  / ")
+    return " " * LEFT + "".join(cells).ljust(STEP * n + 2) + f"    {r + 1}"
 
 
 def render_text(state: TruchetState, status: str) -> str:
-    """The text board (see :meth:`TruchetEngine.render_text`)."""
+    """The text board (see :meth:`TruchetEngine.render_text`): junctions and their stacks on every
+    other line, the tiles' bands as diagonals on the lines between, so that a region can be followed
+    from junction to junction along the diagonals in any fixed-width font."""
     geo = geometry(state.size)
     n = geo.n
-    pad = " " * LEFT
-    junction_files = "     ".join(file_letters(n + 1))
-    lines = [pad + junction_files]
+    lines = [" " * LEFT + "".join(f"{c:<{STEP}}" for c in file_letters(n + 1))]
     for y in reversed(range(n + 1)):
-        lines.append(f"{y + 1:>2} " + junction_row(geo, state.stacks, y))
+        lines.append(junction_row(geo, state.stacks, y))
         if y:
-            upper, lower = tile_rows(geo, state.tiles, y - 1)
-            lines.append(pad + upper + f" {y}")
-            lines.append(pad + lower)
-    lines.append(pad + "   " + "     ".join(file_letters(n)))
+            lines.append(tile_row(geo, state.tiles, y - 1))
+    lines.append(" " * (LEFT + 2) + "".join(f"{c:<{STEP}}" for c in file_letters(n)))
     lines = [line.rstrip() for line in lines]
     lines.append("")
     lines.append(status)
     if state.last:
         lines.append(f"Last move: {state.last}")
-    lines.append("D2 = Dark 2-stack, L1 = Light piece; empty junctions: + Dark, - Light.")
-    unset = "; ? = tile not yet set." if state.setting else "."
-    lines.append("Dotted = dark area, blank = light area" + unset)
-    lines.append("Junctions: files on top, ranks on the left. Tiles: files below, ranks")
-    lines.append("on the right; flip a tile with ^ and its name, e.g. ^c3.")
+    unset = " ? = a tile not yet set." if state.setting else ""
+    legend = (
+        "D2 = Dark 2-stack, L1 = Light piece; empty junctions: + Dark, - Light. A \\ or / in a tile is "
+        "its band: it joins the two junctions it points to (both of the band's colour), so a region runs "
+        f"along the diagonals; the tile's other two corners sit in caps of the other colour.{unset} "
+        "Junctions: files on top, ranks on both sides. Tiles: files on the last line, ranks in the far "
+        "right column; flip a tile with ^ and its name, e.g. ^c3."
+    )
+    lines.extend(textwrap.wrap(legend, 72))
     return "\n".join(lines) + "\n"
 
 
@@ -1149,9 +1141,11 @@ def move_fragments(moves: list[str]) -> set[str]:
 
 
 SVG_TILE = 60
-SVG_PAD = 44
+SVG_PAD = 58  # room for the coordinates, clear of the targets on the edge junctions
+LEGEND_H = 26
 FILLS = {"l": "#f1e4c3", "d": "#8a6f4d"}
 INK = "#3b2f22"
+TILE_INK = "#157a42"
 TARGET = 'class="target" fill="transparent" stroke="#1f9d55" stroke-width="2.5" stroke-dasharray="5 3"'
 TEXT = 'text-anchor="middle" font-family="sans-serif"'
 
@@ -1201,11 +1195,12 @@ def render_svg(state: TruchetState, status: str, fragments: set[str]) -> str:
     def jy(y: int) -> float:
         return pad + (n - y) * s
 
+    height = size + LEGEND_H
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="{size}" height="{size}" '
-        f'role="img" aria-labelledby="truchet-title">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {height}" width="{size}" '
+        f'height="{height}" role="img" aria-labelledby="truchet-title">',
         f'<title id="truchet-title">{escape(f"Truchet {n}x{n}: {status}")}</title>',
-        f'<rect x="0" y="0" width="{size}" height="{size}" fill="#ffffff"/>',
+        f'<rect x="0" y="0" width="{size}" height="{height}" fill="#ffffff"/>',
     ]
     for t in range(n * n):
         f, r = t % n, t // n
@@ -1222,14 +1217,22 @@ def render_svg(state: TruchetState, status: str, fragments: set[str]) -> str:
         for fragment in (f"^{name}", name) if state.setting else (f"^{name}",):
             if fragment in fragments:
                 x0, y0 = jx(t % n) + s * 0.3, jy(t // n + 1) + s * 0.3
+                what = "flip" if fragment.startswith("^") else "set"
                 out.append(f'<rect data-move="{fragment}" {TARGET} x="{x0}" y="{y0}" width="{s * 0.4}" '
-                           f'height="{s * 0.4}" rx="4"/>')
-    letters = file_letters(n + 1)
-    for k in range(n + 1):
-        for ty in (pad / 2 + 4, size - pad / 2 + 4):
-            out.append(f'<text x="{jx(k)}" y="{ty}" {TEXT} font-size="12" fill="#333333">{letters[k]}</text>')
-        for tx in (pad / 2, size - pad / 2):
-            out.append(f'<text x="{tx}" y="{jy(k) + 4}" {TEXT} font-size="12" fill="#333333">{k + 1}</text>')
+                           f'height="{s * 0.4}" rx="4"><title>{what} tile {name} ({fragment})</title></rect>')
+    # Junctions are named above and on the left, tiles (at their middles, in the targets' green) below
+    # and on the right, each far enough out that no target on an edge junction covers it.
+    junction_label = f'{TEXT} font-size="16" font-weight="bold" fill="{INK}"'
+    tile_label = f'{TEXT} font-size="15" font-style="italic" fill="{TILE_INK}"'
+    for k, letter in enumerate(file_letters(n + 1)):
+        out.append(f'<text x="{jx(k)}" y="{pad - 26}" {junction_label}>{letter}</text>')
+        out.append(f'<text x="{pad - 32}" y="{jy(k) + 6}" {junction_label}>{k + 1}</text>')
+    for k, letter in enumerate(file_letters(n)):
+        out.append(f'<text x="{jx(k) + s / 2}" y="{size - pad + 40}" {tile_label}>{letter}</text>')
+        out.append(f'<text x="{size - pad + 32}" y="{jy(k) - s / 2 + 5}" {tile_label}>{k + 1}</text>')
+    out.append(f'<text x="{size / 2}" y="{height - 8}" {TEXT} font-size="14" fill="{INK}">Junctions: '
+               f'<tspan font-weight="bold">a1</tspan> above and left · tiles: '
+               f'<tspan font-style="italic" fill="{TILE_INK}">a1</tspan> below and right</text>')
     for j, v in enumerate(state.stacks):
         cx, cy = jx(j % geo.width), jy(j // geo.width)
         name = geo.names[j]

@@ -92,7 +92,9 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "url": game_url(game),
         "link": link,
         "move_links": links,
-        "players": [(s.label, s.user.handle if s.user else "(open)") for s in game.seats],
+        "side": results.side(game, number) if number is not None else None,
+        "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
+                    for s in game.seats],
         "example": legal[0] if legal else None,
         "turn_note": turn_note(engine, state, number) if to_move else None,
         "last": last,

@@ -93,7 +93,7 @@ def create_game(
     engine = games.get(engine_slug)
     if len(players) not in engine.players:
         raise PlayError(
-            f"{engine.title} is for {_count_words(engine.players)}, not {len(players)}.", "players"
+            f"{engine.title} is for {count_words(engine.players)}, not {len(players)}.", "players"
         )
     loaded = engine.options.load(options or {})
     game = Game(
@@ -638,7 +638,8 @@ def _status_words(game: Game) -> str:
     )
 
 
-def _count_words(players: range) -> str:
+def count_words(players: range) -> str:
+    """How many players a game is for, in words: "2 players", "1 to 8 players"."""
     low, high = players.start, players.stop - 1
     if low == high:
         return f"{low} player{'s' if low != 1 else ''}"

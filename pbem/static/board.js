@@ -62,12 +62,21 @@
     var board = document.getElementById("my-board");
     if (!box || !board) return;
     var left = candidates(clicked);
+    var composing = clicked.length > 0;
+    board.classList.toggle("composing", composing);
     board.querySelectorAll("[data-move]").forEach(function (el) {
       var fragment = el.getAttribute("data-move");
-      el.classList.toggle("picked", clicked.indexOf(fragment) >= 0);
-      var useful = !clicked.length || clicked.indexOf(fragment) >= 0 ||
-                   candidates(clicked.concat([fragment])).length > 0;
-      el.classList.toggle("dim", !useful);
+      var picked = clicked.indexOf(fragment) >= 0;
+      var useful = !composing || picked || candidates(clicked.concat([fragment])).length > 0;
+      el.classList.toggle("picked", picked);
+      // The targets that still fit the clicks so far (a Box Off tile's partners) stand out...
+      el.classList.toggle("partner", composing && useful && !picked);
+      if (!el.closest(".tile")) el.classList.toggle("dim", !useful);
+    });
+    // ...and pieces drawn as a whole (Box Off's tiles) fade when they are neither picked nor a partner,
+    // whether they could be played before or not.
+    board.querySelectorAll(".tile").forEach(function (tile) {
+      tile.classList.toggle("dim", composing && !tile.querySelector(".picked, .partner"));
     });
     box.innerHTML = "";
     if (!clicked.length) { box.hidden = true; return; }
@@ -81,6 +90,13 @@
       code.textContent = chosen;
       line.append(code, "? ");
       line.append(button("Confirm", "confirm-move", function () { send(chosen); }));
+      warningsFor(chosen).forEach(function (text) {
+        var warning = document.createElement("p");
+        warning.className = "warning";
+        warning.setAttribute("role", "alert");
+        warning.textContent = text;
+        box.append(warning);
+      });
     } else {
       line.textContent = "Selected " + clicked.join(" ") + ": " + left.length + " moves fit. Click on, or pick one:";
     }
@@ -96,6 +112,19 @@
     }
   }
 
+  // What the board warns about a move (Easy Slider's `done` on an unsolved board is a fumble): the
+  // data-warning of every target whose fragment the move contains.
+  function warningsFor(move) {
+    var board = document.getElementById("my-board");
+    var found = [];
+    if (!board) return found;
+    board.querySelectorAll("[data-move][data-warning]").forEach(function (el) {
+      var text = el.getAttribute("data-warning");
+      if (find(move, el.getAttribute("data-move"), 0) >= 0 && found.indexOf(text) < 0) found.push(text);
+    });
+    return found;
+  }
+
   function button(label, id, onClick, style) {
     var b = document.createElement("button");
     b.type = "button";
@@ -109,11 +138,16 @@
   function send(move) {
     var form = live.querySelector("form.move-form");
     form.querySelector("[name=move]").value = move;
-    post(form);
+    post(form, true);
   }
 
-  function post(form) {
+  // `warned`: the player has already seen the move's warnings (in the proposal box).
+  function post(form, warned) {
     var confirmText = form.getAttribute("data-confirm");
+    if (form.classList.contains("move-form") && !warned) {
+      var typed = form.querySelector("[name=move]").value.trim().toLowerCase();
+      confirmText = warningsFor(typed).join(" ") + (warningsFor(typed).length ? " Send it anyway?" : "");
+    }
     if (confirmText && !window.confirm(confirmText)) return;
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
@@ -216,7 +250,7 @@
     live.querySelectorAll("form.move-form, form.js-post").forEach(function (form) {
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        post(form);
+        post(form, false);
       });
     });
     render();

@@ -65,6 +65,12 @@ def version(game_id: int) -> Response:
     return jsonify(version=_visible_game(game_id).version)
 
 
+@bp.get("/rules")
+def rules_index() -> str:
+    """Every game in a line: its title, how many play it, what it is about, and a link to its rules."""
+    return render_template("games/rules_index.html", engines=games.all(), count_words=play.count_words)
+
+
 @bp.get("/rules/<slug>")
 def rules(slug: str) -> str:
     """A game's rules, notation and rulings."""

@@ -52,6 +52,7 @@ class SeatView:
     waiting_words: str | None = None
     result: str | None = None
     group_value: int | None = None
+    side: str | None = None
 
     @property
     def label(self) -> str:
@@ -103,6 +104,11 @@ class GameView:
     opponent: str = ""
 
     @property
+    def my_side(self) -> str | None:
+        """The side the viewer plays (Cambio's X, Carreaux's Red), if the game has sides."""
+        return results.side(self.game, self.viewer_seat.number) if self.viewer_seat is not None else None
+
+    @property
     def waiting(self) -> bool:
         """Whether the game still waits for players."""
         return self.game.status == "waiting"
@@ -143,6 +149,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
             result=results.seat_words(game, seat.number) or None if game.result else None,
             group_value=group_values[seat.number]
             if group_values and seat.number < len(group_values) else None,
+            side=results.side(game, seat.number),
         ))
 
     my_turn = viewer_seat is not None and viewer_seat.number in movers

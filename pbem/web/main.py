@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from flask import Blueprint, current_app, render_template, send_from_directory
 from sqlalchemy import select
+from werkzeug.wrappers import Response
 
 import games
 from pbem.extensions import db
@@ -24,3 +25,11 @@ def index() -> str:
         .order_by(Game.finished_at.desc()).limit(20)
     ).all()
     return render_template("index.html", engines=games.all(), active=active, finished=finished)
+
+
+@bp.get("/favicon.ico")
+def favicon() -> Response:
+    """The site's icon where browsers look for it without a link (the pages link the same SVG)."""
+    assert current_app.static_folder is not None
+    return send_from_directory(current_app.static_folder, "favicon.svg", mimetype="image/svg+xml",
+                               max_age=86400)

@@ -384,16 +384,19 @@ def test_render_text() -> None:
     lines = text.splitlines()
     assert all(len(line) <= 72 and line.isascii() for line in lines)
     assert lines[0].split() == list("abcdefgh")
-    assert lines[1].startswith(" 8 L1") and lines[2].endswith(" 7")
-    assert lines[1 + 3 * 7].startswith(" 1 +.") and lines[2 + 3 * 7].split() == list("abcdefg")
-    assert re.search(r"^ 3 .*D2", text, re.M) and re.search(r"^ 5 .*L3", text, re.M)
+    assert lines[1].startswith("  8  L1  +   -") and lines[1].endswith("  8")
+    assert lines[2].endswith("    7")  # The tile rank, in its own column.
+    assert lines[1 + 2 * 7].startswith("  1  +   -") and lines[2 + 2 * 7].split() == list("abcdefg")
+    assert re.search(r"^  3  .*D2", text, re.M) and re.search(r"^  5  .*L3", text, re.M)
     assert "Dark (seat 1) to move" in text and "D2 = Dark 2-stack" in text
-    # Tile a1 (all bands Dark): the Dark band runs from a1 up to b2, blank Light caps at b1 and a2.
-    rank2 = lines.index(next(line for line in lines if line.startswith(" 2 ")))
-    assert lines[rank2 + 1][3:9] == "   /.." and lines[rank2 + 2][3:9] == "../   "
-    # Tile c3 (Light band) joins c4 and d3: blank band with dotted caps, drawn with backslashes.
-    rank4 = lines.index(next(line for line in lines if line.startswith(" 4 ")))
-    assert lines[rank4 + 1][15:21] == "  \\..." and lines[rank4 + 2][15:21] == "...\\  "
+    # Tile a1 (Dark band) joins the Dark junctions a1 and b2: a / between them.
+    rank2 = lines.index(next(line for line in lines if line.startswith("  2  ")))
+    assert lines[rank2 + 1][5:9] == "  / "
+    # Tile c3 (Light band) joins the Light junctions c4 and d3: a backslash.
+    rank4 = lines.index(next(line for line in lines if line.startswith("  4  ")))
+    assert lines[rank4 + 1][13:17] == "  \\ "
+    # Every tile row has exactly one band per tile.
+    assert all(len(re.findall(r"[/\\]", lines[2 + 2 * r])) == 7 for r in range(7))
 
 
 def test_render_text_nine_fits_a_mail() -> None:

@@ -9,9 +9,9 @@ import pytest
 from flask import Flask
 
 import games
-from pbem import challenges, play
+from pbem import challenges, create_app, play
 from pbem.extensions import db
-from pbem.models import Game
+from pbem.models import Game, OutboxMail
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient
 
@@ -77,3 +77,58 @@ def test_a_stale_move_without_script_shows_the_new_position(app: Flask, ctx: Fla
     # The page answering the refusal is the new position: bob's reply listed, the form at move 3.
     assert re.search(r'name="expect" value="3"', page)
     assert re.search(r"bob</span>: <code>a2</code>", page)
+
+
+@pytest.mark.parametrize(("slug", "sides"), [("cambio", ("O", "X")), ("carreaux", ("Red", "Blue")),
+                                             ("truchet", ("Dark", "Light"))])
+def test_each_player_is_told_their_side(app: Flask, ctx: Flask, players, slug: str, sides) -> None:
+    alice, bob, _ = players
+    game = two_player_game(slug, alice, bob)
+    web_a, web_b = signed_in(app, alice, bob)
+    for web, mine in ((web_a, sides[0]), (web_b, sides[1])):
+        page = text_of(web.get(f"/games/{game.id}"))
+        assert re.search(rf'id="my-side">You play <span class="side side-{mine.lower()}">{mine}</span>', page)
+        # Next to each name in the players' table.
+        for handle, side in (("alice", sides[0]), ("bob", sides[1])):
+            badge = rf'title="{handle} plays {side}">{side}</span>\s*<a href="/players/{handle}"'
+            assert re.search(badge, page)
+    visitor = text_of(WebClient(app).get(f"/games/{game.id}"))
+    assert "You play" not in visitor and f"alice plays {sides[0]}" in visitor
+    # The mail asking for a move says it too.
+    [request] = [m for m in db.session.scalars(db.select(OutboxMail).where(OutboxMail.kind == "your-move"))
+                 if m.to_addr == alice.email]
+    assert f"(move 1); you play {sides[0]}." in request.body_text
+    assert f"Players: seat 1 alice ({sides[0]}), seat 2 bob ({sides[1]})" in request.body_text
+    assert f"you play {sides[0]}" in request.body_html
+
+
+def test_games_without_sides_name_none(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = two_player_game("easyslider", alice, bob)
+    (web_a,) = signed_in(app, alice)
+    page = text_of(web_a.get(f"/games/{game.id}"))
+    assert "You play" not in page and 'class="side ' not in page
+
+
+def test_rules_index_favicon_and_header(app: Flask, ctx: Flask, settings) -> None:
+    visitor = WebClient(app)
+    index = text_of(visitor.get("/rules"))
+    for engine in games.all():
+        row = re.search(rf'<tr id="rules-{engine.slug}">(.*?)</tr>', index, re.S)
+        assert row, engine.slug
+        assert f'href="/rules/{engine.slug}">{engine.title}</a>' in row.group(1)
+        assert play.count_words(engine.players) in row.group(1) and engine.summary in row.group(1)
+    assert "1 to 8 players" in index and "2 players" in index
+    home = text_of(visitor.get("/"))
+    assert '<a href="/rules">Rules</a>' in home
+    assert 'rel="icon" href="/static/favicon.svg"' in home
+    icon = visitor.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.mimetype == "image/svg+xml" and b"<svg" in icon.data
+    icon.close()
+    # The dev mailbox is linked only on a development server.
+    assert "Dev mailbox" not in home
+    dev = create_app({**settings, "server": {**settings["server"], "development": True}})
+    page = text_of(WebClient(dev).get("/rules"))
+    assert re.search(r'<a href="/mailbox" class="dev" id="dev-mailbox"[^>]*>Dev mailbox</a>', page)
+    with dev.app_context():
+        db.engine.dispose()
