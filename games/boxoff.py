@@ -1,4 +1,4 @@
-"""Box Off: a solitaire of coloured tiles, cleared two at a time (rule sheet 001, RULINGS.md "Box Off").
+"""Box Off: a solitaire of coloured tiles, cleared two at a time (docs/RULES.md, "Box Off").
 
 Two tiles of one colour may be removed when they are opposite corners (or the two ends) of a rectangle
 holding no other tile.  Every seat gets the same deal and clears its own copy; seats are ranked by the

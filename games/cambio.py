@@ -1,7 +1,7 @@
 """Cambio: place the opponent's cubes, then push rows and columns to make a full line of your own symbol.
 
-Rule sheet: ``shared/seeds/002_43b0c9ce7aa1f9ef.txt``; rulings: ``shared/rules/RULINGS.md`` ("Cambio",
-"Repetition").  Seat 0 is O (player A, first in both phases), seat 1 is X.
+Rules and rulings: ``docs/RULES.md`` ("Cambio"; repetition under "Common to every game").
+Seat 0 is O (player A, first in both phases), seat 1 is X.
 """
 
 from __future__ import annotations

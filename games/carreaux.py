@@ -292,7 +292,7 @@ def _connected(size: int, tiles: tuple[int, ...]) -> bool:
 
 
 def default_board(size: int) -> str:
-    """The start used while the sheet's Figure 1 is missing (RULINGS.md), as a board string.
+    """The start used while the sheet's Figure 1 is missing (docs/RULES.md), as a board string.
 
     Red fills the left half's cells with (file+rank) even, Blue the right half's, green the rest, and
     the bubble replaces the green top-left corner.

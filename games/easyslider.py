@@ -4,7 +4,7 @@ Each seat has its own 5x5 board of the 24 piecepack tiles with a hole.  The four
 belongs in each of the top four rows, the five coins which value belongs in each column; the four null
 tiles and the hole end in the bottom row (the "parity sponge"), in any order.  Seats move at once, each
 on their own board; a round ends when the finishing order is settled, and points go to those who beat
-others.  See ``shared/rules/RULINGS.md`` ("Easy Slider") for the rulings followed here.
+others.  See ``docs/RULES.md`` ("Easy Slider") for the rulings followed here.
 """
 
 from __future__ import annotations

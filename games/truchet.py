@@ -1,6 +1,6 @@
 """Truchet (Cameron Browne, 2007): stacking and capture within the regions of a truchet tiling.
 
-Geometry, in the words of the rule sheet and ``shared/rules/RULINGS.md``:
+Geometry, in the words of the rule sheet and ``docs/RULES.md``:
 
 * The board is n x n **tiles** (n odd, 7 by default), named ``a1…g7`` on 7x7.  Pieces stand on the
   **junctions**, the tile corners: an (n+1) x (n+1) grid named ``a1…h8`` on 7x7.

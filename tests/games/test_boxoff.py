@@ -18,7 +18,7 @@ from games.boxoff import _built_deal, engine, solve
 from tests.games.protocol import check_metadata, check_playout, check_round_trip
 
 SVG = "{http://www.w3.org/2000/svg}"
-EXAMPLE = "bbwbbw/byyywb/ywwwyy"  # The rule sheet's 6x3 game (RULINGS.md).
+EXAMPLE = "bbwbbw/byyywb/ywwwyy"  # The rule sheet's 6x3 game (docs/RULES.md).
 EXAMPLE_MOVES = ["a2-a3", "a3-b3", "b1-c1", "b2-c2", "c1-d1", "c2-d2", "d3-e3", "e1-f1"]
 PUBLISHED_LINE = ["b1-c1", "a2-a3", "a1-b2", "c2-d2", "d3-e3", "c3-d1", "e1-f1"]
 
@@ -51,7 +51,7 @@ def clears(position: str, line: list[str]) -> bool:
     return set(board(state)) <= {".", "/"}
 
 
-# -- the rule sheet's example (RULINGS.md vector) -----------------------------------------------------
+# -- the rule sheet's example (docs/RULES.md) --------------------------------------------------------
 
 
 def test_metadata() -> None:
@@ -83,7 +83,7 @@ def test_the_example_deal_itself_is_solvable() -> None:
 
 
 def test_sheet_diagrams_after_each_removal() -> None:
-    # The sheet's diagrams, except that its first one misprints rank 3 (RULINGS.md gives the deal).
+    # The sheet's diagrams, except that its first one misprints rank 3 (docs/RULES.md gives the deal).
     expected = [
         "bbwbbw/byyywb/y..wyy",
         ".bwbbw/.yyywb/y..wyy",

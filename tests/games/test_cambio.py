@@ -1,4 +1,4 @@
-"""Cambio: the RULINGS.md test vector, placement and push rules, line judging, repetition, rendering."""
+"""Cambio: the docs/RULES.md test vector, placement and push rules, line judging, repetition, rendering."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def targets(svg: str) -> list[str]:
     return [el.get("data-move", "") for el in root.iter() if el.get("data-move") is not None]
 
 
-# -- the RULINGS.md test vector --------------------------------------------------------------------
+# -- the docs/RULES.md test vector-----------------------------------------------------------------
 
 RULINGS_PLACEMENTS = ("b3", "a2", "c2", "b1")
 RULINGS_PUSHES = ["a3v", "b3v", "c3v", "a1^", "c1^", "a1>", "a3>", "c1<", "c2<", "c3<"]

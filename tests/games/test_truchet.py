@@ -1,4 +1,4 @@
-"""Truchet: the rule sheet's examples in constructed positions, the RULINGS.md vectors, notation,
+"""Truchet: the rule sheet's examples in constructed positions, the docs/RULES.md vectors, notation,
 refusals, options, rendering, and random playouts with invariants checked after every move."""
 
 from __future__ import annotations

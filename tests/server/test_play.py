@@ -11,7 +11,7 @@ from pbem.extensions import db
 from pbem.models import Game, Move, OutboxMail, User
 from pbem.play import PlayError
 
-# Cambio 3x3 with two placements each (RULINGS.md): O places b3, X a2, O c2, X b1, then O pushes.
+# Cambio 3x3 with two placements each (docs/RULES.md): O places b3, X a2, O c2, X b1, then O pushes.
 OPENING = ["b3", "a2", "c2", "b1"]
 
 
