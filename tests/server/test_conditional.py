@@ -347,3 +347,26 @@ def test_truchet_an_answer_that_became_illegal_is_dropped_and_told(ctx: Flask, p
     assert lines(game.id, alice) == []
     [told] = mails_to(alice, "conditional-refused")
     assert f"if {theirs} then a1-a1" in told.body_text and "It is your move now" in told.body_text
+
+
+def test_a_line_queued_as_the_opponent_moves_is_answered_or_refused(app: Flask, ctx: Flask, players) -> None:
+    """The two take the game's lock in turn: the line is queued first and answers, or the move comes
+    first and the line is refused (it is her move); never a line left over for the player to move."""
+    from tests.server.test_concurrency import race, submit_as
+
+    alice, bob, _ = players
+    for _ in range(4):
+        game = cambio(alice, bob)
+        play.submit(game.id, alice, "b4", "web")
+
+        def queue(game_id: int = game.id) -> object:
+            return conditional.queue(game_id, db.session.get(User, alice.id), ["if b1 then c4"])
+
+        results = race(app, [queue, submit_as(bob.id, game.id, "b1")])
+        db.session.rollback()  # End the read snapshot to see what the threads committed.
+        texts = [text for text, _via in record(game.id)]
+        if isinstance(results[0], PlayError):
+            assert "It is your move" in results[0].message and texts == ["b4", "b1"]
+        else:
+            assert texts == ["b4", "b1", "c4"]
+        assert lines(game.id, alice) == []

@@ -148,3 +148,16 @@ def test_conditionals_by_subject_command(postman: Postman, players) -> None:
     postman.command(alice.email, f"cambio conditionals {game.id} alice {key} clear")
     postman.settle()
     assert "are deleted (1 line)" in text_of(postman.last(alice.email, "Re: cambio conditionals"))
+
+
+def test_a_subject_move_takes_the_if_lines_of_its_body(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    postman.command(alice.email, f"cambio move {game.id} alice {alice.mail_key} b4#1", "if b1 then c4\n")
+    postman.settle()
+    assert "Your conditional moves queued: if b1 then c4." in text_of(
+        postman.last(alice.email, "Re: cambio move"))
+    postman.command(bob.email, f"cambio move {game.id} bob {bob.mail_key} b1")
+    postman.settle()
+    assert record(game.id) == [("b4", "command"), ("b1", "command"), ("c4", "conditional")]
+    assert "alice c4" in text_of(postman.last(bob.email, "Re: cambio move"))
