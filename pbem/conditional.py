@@ -212,7 +212,8 @@ def queue(game_id: int, user: User, texts: list[str], seat: int | None = None) -
 
 
 def delete(game_id: int, user: User, text: str | None = None, seat: int | None = None) -> int:
-    """Delete the user's line written ``text`` (and every line it begins), or every line when None.
+    """Delete the user's line written ``text`` and every line it begins (``if c4`` deletes every line
+    that starts with c4), or every line when ``text`` is None.
 
     Returns how many lines were deleted."""
     from pbem import play  # The move path imports this module; import late.
@@ -224,10 +225,10 @@ def delete(game_id: int, user: User, text: str | None = None, seat: int | None =
             kept: list[Line] = []
         else:
             try:
-                gone = parse_line(text)
+                gone = parse_line(text, partial=True)
             except PlayError:
                 gone = []
-            kept = [line for line in lines if line[: len(gone)] != gone]
+            kept = [line for line in lines if not gone or line[: len(gone)] != gone]
             if len(kept) == len(lines):
                 raise PlayError(f"You have no conditional line '{text.strip()[:100]}' in game #{game.id}.",
                                 "no-line")

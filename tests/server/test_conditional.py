@@ -227,8 +227,10 @@ def test_a_deletion_removes_a_line_and_the_lines_it_begins(ctx: Flask, players) 
     conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2", "if b2 then c4"])
     assert conditional.delete(game.id, alice, "if b1 then c4") == 1
     assert lines(game.id, alice) == [["b2", "c4"]]
-    with pytest.raises(PlayError, match="no conditional line"):
-        conditional.delete(game.id, alice, "if c1 then c4")
+    for missing in ("if c1 then c4", "", "if then"):
+        with pytest.raises(PlayError, match="no conditional line"):
+            conditional.delete(game.id, alice, missing)
+    assert lines(game.id, alice) == [["b2", "c4"]]
     assert conditional.delete(game.id, alice) == 1
     assert lines(game.id, alice) == []
 
@@ -370,3 +372,33 @@ def test_a_line_queued_as_the_opponent_moves_is_answered_or_refused(app: Flask, 
         else:
             assert texts == ["b4", "b1", "c4"]
         assert lines(game.id, alice) == []
+
+
+def test_a_conditional_answer_can_end_the_game(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    for i, text in enumerate(["b3", "a2", "c2", "b1"]):
+        play.submit(game.id, [alice, bob][i % 2], text, "web")
+    # After c1^ and c3< bob has a full line: nothing may follow in a line.
+    with pytest.raises(PlayError, match=r"after c1\^ c3< the game is over"):
+        conditional.queue(game.id, bob, ["if c1^ then c3< then a1v then a3>"])
+    conditional.queue(game.id, bob, ["if c1^ then c3<"])
+    play.submit(game.id, alice, "c1^", "web")
+    game = db.session.get(Game, game.id)
+    assert record(game.id)[-1] == ("c3<", "conditional")
+    assert game.status == "finished" and game.result["results"] == ["loss", "win"]
+    assert all(s.deadline is None for s in game.seats)
+    assert mails_to(alice, "game-over") and mails_to(bob, "game-over")
+
+
+def test_a_conditional_answer_starts_the_opponents_clock(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    play.submit(game.id, alice, "b4", "web")
+    conditional.queue(game.id, alice, ["if b1 then c4"])
+    play.submit(game.id, bob, "b1", "web")
+    game = db.session.get(Game, game.id)
+    waiting, to_move = game.seats
+    assert waiting.deadline is None and to_move.deadline is not None
+    assert [s.moves_made for s in game.seats] == [2, 1]
