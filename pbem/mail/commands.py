@@ -417,6 +417,8 @@ def _conditionals(command: Command, user: User, game: Game, seat_number: int | N
     """List, queue or clear the player's conditional lines in ``game``; only they ever see them."""
     engine = games.get(game.engine)
     where = f"{engine.title} #{game.id}"
+    if _seat(game, user, seat_number) is None:
+        raise CommandError(f"You are not playing in {where}, so you have no conditional moves there.")
     if command.args == ["clear"]:
         gone = conditional.delete(game.id, user, seat=seat_number)
         return Answer(f"Your conditional moves in {where} are deleted ({gone} line{'s' * (gone != 1)}).")

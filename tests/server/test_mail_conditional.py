@@ -132,7 +132,7 @@ def test_an_if_line_under_a_move_never_becomes_a_comment(postman: Postman, playe
 
 
 def test_conditionals_by_subject_command(postman: Postman, players) -> None:
-    alice, bob, _ = players
+    alice, bob, carol = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
     key = alice.mail_key
@@ -145,6 +145,9 @@ def test_conditionals_by_subject_command(postman: Postman, players) -> None:
     postman.settle()
     assert "if b1 then c4" in text_of(postman.last(alice.email, "Re: cambio conditionals"))
     assert "You have no conditional moves" in text_of(postman.last(bob.email, "Re: cambio conditionals"))
+    postman.command(carol.email, f"cambio conditionals {game.id} carol {carol.mail_key}")
+    postman.settle()
+    assert "You are not playing in Cambio" in text_of(postman.last(carol.email, "Re: cambio conditionals"))
     postman.command(alice.email, f"cambio conditionals {game.id} alice {key} clear")
     postman.settle()
     assert "are deleted (1 line)" in text_of(postman.last(alice.email, "Re: cambio conditionals"))
