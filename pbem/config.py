@@ -153,7 +153,7 @@ def _check_limits(limits: dict[str, Any]) -> None:
     from limits import parse_many
 
     for name, value in limits.items():
-        if name in ("enabled", "storage_uri"):
+        if name in ("enabled", "storage_uri", "key_prefix"):
             continue
         try:
             parse_many(value)
@@ -182,7 +182,9 @@ def flask_config(settings: Settings) -> dict[str, Any]:
         # counted in each process rather than failing the request.
         "RATELIMIT_ENABLED": settings["ratelimit"]["enabled"],
         "RATELIMIT_STORAGE_URI": settings["ratelimit"]["storage_uri"],
-        "RATELIMIT_KEY_PREFIX": "pbem",
+        # The prefix goes to the storage, not to Flask-Limiter's own key_prefix: the limiter is one object
+        # for every app of a process, and it keeps the first app's prefix for good.
+        "RATELIMIT_STORAGE_OPTIONS": {"key_prefix": settings["ratelimit"]["key_prefix"]},
         "RATELIMIT_HEADERS_ENABLED": True,
         "RATELIMIT_SWALLOW_ERRORS": True,
         "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
