@@ -106,6 +106,26 @@ def user_renew_tokens(handle: str) -> None:
         click.echo(f"Every reply address and move link sent to {player.handle} so far is revoked.")
 
 
+@user.command("token")
+@click.argument("handle")
+@click.option("--name", default="command line", show_default=True, help="What the token is for.")
+def user_token(handle: str, name: str) -> None:
+    """Make a new API token for a player and print it (it is shown this once; revoke it in Settings)."""
+    from pbem import apitokens
+    from pbem.accounts import AccountError, find_user
+
+    app = _app()
+    with app.app_context():
+        player = find_user(handle)
+        if player is None:
+            raise click.ClickException(f"There is no player called {handle!r}.")
+        try:
+            _row, token = apitokens.create(player, name)
+        except AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(token)
+
+
 # Checking ---------------------------------------------------------------------------
 
 

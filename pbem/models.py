@@ -305,6 +305,25 @@ class InboundMail(db.Model):
     game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
 
 
+class ApiToken(db.Model):
+    """A key a program uses for the JSON API in a player's name (``Authorization: Bearer …``).
+
+    Only the SHA-256 of the token is stored: it is shown once when made, and a stolen database does not
+    give it away.  (A token is 256 random bits, so a fast hash is enough, unlike for passwords.)"""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The token's first characters, so the player can tell their tokens apart.
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    user: Mapped[User] = relationship()
+
+
 class Rating(db.Model):
     """A player's Glicko-2 rating in one game, updated when a rated two-player game ends (see
     :mod:`pbem.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity."""

@@ -32,7 +32,7 @@ from pbem.models import Game, Move, Seat, User, Watch, utcnow
 
 log = logging.getLogger(__name__)
 
-VIA = {"web", "mail", "link", "command", "server", "cli", "conditional"}
+VIA = {"web", "mail", "link", "command", "server", "cli", "conditional", "api"}
 
 
 # Reading a game's state ------------------------------------------------------------------------------

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
 
 import games
-from pbem import clock, results
+from pbem import api, clock, results
+from pbem.api.errors import error_response, http_error, is_api_request
 from pbem.extensions import login_manager
 
 
@@ -43,6 +45,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(players.bp)
     app.register_blueprint(links.bp)
     app.register_blueprint(mailbox.bp)
+    api.init_app(app)
 
     @app.errorhandler(CSRFError)
     def csrf_refused(exc: CSRFError) -> tuple[object, int]:
@@ -53,7 +56,9 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Form refused", message=message), 400
 
     @app.errorhandler(429)
-    def too_many(exc: Exception) -> tuple[object, int]:
+    def too_many(exc: HTTPException) -> tuple[object, int]:
+        if is_api_request():
+            return http_error(exc)
         message = ("Too many attempts from here or for this account in a short time, so this was not done. "
                    "Wait a while (an hour at most) and try again.")
         retry = getattr(exc, "retry_after", None)
@@ -62,7 +67,20 @@ def init_app(app: Flask) -> None:
             return jsonify(ok=False, code="rate-limited", message=message), 429, headers
         return render_template("error.html", title="Too many attempts", message=message), 429, headers
 
+    @app.errorhandler(405)
+    def wrong_method(exc: HTTPException) -> object:
+        return http_error(exc) if is_api_request() else exc
+
+    @app.errorhandler(500)
+    def server_error(exc: HTTPException) -> object:
+        if is_api_request():
+            return error_response(500, "server-error",
+                                  "Something went wrong on the server; it has been logged.")
+        return exc
+
     @app.errorhandler(404)
-    def not_found(_exc: Exception) -> tuple[str, int]:
+    def not_found(exc: HTTPException) -> tuple[object, int]:
+        if is_api_request():
+            return http_error(exc)
         return render_template("error.html", title="Not found",
                                message="There is nothing here (or it is not yours to see)."), 404

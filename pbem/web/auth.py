@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts, clock, tokens, vacation
+from pbem import accounts, apitokens, clock, tokens, vacation
 from pbem.accounts import AccountError
 from pbem.extensions import db
 from pbem.web.limits import per_ip_and
@@ -114,6 +114,15 @@ def settings() -> str | Response | tuple[str, int]:
     """Notification choice, vacation, mail key and password."""
     if request.method == "POST":
         action = request.form.get("action", "")
+        if action == "token-new":
+            # The token is shown on this answer only, never stored in the session or a flash message.
+            try:
+                me = current_user._get_current_object()
+                row, token = apitokens.create(me, request.form.get("name", ""))
+            except AccountError as exc:
+                return render_template("auth/settings.html", error=exc.args[0], **_settings_context()), 400
+            return render_template("auth/settings.html", new_token=token, new_token_name=row.name,
+                                   **_settings_context())
         try:
             message = _apply_setting(action)
         except AccountError as exc:
@@ -126,6 +135,7 @@ def settings() -> str | Response | tuple[str, int]:
 def _settings_context() -> dict:
     user = current_user._get_current_object()
     return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_days_left": vacation.days_left(user),
+            "api_tokens": apitokens.active(user),
             "vacation_ends": clock.format_time(vacation.ends_at(user)) if user.on_vacation else None}
 
 
@@ -144,6 +154,12 @@ def _apply_setting(action: str) -> str:
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
         return "Your password is changed."
+    if action == "token-revoke":
+        token_id = request.form.get("token", "")
+        if not token_id.isdigit() or len(token_id) > 12:
+            raise AccountError("You have no such token (it may be revoked already).")
+        row = apitokens.revoke(user, int(token_id))
+        return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
     if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

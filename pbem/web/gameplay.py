@@ -20,8 +20,6 @@ from pbem.web import gameview, newgame, wants_json
 
 bp = Blueprint("games", __name__)
 
-# Most refusals are the player's to fix (400); these say the page is out of date or not theirs.
-_STATUS = {"not-seated": 403, "stale": 409, "conflict": 409, "not-your-turn": 409, "over": 409}
 MAX_COMMENT = 2000
 
 
@@ -141,7 +139,7 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str) -> Response | t
     try:
         action(game)
     except PlayError as exc:
-        status = _STATUS.get(exc.code, 400)
+        status = exc.http_status
         if wants_json():
             return jsonify(ok=False, code=exc.code, message=exc.message), status
         flash(exc.message, "error")
@@ -183,7 +181,7 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")
         return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg())), 303
-    status = _STATUS.get(error.code, 400)
+    status = error.http_status
     if wants_json():
         return jsonify(ok=False, code=error.code, message=error.message), status
     # Without the script: the page again, with the message and what was typed kept.

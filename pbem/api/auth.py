@@ -1,0 +1,42 @@
+"""Who is calling the API: the Bearer token of each request, and the rate limit per token."""
+
+from __future__ import annotations
+
+from flask import current_app, g, request
+from flask_limiter.util import get_remote_address
+
+from pbem import apitokens
+from pbem.api.errors import ApiError
+from pbem.models import ApiToken, User
+
+
+def current_token() -> ApiToken | None:
+    """The working token the request carries, or None (read once per request)."""
+    if "api_token" not in g:
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        g.api_token = apitokens.authenticate(value) if scheme.lower() == "bearer" and value else None
+    return g.api_token
+
+
+def caller() -> User:
+    """The player the request acts for; ApiError 401 without a working token."""
+    token = current_token()
+    if token is None:
+        if not request.headers.get("Authorization"):
+            raise ApiError(401, "unauthorized",
+                           "This call needs an API token: send the header 'Authorization: Bearer <token>'. "
+                           "Make a token in your Settings.")
+        raise ApiError(401, "bad-token", "This API token is not valid: it is wrong, or has been revoked.")
+    return token.user
+
+
+def limit() -> str:
+    """The API's rate limit, from the settings (read per request, so tests may change it)."""
+    return current_app.config["PBEM"]["ratelimit"]["api_per_token"]
+
+
+def limit_key() -> str:
+    """Counts are kept per token; requests without a working token count against their address."""
+    token = current_token()
+    return f"token:{token.id}" if token is not None else f"ip:{get_remote_address()}"

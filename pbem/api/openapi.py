@@ -1,0 +1,184 @@
+"""The API's operations, registered once: each view is declared with its path, method, schemas and
+errors by :func:`operation`, which loads the request through the schemas and dumps the answer; the
+OpenAPI 3.1 document (apispec's marshmallow plugin) and the API page are generated from the same list.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import wraps
+from typing import Any
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Response, current_app, jsonify, render_template, request
+from marshmallow import EXCLUDE, Schema
+
+from pbem.api import auth, bp
+from pbem.api.errors import ApiError
+from pbem.api.schemas import ErrorSchema
+
+VERSION = "1.0.0"
+# The largest JSON body the API reads; its requests are a move or a game's settings.
+MAX_BODY = 64 * 1024
+# The largest id a database integer holds: a larger one in a path names nothing.
+MAX_ID = 2**31 - 1
+
+# What each error status means in every operation that can answer it.
+ERROR_WORDS = {
+    400: "Bad JSON, or a request the player can fix (an illegal move carries legal_moves).",
+    401: "No token, or a wrong or revoked one.",
+    403: "Not yours to do (not a player of this game).",
+    404: "No such game or player, or not one you may see.",
+    409: "Too late or out of date: not your turn, a stale expect, the game is over or has started.",
+    413: "The body is too large.",
+    422: "A field or parameter is missing or out of range; fields says which.",
+    429: "Too many requests with this token.",
+}
+COMMON_ERRORS = (401, 429)
+
+
+@dataclass
+class Operation:
+    """One documented route of the API."""
+
+    rule: str
+    method: str
+    name: str
+    summary: str
+    description: str
+    body: type[Schema] | None = None
+    query: type[Schema] | None = None
+    response: type[Schema] | None = None
+    status: int = 200
+    errors: tuple[int, ...] = ()
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        """The path as OpenAPI writes it: ``/api/v1/games/{game_id}``."""
+        return "/api" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", self.rule)
+
+    @property
+    def path_parameters(self) -> list[tuple[str, str]]:
+        """The path's parameters with their OpenAPI types."""
+        return [(name, "integer" if kind == "int" else "string")
+                for kind, name in re.findall(r"<(?:(\w+):)?(\w+)>", self.rule)]
+
+
+OPERATIONS: list[Operation] = []
+
+
+def _json_body() -> Any:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, "too-large", f"The body is too large: at most {MAX_BODY} bytes.")
+    data = request.get_json(force=True, silent=True)
+    if data is None:
+        raise ApiError(400, "bad-json", "The body must be a JSON object.")
+    return data
+
+
+def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
+              query: type[Schema] | None = None, response: type[Schema] | None = None, status: int = 200,
+              errors: tuple[int, ...] = (), tag: str = "games") -> Callable:
+    """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
+
+    The view is called with the caller (a :class:`~pbem.models.User`), the path's arguments, and
+    ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps."""
+
+    def decorate(view: Callable) -> Callable:
+        # The docstring is the operation's description; people read it without reST's quotes.
+        description = inspect.cleandoc(view.__doc__ or "").replace("``", "")
+        OPERATIONS.append(Operation(rule, method, view.__name__, summary, description,
+                                    body, query, response, status, errors, [tag]))
+
+        @wraps(view)
+        def endpoint(**path_args: Any) -> tuple[Response, int]:
+            kwargs: dict[str, Any] = dict(path_args)
+            kwargs["user"] = auth.caller()
+            if query is not None:
+                kwargs["query"] = query(unknown=EXCLUDE).load(request.args.to_dict())
+            if body is not None:
+                kwargs["body"] = body().load(_json_body())
+            result = view(**kwargs)
+            return jsonify(response().dump(result) if response is not None else result), status
+
+        bp.add_url_rule(rule, endpoint=view.__name__, view_func=endpoint, methods=[method])
+        return endpoint
+
+    return decorate
+
+
+def build_spec() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every declared operation."""
+    spec = APISpec(
+        title="pbem API", version=VERSION, openapi_version="3.1.0",
+        plugins=[MarshmallowPlugin()],
+        info={"description": "Play turn-based board games by program: list and start games, answer "
+                             "challenges, read a position with its legal moves, and move. Authenticate "
+                             "with 'Authorization: Bearer <token>' (make a token in Settings)."},
+        servers=[{"url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")}],
+    )
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.schema("Error", schema=ErrorSchema)
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        doc: dict[str, Any] = {
+            "operationId": op.name, "summary": op.summary, "description": op.description, "tags": op.tags,
+            "security": [{"bearer": []}], "parameters": [], "responses": {},
+        }
+        for name, kind in op.path_parameters:
+            schema = ({"type": kind, "minimum": 1, "maximum": MAX_ID} if kind == "integer"
+                      else {"type": kind, "maxLength": 32})
+            doc["parameters"].append({"in": "path", "name": name, "required": True, "schema": schema})
+        if op.query is not None:
+            doc["parameters"].append({"in": "query", "schema": op.query})
+        if op.body is not None:
+            doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body}}}
+        answer: dict[str, Any] = {"description": op.summary}
+        if op.response is not None:
+            answer["content"] = {"application/json": {"schema": op.response}}
+        doc["responses"][str(op.status)] = answer
+        for status in sorted({*op.errors, *COMMON_ERRORS, *((400, 413) if op.body else ())}):
+            doc["responses"][str(status)] = {
+                "description": ERROR_WORDS[status],
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            }
+        paths.setdefault(op.path, {})[op.method.lower()] = doc
+    for path, operations in paths.items():
+        spec.path(path=path, operations=operations)
+    return spec.to_dict()
+
+
+@bp.get("/openapi.json")
+def openapi_document() -> Response:
+    """The OpenAPI 3.1 document of the API."""
+    return jsonify(build_spec())
+
+
+def _schema_name(content: dict[str, Any] | None) -> str | None:
+    """The component a body or answer refers to (``#/components/schemas/Game`` gives ``Game``)."""
+    ref = ((content or {}).get("application/json") or {}).get("schema", {}).get("$ref", "")
+    return ref.rsplit("/", 1)[-1] or None
+
+
+@bp.get("/")
+def page() -> str:
+    """The API explained for people: authentication, errors, and each operation with its fields."""
+    spec = build_spec()
+    described = []
+    for op in OPERATIONS:
+        doc = spec["paths"][op.path][op.method.lower()]
+        described.append({
+            "op": op, "doc": doc,
+            "body": _schema_name(doc.get("requestBody", {}).get("content")),
+            "answer": _schema_name(doc["responses"][str(op.status)].get("content")),
+            "query": [p for p in doc["parameters"] if p["in"] == "query"],
+            "errors": [(int(code), answer["description"]) for code, answer in doc["responses"].items()
+                       if int(code) >= 400],
+        })
+    return render_template("api.html", operations=described, schemas=spec["components"]["schemas"],
+                           version=VERSION)

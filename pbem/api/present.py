@@ -1,0 +1,113 @@
+"""What the API answers, as plain data for the schemas to dump: games, record entries, players.
+
+Read-only; what a caller may see of a game is what its page shows them (:func:`pbem.web.gameview.build`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from flask import current_app, url_for
+from sqlalchemy import select
+
+import games
+from pbem import clock, play, ratings
+from pbem.extensions import db
+from pbem.models import Challenge, Game, Move, Rating, Seat, User
+from pbem.web import gameview
+
+
+def outcome(game: Game) -> dict[str, Any] | None:
+    """How the game ended, or None while it goes on."""
+    if not game.result:
+        return None
+    ended = games.Outcome.from_dict(game.result)
+    return {"reason": ended.reason, "results": list(ended.results),
+            "scores": None if ended.scores is None else list(ended.scores)}
+
+
+def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
+    """A game in a list: its players, whose move it is, its result."""
+    movers = play.seats_to_move(game) if game.status == "active" else frozenset()
+    ended = games.Outcome.from_dict(game.result) if game.result else None
+    seats = []
+    for seat in game.seats:
+        to_move = seat.number in movers
+        seats.append({
+            "seat": seat.number,
+            "player": seat.user.handle if seat.user else None,
+            "to_move": to_move,
+            "deadline": seat.deadline if to_move else None,
+            "clock": clock.status(seat) if to_move else "",
+            "result": ended.results[seat.number] if ended and seat.number < len(ended.results) else None,
+        })
+    mine = next((s for s in game.seats if viewer is not None and s.user_id == viewer.id
+                 and s.number in movers), None)
+    return {
+        "id": game.id, "game": game.engine, "title": play.engine_of(game).title, "status": game.status,
+        "public": game.public, "rated": game.rated, "players": seats,
+        "move_number": play.next_move_number(game, mine) if mine else game.ply + 1,
+        "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
+        "url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
+        + url_for("games.game", game_id=game.id),
+    }
+
+
+def record_entry(move: Move, name: str) -> dict[str, Any]:
+    """One entry of the record."""
+    return {"number": move.number, "seat": move.seat, "player": name, "kind": move.kind,
+            "text": move.text, "comment": move.comment, "at": move.created_at}
+
+
+def game(game: Game, viewer: User, seat_number: int | None = None) -> dict[str, Any]:
+    """A game as ``viewer`` sees it: the board from their seat, their legal moves on their turn, the
+    record (less what the rules keep hidden from them)."""
+    view = gameview.build(game, viewer, seat_number)
+    data = summary(game, viewer)
+    for seat_data, seat_view in zip(data["players"], view.seats, strict=True):
+        seat_data["challenged"] = seat_view.challenged.handle if seat_view.challenged else None
+    board = None
+    if game.state is not None:
+        state = play.state_of(game)
+        board = view.engine.render_text(state, view.viewer_seat.number if view.viewer_seat else None)
+    if view.my_turn and view.expect is not None:
+        data["move_number"] = view.expect
+    data.update({
+        "options": game.options, "time_control": view.time_control, "board": board,
+        "your_seat": view.viewer_seat.number if view.viewer_seat else None,
+        "your_turn": view.my_turn,
+        "legal_moves": view.legal if view.my_turn else None,
+        "draw_offered_by": game.draw_offered_by,
+        "record": [record_entry(move, name) for move, name in view.moves],
+        "hidden_moves": view.hidden_moves,
+    })
+    return data
+
+
+def challenge(row: Challenge) -> dict[str, Any]:
+    """A challenge waiting for an answer."""
+    return {"game": summary(row.game), "seat": row.seat, "challenger": row.challenger.handle,
+            "created_at": row.created_at}
+
+
+def player(user: User) -> dict[str, Any]:
+    """A player's ratings per game (with the deviation as of now) and their record of finished games."""
+    rows = db.session.scalars(select(Rating).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
+    rated = [{"game": r.engine, "rating": round(r.rating, 1), "deviation": round(ratings.deviation_now(r), 1),
+              "volatility": r.volatility, "provisional": ratings.is_provisional(r),
+              "display": ratings.display(r), "games": r.games} for r in rows]
+    # One row per finished game of theirs: the game type, their seat and the stored result.
+    finished = db.session.execute(
+        select(Game.engine, Seat.number, Game.result).join(Seat, Seat.game_id == Game.id)
+        .where(Seat.user_id == user.id, Game.status == "finished", Game.public.is_(True))
+    ).all()
+    tally: dict[str, Counter[str]] = {}
+    for engine, number, result in finished:
+        results = (result or {}).get("results") or []
+        if number < len(results):
+            tally.setdefault(engine, Counter())[results[number]] += 1
+    record = [{"game": engine, "wins": counts["win"], "draws": counts["draw"], "losses": counts["loss"]}
+              for engine, counts in sorted(tally.items())]
+    return {"handle": user.handle, "since": user.created_at, "on_vacation": user.on_vacation,
+            "ratings": rated, "record": record}

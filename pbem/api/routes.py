@@ -1,0 +1,193 @@
+"""The API's operations.  Each reads its request, calls one service function (:mod:`pbem.play`,
+:mod:`pbem.challenges`) or reads, and answers through its schema; refusals become JSON errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import selectinload
+
+import games
+from pbem import accounts, challenges, clock, play
+from pbem.api import present
+from pbem.api import schemas as s
+from pbem.api.errors import ApiError
+from pbem.api.openapi import MAX_ID, operation
+from pbem.errors import PlayError
+from pbem.extensions import db
+from pbem.models import Game, Seat, User
+from pbem.web import dashboard, gameview, newgame
+
+
+def _game_for(user: User, game_id: int) -> Game:
+    """The game, if the caller may see it; else a 404 that does not say whether it exists."""
+    game = db.session.get(Game, game_id) if game_id <= MAX_ID else None
+    if game is None or not gameview.visible(game, user):
+        raise ApiError(404, "no-game", f"There is no game #{game_id} (or it is not yours to see).")
+    return game
+
+
+def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, Any]:
+    """The game as it stands after a change, for the caller."""
+    db.session.expire_all()
+    return present.game(_game_for(user, game_id), user, seat)
+
+
+# Reading ---------------------------------------------------------------------------
+
+
+@operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
+           errors=(422,))
+def list_games(user: User, query: dict[str, Any]) -> dict[str, Any]:
+    """Games newest first: public games, and private ones you play in.  Filter by game type, player,
+    status and rated; page with ``before`` (the previous page's ``next_before``)."""
+    seated = select(Seat.game_id).where(Seat.user_id == user.id)
+    wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
+    if "game" in query:
+        try:
+            wanted = wanted.where(Game.engine == games.get(query["game"]).slug)
+        except games.UnknownGame as exc:
+            raise ApiError(422, "invalid", str(exc), fields={"game": [str(exc)]}) from None
+    if "player" in query:
+        player = accounts.find_user(query["player"]) if accounts.HANDLE.match(query["player"]) else None
+        if player is None:
+            message = f"There is no player called {query['player']!r}."
+            raise ApiError(422, "invalid", message, fields={"player": [message]})
+        wanted = wanted.where(Game.id.in_(select(Seat.game_id).where(Seat.user_id == player.id)))
+    if "status" in query:
+        wanted = wanted.where(Game.status == query["status"])
+    if "rated" in query:
+        wanted = wanted.where(Game.rated.is_(query["rated"]))
+    if "before" in query:
+        wanted = wanted.where(Game.id < query["before"])
+    limit = query["limit"]
+    found = db.session.scalars(
+        wanted.order_by(Game.id.desc()).limit(limit + 1)
+        .options(selectinload(Game.seats).joinedload(Seat.user))
+    ).all()
+    page = found[:limit]
+    return {"games": [present.summary(g, user) for g in page],
+            "next_before": page[-1].id if len(found) > limit else None}
+
+
+@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,))
+def get_game(user: User, game_id: int) -> dict[str, Any]:
+    """The game as you see it: players, whose turn, the move number to confirm, the board as text, your
+    legal moves when it is your turn, clocks, the record and the result."""
+    return present.game(_game_for(user, game_id), user)
+
+
+@operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me")
+def my_turn(user: User) -> dict[str, Any]:
+    """The games where it is your move, the soonest deadline first."""
+    return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
+
+
+@operation("/v1/me/challenges", "GET", "Challenges awaiting my answer", response=s.ChallengeListSchema,
+           tag="me")
+def my_challenges(user: User) -> dict[str, Any]:
+    """The challenges to you that you have not answered: accept or decline each."""
+    return {"challenges": [present.challenge(c) for c in challenges.pending_challenges(user)]}
+
+
+@operation("/v1/players/<handle>", "GET", "A player", response=s.PlayerSchema, errors=(404,), tag="players")
+def get_player(user: User, handle: str) -> dict[str, Any]:
+    """A player's Glicko-2 rating in each game (rating, deviation as of now, volatility, provisional)
+    and their record of finished public games."""
+    player = accounts.find_user(handle) if accounts.HANDLE.match(handle) else None
+    if player is None or not player.verified:
+        raise ApiError(404, "no-player", f"There is no player called {handle!r}.")
+    return present.player(player)
+
+
+# Starting and answering ---------------------------------------------------------------------------
+
+
+@operation("/v1/games", "POST", "Start a game", body=s.NewGameSchema, response=s.GameSchema, status=201,
+           errors=(400, 404, 422))
+def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
+    """Start a game: ``seats`` lists handles in seat order — yours (or "me"), players to challenge (each
+    gets a challenge to accept or decline), or null for an open seat anyone may take."""
+    try:
+        engine = games.get(body["game"])
+    except games.UnknownGame as exc:
+        raise ApiError(422, "invalid", str(exc), fields={"game": [str(exc)]}) from None
+    seats: list[User | None] = []
+    for number, handle in enumerate(body["seats"]):
+        if handle is None:
+            seats.append(None)
+        elif handle.lower() == "me" or accounts.handle_key(handle) == user.handle_key:
+            seats.append(user)
+        else:
+            found = accounts.find_user(handle) if accounts.HANDLE.match(handle) else None
+            if found is None:
+                message = f"There is no player called {handle!r}."
+                raise ApiError(422, "invalid", message, fields={"seats": {str(number): [message]}})
+            seats.append(found)
+    try:
+        time_control = clock.time_control_from_choice(body.get("time") or newgame.default_time_choice(),
+                                                      body["weekend_pause"])
+    except clock.TimeControlError as exc:
+        raise ApiError(422, "invalid", str(exc), fields={"time": [str(exc)]}) from None
+    if not body["public"] and None in seats:
+        raise PlayError("A private game cannot have open seats: name every player, or make it public.",
+                        "private")
+    created = challenges.new_game(user, engine.slug, seats, body["options"], public=body["public"],
+                                  time_control=time_control, rated=body["rated"])
+    return _fresh_game(user, created.id)
+
+
+@operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", response=s.GameSchema,
+           errors=(404, 409))
+def accept(user: User, game_id: int) -> dict[str, Any]:
+    """Accept your challenge to this game; it starts when every seat is taken."""
+    challenges.accept(_game_for(user, game_id).id, user)
+    return _fresh_game(user, game_id)
+
+
+@operation("/v1/games/<int:game_id>/decline", "POST", "Decline a challenge", response=s.GameSchema,
+           errors=(404, 409))
+def decline(user: User, game_id: int) -> dict[str, Any]:
+    """Decline your challenge to this game; the game is called off."""
+    challenges.decline(_game_for(user, game_id).id, user)
+    return _fresh_game(user, game_id)
+
+
+# Playing ---------------------------------------------------------------------------
+
+
+@operation("/v1/games/<int:game_id>/moves", "POST", "Move", body=s.MoveSchema, response=s.MoveResultSchema,
+           status=201, errors=(400, 403, 404, 409, 422))
+def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Play a move in the game's notation.  Send ``expect`` (the ``move_number`` you saw) so that a
+    move made on an out-of-date position is refused (409, stale) rather than played.  An illegal move is
+    refused (400, illegal) with the reason and your legal moves."""
+    game = _game_for(user, game_id)
+    try:
+        played = play.submit(game.id, user, body["move"], "api", expect=body.get("expect"),
+                             comment=body.get("comment"), seat=body.get("seat"))
+    except PlayError as exc:
+        if exc.code != "illegal":
+            raise
+        db.session.expire_all()
+        legal = present.game(_game_for(user, game_id), user, body.get("seat"))["legal_moves"] or []
+        raise ApiError(exc.http_status, exc.code, exc.message, legal_moves=legal) from None
+    name = gameview.player_name(game, played.seat)
+    return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
+
+
+@operation("/v1/games/<int:game_id>/resign", "POST", "Resign", response=s.GameSchema, errors=(403, 404, 409))
+def resign(user: User, game_id: int) -> dict[str, Any]:
+    """Resign the game (or abandon a game played alone)."""
+    play.resign(_game_for(user, game_id).id, user, "api")
+    return _fresh_game(user, game_id)
+
+
+@operation("/v1/games/<int:game_id>/draw", "POST", "Offer or answer a draw", body=s.DrawSchema,
+           response=s.GameSchema, errors=(400, 403, 404, 409, 422))
+def draw(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Offer a draw (``offer``), or answer your opponent's offer (``accept`` or ``decline``)."""
+    action = {"offer": play.offer_draw, "accept": play.accept_draw, "decline": play.decline_draw}
+    action[body["action"]](_game_for(user, game_id).id, user, "api")
+    return _fresh_game(user, game_id)

@@ -1,0 +1,242 @@
+"""The API's requests and answers as marshmallow schemas: the views load and dump through them, and the
+OpenAPI document is generated from them, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from marshmallow import Schema, fields, validate
+
+MAX_MOVE = 500
+MAX_COMMENT = 2000
+MAX_SEATS = 8
+MAX_HANDLE = 32
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+STATUSES = ("waiting", "active", "finished", "abandoned")
+RESULTS = ("win", "draw", "loss")
+
+
+class UtcDateTime(fields.DateTime):
+    """A time in ISO 8601 with its zone, as RFC 3339 wants: the server keeps naive UTC times."""
+
+    def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return super()._serialize(value, attr, obj, **kwargs)
+
+
+class ErrorSchema(Schema):
+    """A refused request: ``error`` is for people, ``code`` for programs."""
+
+    error = fields.String(required=True, metadata={"description": "What was wrong, written for a person."})
+    code = fields.String(required=True, metadata={
+        "description": "A stable machine code: e.g. illegal, stale, not-your-turn, invalid, unauthorized."})
+    legal_moves = fields.List(fields.String(), metadata={
+        "description": "With a refused move (illegal): the moves that are legal now."})
+    fields_ = fields.Dict(data_key="fields", keys=fields.String(), values=fields.Raw(), metadata={
+        "description": "With code invalid: the message for each field or parameter that was refused."})
+
+
+# Answers ---------------------------------------------------------------------------
+
+
+class OutcomeSchema(Schema):
+    """How a game ended."""
+
+    reason = fields.String(required=True)
+    results = fields.List(fields.String(validate=validate.OneOf(RESULTS)), required=True,
+                          metadata={"description": "Each seat's result, in seat order."})
+    scores = fields.List(fields.Float(), allow_none=True)
+
+
+class SeatSchema(Schema):
+    """A seat of a game: its player (null while open), whether it is to move, its clock and result."""
+
+    seat = fields.Integer(required=True, metadata={"description": "The seat number, from 0."})
+    player = fields.String(allow_none=True, required=True)
+    challenged = fields.String(allow_none=True, metadata={
+        "description": "While the game waits: the player challenged to this seat, who has not answered."})
+    to_move = fields.Boolean(required=True)
+    deadline = UtcDateTime(allow_none=True, metadata={
+        "description": "When this seat's time runs out (UTC)."})
+    clock = fields.String(metadata={"description": "The seat's time left, in words."})
+    result = fields.String(allow_none=True, validate=validate.OneOf(RESULTS))
+
+
+class GameSummarySchema(Schema):
+    """A game in a list."""
+
+    id = fields.Integer(required=True)
+    game = fields.String(required=True, metadata={"description": "The game's type, e.g. cambio."})
+    title = fields.String(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(STATUSES))
+    public = fields.Boolean(required=True)
+    rated = fields.Boolean(required=True)
+    players = fields.List(fields.Nested(SeatSchema), required=True)
+    move_number = fields.Integer(required=True, metadata={
+        "description": "The number of the next move (per seat in games where seats move at once); send it "
+                       "as expect with your move."})
+    result = fields.Nested(OutcomeSchema, allow_none=True, required=True)
+    created_at = UtcDateTime(required=True)
+    finished_at = UtcDateTime(allow_none=True, required=True)
+    url = fields.String(required=True, metadata={"description": "The game's page on the web."})
+
+
+class RecordEntrySchema(Schema):
+    """One entry of a game's record: a move, or what a player did (resign, draw offer, timeout)."""
+
+    number = fields.Integer(required=True)
+    seat = fields.Integer(required=True)
+    player = fields.String(required=True)
+    kind = fields.String(required=True, metadata={
+        "description": "move, resign, draw-offer, draw-accept, draw-decline or timeout."})
+    text = fields.String(required=True)
+    comment = fields.String(allow_none=True)
+    at = UtcDateTime(required=True)
+
+
+class GameSchema(GameSummarySchema):
+    """A game as the caller sees it."""
+
+    options = fields.Dict(keys=fields.String(), values=fields.Raw(), required=True)
+    time_control = fields.String(required=True, metadata={"description": "The time control, in words."})
+    board = fields.String(allow_none=True, required=True, metadata={
+        "description": "The board as fixed-width text, from the caller's seat."})
+    your_seat = fields.Integer(allow_none=True, required=True)
+    your_turn = fields.Boolean(required=True)
+    legal_moves = fields.List(fields.String(), allow_none=True, required=True, metadata={
+        "description": "Your legal moves when it is your turn, else null."})
+    draw_offered_by = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "The seat that offers a draw, if any."})
+    record = fields.List(fields.Nested(RecordEntrySchema), required=True)
+    hidden_moves = fields.Integer(required=True, metadata={
+        "description": "Moves not shown to you (the other boards of a game played on a shared deal)."})
+
+
+class GameListSchema(Schema):
+    """A page of games, newest first; ask for the next with ``before``."""
+
+    games = fields.List(fields.Nested(GameSummarySchema), required=True)
+    next_before = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Pass this as before for the next page; null on the last page."})
+
+
+class TurnListSchema(Schema):
+    """The games awaiting the caller's move, the soonest deadline first."""
+
+    games = fields.List(fields.Nested(GameSummarySchema), required=True)
+
+
+class ChallengeSchema(Schema):
+    """A challenge waiting for the caller's answer."""
+
+    game = fields.Nested(GameSummarySchema, required=True)
+    seat = fields.Integer(required=True)
+    challenger = fields.String(required=True)
+    created_at = UtcDateTime(required=True)
+
+
+class ChallengeListSchema(Schema):
+    """The challenges waiting for the caller's answer, newest first."""
+
+    challenges = fields.List(fields.Nested(ChallengeSchema), required=True)
+
+
+class MoveResultSchema(Schema):
+    """A move accepted: the record entry, and the game after it."""
+
+    move = fields.Nested(RecordEntrySchema, required=True)
+    game = fields.Nested(GameSchema, required=True)
+
+
+class RatingSchema(Schema):
+    """A player's Glicko-2 rating in one game."""
+
+    game = fields.String(required=True)
+    rating = fields.Float(required=True)
+    deviation = fields.Float(required=True, metadata={
+        "description": "As of now: it grows while one does not play."})
+    volatility = fields.Float(required=True)
+    provisional = fields.Boolean(required=True)
+    display = fields.String(required=True, metadata={
+        "description": 'e.g. "1520", or "1520?" while provisional.'})
+    games = fields.Integer(required=True, metadata={"description": "Rated games played."})
+
+
+class GameRecordSchema(Schema):
+    """A player's finished games of one type: wins, draws and losses."""
+
+    game = fields.String(required=True)
+    wins = fields.Integer(required=True)
+    draws = fields.Integer(required=True)
+    losses = fields.Integer(required=True)
+
+
+class PlayerSchema(Schema):
+    """A player: ratings per game and record."""
+
+    handle = fields.String(required=True)
+    since = UtcDateTime(required=True)
+    on_vacation = fields.Boolean(required=True)
+    ratings = fields.List(fields.Nested(RatingSchema), required=True)
+    record = fields.List(fields.Nested(GameRecordSchema), required=True)
+
+
+# Requests ---------------------------------------------------------------------------
+
+
+class GameQuerySchema(Schema):
+    """The filters of the game list."""
+
+    game = fields.String(validate=validate.Length(max=32), metadata={
+        "description": "A game type, e.g. cambio."})
+    player = fields.String(validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "A player's handle: only their games."})
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    rated = fields.Boolean()
+    before = fields.Integer(validate=validate.Range(min=1), metadata={
+        "description": "Only games older than this id (the next_before of the previous page)."})
+    limit = fields.Integer(load_default=PAGE_SIZE, validate=validate.Range(min=1, max=MAX_PAGE_SIZE))
+
+
+class NewGameSchema(Schema):
+    """A new game: you take a seat, named players are challenged, null seats are open."""
+
+    game = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    options = fields.Dict(keys=fields.String(validate=validate.Length(max=64)), values=fields.Raw(),
+                          load_default=dict, validate=validate.Length(max=32),
+                          metadata={"description": "The game's options; omitted ones take the usual value."})
+    seats = fields.List(
+        fields.String(allow_none=True, validate=validate.Length(min=1, max=MAX_HANDLE)),
+        required=True, validate=validate.Length(min=1, max=MAX_SEATS),
+        metadata={"description":
+                  'Handles in seat order: yours (or "me"), players to challenge, null for open.'},
+    )
+    time = fields.String(validate=validate.Length(max=32), metadata={
+        "description": 'A time control: "days:N" per move, or "bank:I+A/M" (days at the start, added after '
+                       "each move, at most); the server's usual when omitted."})
+    weekend_pause = fields.Boolean(load_default=False)
+    public = fields.Boolean(load_default=True)
+    rated = fields.Boolean(load_default=True, metadata={
+        "description": "Whether the result moves the ratings (two players with two accounts only)."})
+
+
+class MoveSchema(Schema):
+    """A move, in the game's notation."""
+
+    move = fields.String(required=True, validate=validate.Length(min=1, max=MAX_MOVE))
+    expect = fields.Integer(validate=validate.Range(min=1, max=2**31 - 1), metadata={
+        "description": "The move_number you saw: if the game has moved on since, the move is refused "
+                       "(stale) instead of played on a position you did not see."})
+    comment = fields.String(validate=validate.Length(max=MAX_COMMENT))
+    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
+        "description": "Which of your seats moves, when you hold several."})
+
+
+class DrawSchema(Schema):
+    """Offer a draw, or answer the opponent's offer."""
+
+    action = fields.String(required=True, validate=validate.OneOf(("offer", "accept", "decline")))
