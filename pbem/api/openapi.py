@@ -29,11 +29,12 @@ MAX_ID = 2**31 - 1
 
 # What each error status means in every operation that can answer it.
 ERROR_WORDS = {
-    400: "Bad JSON, or a request the player can fix (an illegal move carries legal_moves).",
+    400: "Bad JSON, or a refusal the player can fix: an illegal move (with legal_moves), no challenge or "
+         "draw offer to answer, a game no longer waiting.",
     401: "No token, or a wrong or revoked one.",
     403: "Not yours to do (not a player of this game).",
     404: "No such game or player, or not one you may see.",
-    409: "Too late or out of date: not your turn, a stale expect, the game is over or has started.",
+    409: "Too late or out of date: not your turn, a stale expect, the game is over.",
     413: "The body is too large.",
     422: "A field or parameter is missing or out of range; fields says which.",
     429: "Too many requests with this token.",

@@ -139,7 +139,7 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", response=s.GameSchema,
-           errors=(404, 409))
+           errors=(400, 404, 409))
 def accept(user: User, game_id: int) -> dict[str, Any]:
     """Accept your challenge to this game; it starts when every seat is taken."""
     challenges.accept(_game_for(user, game_id).id, user)
@@ -147,7 +147,7 @@ def accept(user: User, game_id: int) -> dict[str, Any]:
 
 
 @operation("/v1/games/<int:game_id>/decline", "POST", "Decline a challenge", response=s.GameSchema,
-           errors=(404, 409))
+           errors=(400, 404, 409))
 def decline(user: User, game_id: int) -> dict[str, Any]:
     """Decline your challenge to this game; the game is called off."""
     challenges.decline(_game_for(user, game_id).id, user)
@@ -177,7 +177,8 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
 
 
-@operation("/v1/games/<int:game_id>/resign", "POST", "Resign", response=s.GameSchema, errors=(403, 404, 409))
+@operation("/v1/games/<int:game_id>/resign", "POST", "Resign", response=s.GameSchema,
+           errors=(400, 403, 404, 409))
 def resign(user: User, game_id: int) -> dict[str, Any]:
     """Resign the game (or abandon a game played alone)."""
     play.resign(_game_for(user, game_id).id, user, "api")

@@ -302,4 +302,4 @@ def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
     try:
         return jsonify(ok=True, **conditional.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
     except PlayError as exc:
-        return jsonify(ok=False, code=exc.code, message=exc.message), _STATUS.get(exc.code, 400)
+        return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
