@@ -12,7 +12,7 @@ from flask import current_app, url_for
 from sqlalchemy import select
 
 import games
-from pbem import clock, play, ratings
+from pbem import clock, play, ratings, results
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Rating, Seat, User
 from pbem.web import gameview
@@ -23,7 +23,7 @@ def outcome(game: Game) -> dict[str, Any] | None:
     if not game.result:
         return None
     ended = games.Outcome.from_dict(game.result)
-    return {"reason": ended.reason, "results": list(ended.results),
+    return {"words": results.summary(game), "reason": ended.reason, "results": list(ended.results),
             "scores": None if ended.scores is None else list(ended.scores)}
 
 

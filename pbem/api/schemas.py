@@ -46,7 +46,10 @@ class ErrorSchema(Schema):
 class OutcomeSchema(Schema):
     """How a game ended."""
 
-    reason = fields.String(required=True)
+    words = fields.String(required=True, metadata={
+        "description": 'The result for people, naming the players: "alice (O) wins with a full line."'})
+    reason = fields.String(required=True, metadata={
+        "description": "The rules' reason, naming sides or seats."})
     results = fields.List(fields.String(validate=validate.OneOf(RESULTS)), required=True,
                           metadata={"description": "Each seat's result, in seat order."})
     scores = fields.List(fields.Float(), allow_none=True)

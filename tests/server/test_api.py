@@ -108,6 +108,7 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
         moves += 1
         assert moves < 500
     assert game["status"] == "finished" and game["result"]["reason"]
+    assert game["result"]["words"].startswith(("alice", "bob", "Drawn", "drawn"))
     assert len(game["record"]) == moves and {m["comment"] for m in game["record"]} == {"api"}
     assert game["legal_moves"] is None and game["your_turn"] is False
     assert alice.call("POST", path + "/moves", {"move": "b3"})[1]["code"] == "over"
