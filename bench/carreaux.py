@@ -20,6 +20,8 @@ worked out):
         length min 211, p10 327, median 586, p90 1058, max 1798; none hit the cap
     6x6 least-rise spanning: moves() median 0.198 ms; 200 games: Red 46%, Blue 53%, draws 0%;
         length min 35, p10 61, median 120, p90 272, max 553; none hit the cap
+    8x8 least-rise spanning: moves() median 0.477 ms; 50 games: Red 44%, Blue 36%, draws 20%;
+        length min 487, p10 692, median 1201, p90 2154, max 3265; none hit the cap
 """
 
 from __future__ import annotations
