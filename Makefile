@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/engines.py
 	$(BIN)/python bench/carreaux.py
 	$(BIN)/python bench/sweep.py
+	$(BIN)/python bench/archive.py
 	$(BIN)/python bench/movepath.py
 	$(BIN)/python bench/mail.py
 	command -v wrk >/dev/null || { echo 'bench/web.py needs wrk: apt-get install wrk'; exit 1; }

@@ -93,8 +93,12 @@ def _link(path: str) -> str:
 
 
 def sign_up(handle: str, email: str, password: str) -> User:
-    """Create an unconfirmed account and mail it a confirmation link; commits."""
+    """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
+    placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
     _check_password(password)
+    placeholder = find_user(handle)
+    if placeholder is not None and placeholder.placeholder:
+        return claim(placeholder, email, password)
     user = create_user(handle, email, password)
     db.session.flush()
     send_verification(user)
@@ -114,11 +118,49 @@ def send_verification(user: User) -> None:
     )
 
 
+def claim(placeholder: User, email: str, password: str) -> User:
+    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits.
+
+    Nothing of the account changes but its pending password (stored hashed), which the link is bound
+    to: the handle and its games become the claimant's only when the link is followed, and a later
+    sign-up for the same handle makes earlier links void.
+    """
+    email = email.strip().lower()
+    if not EMAIL.match(email):
+        raise AccountError(f"{email!r} is not a mail address.")
+    if _by_email(email) is not None:
+        raise AccountError(f"There is already an account for {email}.")
+    placeholder.password_hash = generate_password_hash(password)
+    token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
+    outbox.enqueue(
+        email,
+        "[pbem] Confirm your address",
+        render_template("mail/verify.txt", user=placeholder, url=_link(f"/verify/{token}"),
+                        days=VERIFY_LINK_SECONDS // 86400),
+        kind="verify",
+    )
+    db.session.commit()
+    return placeholder
+
+
+def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
+    if user is None or not user.placeholder:
+        raise AccountError("This handle has been claimed already.")
+    if data.get("c") != _reset_fingerprint(user):
+        raise AccountError("A later sign-up for this handle replaced this link; use the newest one.")
+    email = str(data.get("e", ""))
+    if _by_email(email) is not None:
+        raise AccountError(f"There is already an account for {email}.")
+    user.email, user.placeholder, user.verified_at = email, False, utcnow()
+    db.session.commit()
+    return user
+
+
 def resend_verification(email: str) -> None:
     """Send a new confirmation link to an unconfirmed account with this address (silently nothing
     otherwise, so the form does not tell strangers who has an account); commits."""
     user = _by_email(email)
-    if user is not None and not user.verified:
+    if user is not None and not user.verified and not user.placeholder:
         send_verification(user)
         db.session.commit()
 
@@ -127,6 +169,8 @@ def verify(token: str) -> User:
     """Confirm the address named by a confirmation link; commits.  AccountError if the link is bad."""
     data = _load(token, "verify", VERIFY_LINK_SECONDS)
     user = db.session.get(User, data.get("u"))
+    if "c" in data:
+        return _finish_claim(user, data)
     if user is None or user.email != data.get("e"):
         raise AccountError("This confirmation link is not for any current account.")
     if user.verified_at is None:
@@ -173,8 +217,8 @@ def _reset_fingerprint(user: User) -> str:
 def request_reset(email: str) -> None:
     """Mail a password-reset link to the account with this address, if there is one; commits."""
     user = _by_email(email)
-    if user is None:
-        return
+    if user is None or user.placeholder:
+        return  # A placeholder has no address to mail: it is claimed by signing up with its handle.
     token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
     outbox.enqueue(
         user,

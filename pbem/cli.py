@@ -7,8 +7,9 @@ import logging
 import signal
 import sys
 import threading
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
+from typing import TextIO
 
 import click
 from flask import Flask
@@ -145,7 +146,46 @@ def verify() -> None:
     click.echo("Every game matches its record.")
 
 
-# Mail ---------------------------------------------------------------------------
+# Records ---------------------------------------------------------------------------
+
+
+@main.command("export")
+@click.option("--game", "engine", metavar="SLUG", help="Only games of this game.")
+@click.option("--since", metavar="DATE", help="Only games finished on or after this date (2026-03-31).")
+def export_records(engine: str | None, since: str | None) -> None:
+    """Write the records of finished games to standard output, one JSON line each (docs/RECORDS.md)."""
+    import games
+    from pbem import records
+
+    try:
+        slug = games.get(engine).slug if engine else None
+        start = date.fromisoformat(since) if since else None
+    except (games.UnknownGame, ValueError) as exc:
+        raise click.BadParameter(str(exc)) from None
+    app = _app()
+    with app.app_context():
+        for line in records.export(slug, start):
+            click.echo(line)
+
+
+@main.command("import")
+@click.argument("path", type=click.File("r", encoding="utf-8"))
+def import_records(path: TextIO) -> None:
+    """Import the records of a JSON-lines file (as `pbem export` writes), replaying every move; a record
+    that does not replay to its result is refused with the reason.  Exits 65 if any was refused."""
+    from pbem import records
+
+    app = _app()
+    with app.app_context():
+        report = records.import_lines(path)
+    for line, reason in report.refused or []:
+        click.echo(f"line {line}: refused: {reason}", err=True)
+    click.echo(f"{report.added} game(s) imported, {report.already} already here, "
+               f"{len(report.refused or [])} refused.")
+    if report.refused:
+        sys.exit(EX_DATAERR)
+
+
 
 
 @main.command()

@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -78,6 +79,9 @@ class User(db.Model):
     vacation_year: Mapped[int | None] = mapped_column(Integer)
     vacation_days_used: Mapped[float] = mapped_column(Float, default=0.0)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # An account made by importing another server's records: it has no address of its own and cannot sign
+    # in until someone signs up with its handle and confirms their address (see pbem.records).
+    placeholder: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
@@ -145,6 +149,12 @@ class Game(db.Model):
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    # How a finished game ended, as the archive filters it: "line", "resignation", "time", ... (see
+    # pbem.archive.ENDINGS).
+    ending: Mapped[str | None] = mapped_column(String(16))
+    # For a game imported from a record: the digest of what it was replayed from, so that importing the
+    # same record again finds it instead of adding it twice (see pbem.records).
+    import_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
     seats: Mapped[list[Seat]] = relationship(
@@ -156,6 +166,11 @@ class Game(db.Model):
     created_by: Mapped[User | None] = relationship(foreign_keys=[created_by_id])
 
     __mapper_args__ = {"version_id_col": version}
+    # The archive walks finished public games newest first, by game type or not, without sorting them.
+    __table_args__ = (
+        Index("ix_game_archive", "status", "public", "finished_at", "id"),
+        Index("ix_game_archive_engine", "engine", "status", "public", "finished_at", "id"),
+    )
 
     def seat_of(self, user: User) -> Seat | None:
         """The seat ``user`` holds in this game, if any (the first, when one player holds several)."""
@@ -186,11 +201,18 @@ class Seat(db.Model):
     # alternate between the opponent's and the player's, starting with the opponent's next move.  Only
     # their owner ever sees them.
     conditionals: Mapped[list[list[str]] | None] = mapped_column(JSON)
+    # Copied from the game when it finishes: the seat's "win", "loss" or "draw" and the time, so that a
+    # player's archive is read from the seats in order (index ix_seat_archive) without sorting.
+    result: Mapped[str | None] = mapped_column(String(8))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     game: Mapped[Game] = relationship(back_populates="seats")
     user: Mapped[User | None] = relationship(back_populates="seats")
 
-    __table_args__ = (UniqueConstraint("game_id", "number", name="uq_seat_game_number"),)
+    __table_args__ = (
+        UniqueConstraint("game_id", "number", name="uq_seat_game_number"),
+        Index("ix_seat_archive", "user_id", "finished_at", "game_id"),
+    )
 
     @property
     def label(self) -> str:
@@ -340,7 +362,11 @@ class Rating(db.Model):
 
     user: Mapped[User] = relationship()
 
-    __table_args__ = (UniqueConstraint("user_id", "engine", name="uq_rating_user_engine"),)
+    __table_args__ = (
+        UniqueConstraint("user_id", "engine", name="uq_rating_user_engine"),
+        # The standings of a game read its ratings best first.
+        Index("ix_rating_standings", "engine", "rating"),
+    )
 
     @property
     def deviation_now(self) -> float:
@@ -362,3 +388,17 @@ class Rating(db.Model):
         from pbem import ratings
 
         return ratings.display(self)
+
+
+class RatingHistory(db.Model):
+    """A player's rating in one game after one rated game: the points of their rating history."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"))
+    engine: Mapped[str] = mapped_column(String(32))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
+    rating: Mapped[float] = mapped_column(Float)
+    deviation: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_rating_history_user", "user_id", "engine", "id"),)

@@ -24,7 +24,7 @@ from sqlalchemy.orm.exc import StaleDataError
 import games
 from games import IllegalMove, Outcome
 from games.words import join_words
-from pbem import clock, conditional, notify, ratings, results, watching
+from pbem import archive, clock, conditional, notify, ratings, results, watching
 from pbem.database import begin_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
@@ -360,16 +360,18 @@ def _advance(
     return before
 
 
-def _finish(game: Game, outcome: Outcome) -> None:
-    """End the game with ``outcome``: stop every clock, rate it, and tell everyone."""
+def _finish(game: Game, outcome: Outcome, ending: str | None = None) -> None:
+    """End the game with ``outcome``: stop every clock, rate it, and tell everyone.  ``ending`` is how
+    the server ended it (see :data:`pbem.archive.ENDINGS`); None when the engine did."""
     game.status = "finished"
     game.result = outcome.to_dict()
     game.finished_at = utcnow()
+    archive.record_finish(game, outcome, ending)
     game.draw_offered_by = None
     conditional.cancel_all(game)
     for seat in game.seats:
         clock.stop_turn(game, seat)
-    ratings.rate(game, outcome)
+    archive.record_ratings(game, ratings.rate(game, outcome))
     notify.game_over(game, outcome)
 
 
@@ -426,7 +428,7 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
             others_words = join_words(others, "and")
             outcome = Outcome(outcome_results, f"{name} resigned; {others_words} share first place")
         _record(locked, seat, "resign", "resign", via, user)
-        _finish(locked, outcome)
+        _finish(locked, outcome, "resignation")
         return outcome
 
 
@@ -459,7 +461,7 @@ def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
         _record(locked, seat, "draw-accept", "draw accept", via, user)
         outcome = Outcome.draw(locked.players, "Drawn by agreement")
-        _finish(locked, outcome)
+        _finish(locked, outcome, "agreement")
         return outcome
 
 
@@ -582,7 +584,7 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
     if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
         _record(game, seat, "draw-accept", "draw accept (timeout)", "server", None)
         outcome = Outcome.draw(game.players, f"Drawn: {name} ran out of time with a draw offer pending")
-        _finish(game, outcome)
+        _finish(game, outcome, "time")
         return True, outcome
     engine_time_out = getattr(engine, "time_out", None)
     if engine_time_out is not None and game.players > 1:
@@ -595,7 +597,7 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
     _record(game, seat, "timeout", "timeout", "server", None)
     if game.players == 1:
         outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
-        _finish(game, outcome)
+        _finish(game, outcome, "time")
         game.status = "abandoned"
     else:
         others = join_words([results.reason_name(engine, n) for n in range(game.players) if n != seat_number],
@@ -603,7 +605,7 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         outcome_results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
         win = "wins" if game.players == 2 else "win"
         outcome = Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")
-        _finish(game, outcome)
+        _finish(game, outcome, "time")
     return True, outcome
 
 

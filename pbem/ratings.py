@@ -227,11 +227,12 @@ def rated_players(game: Game) -> list[int] | None:
     return users  # type: ignore[return-value]
 
 
-def rate(game: Game, outcome: Outcome) -> None:
-    """Update both players' ratings by the result of ``game``, one game being one rating period."""
+def rate(game: Game, outcome: Outcome) -> list[Rating]:
+    """Update both players' ratings by the result of ``game``, one game being one rating period;
+    returns the rating rows changed (none when the game is not rated)."""
     users = rated_players(game)
     if users is None or len(outcome.results) != 2:
-        return
+        return []
     # Lock in the order of user ids, so that two games of the same players never wait on each other.
     locked = {u: rating_of(u, game.engine) for u in sorted(users)}
     rows = [locked[users[0]], locked[users[1]]]
@@ -245,3 +246,4 @@ def rate(game: Game, outcome: Outcome) -> None:
         row.deviation = min(after.deviation, _settings()["max_deviation"])
         row.games += 1
         row.last_game_at = now
+    return rows

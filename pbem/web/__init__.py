@@ -26,7 +26,7 @@ def _game_title(slug: str) -> str:
 
 def init_app(app: Flask) -> None:
     """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
-    from pbem.web import auth, gameplay, gameview, links, mailbox, main, players
+    from pbem.web import archive, auth, gameplay, gameview, links, mailbox, main, players
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_global(gameview.action_words, "action_words")
@@ -45,6 +45,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(players.bp)
     app.register_blueprint(links.bp)
     app.register_blueprint(mailbox.bp)
+    app.register_blueprint(archive.bp)
     api.init_app(app)
 
     @app.errorhandler(CSRFError)

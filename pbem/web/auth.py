@@ -33,7 +33,9 @@ def signup() -> str | Response | tuple[str, int]:
             user = accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
         except AccountError as exc:
             return render_template("auth/signup.html", error=exc.args[0], form=form), 400
-        return render_template("auth/check_mail.html", email=user.email)
+        # A placeholder's handle being claimed keeps its own address until the link is followed.
+        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower()
+                               if user.placeholder else user.email)
     return render_template("auth/signup.html", form=form)
 
 

@@ -40,20 +40,26 @@ def _seat_arg() -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def _move_arg() -> int | None:
+    """The position of the record asked for with ``?move=N`` (None for the game as it stands)."""
+    value = request.args.get("move", "")
+    return int(value) if value.isdigit() and len(value) < 7 else None
+
+
 # Pages ---------------------------------------------------------------------------
 
 
 @bp.get("/games/<int:game_id>")
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
-    view = gameview.build(_visible_game(game_id), current_user, _seat_arg())
+    view = gameview.build(_visible_game(game_id), current_user, _seat_arg(), _move_arg())
     return render_template("games/game.html", view=view, typed="", comment="")
 
 
 @bp.get("/games/<int:game_id>/live")
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
-    view = gameview.build(_visible_game(game_id), current_user, _seat_arg())
+    view = gameview.build(_visible_game(game_id), current_user, _seat_arg(), _move_arg())
     return render_template("games/_live.html", view=view, typed="", comment="")
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import select
 import games
 from games.words import join_words
 from pbem import clock, conditional, notify, play, results, watching
+from pbem import replay as replay_service
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
@@ -102,6 +103,9 @@ class GameView:
     conditionals: list[str] | None = None
     can_queue: bool = False
     opponent: str = ""
+    # The replay: the position shown when the game is over or a past move is asked for (``?move=N``).
+    replay: replay_service.Position | None = None
+    replay_links: bool = False
 
     @property
     def my_side(self) -> str | None:
@@ -120,9 +124,10 @@ def player_name(game: Game, number: int) -> str:
     return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
 
 
-def build(game: Game, viewer: User | None, seat_number: int | None = None) -> GameView:
+def build(game: Game, viewer: User | None, seat_number: int | None = None,
+          replay_at: int | None = None) -> GameView:
     """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
-    seats of one player."""
+    seats of one player; ``replay_at`` asks for the position after that entry of the record."""
     engine = play.engine_of(game)
     state = play.state_of(game) if game.state is not None else None
     movers = engine.to_move(state) if state is not None and game.status == "active" else frozenset()
@@ -168,6 +173,10 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None) -> Ga
         time_control=clock.describe_time_control(game.time_control),
     )
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
+    view.replay_links = replay_service.replayable(game)
+    if view.replay_links and (game.status != "active" or replay_at is not None):
+        names = {s.number: player_name(game, s.number) for s in game.seats}
+        view.replay = replay_service.position(game, replay_at, names)
     active_player = viewer_seat is not None and game.status == "active"
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, render_template
 from sqlalchemy import select
 
-from pbem import accounts
+from pbem import accounts, standings
 from pbem.extensions import db
 from pbem.models import Game, Rating, Seat
 
@@ -18,7 +18,8 @@ GAMES_SHOWN = 50
 def player(handle: str) -> str:
     """A player's ratings and public games (private games are not listed)."""
     user = accounts.find_user(handle)
-    if user is None or not user.verified:
+    # A placeholder (an imported player) has a page of their games until someone claims the handle.
+    if user is None or not (user.verified or user.placeholder):
         abort(404)
     ratings = db.session.scalars(
         select(Rating).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
@@ -27,4 +28,5 @@ def player(handle: str) -> str:
                            Game.public.is_(True), Game.status.in_(("active", "finished")))
         .order_by(Game.updated_at.desc()).limit(GAMES_SHOWN)
     ).all()
-    return render_template("players/player.html", player=user, ratings=ratings, games=played)
+    return render_template("players/player.html", player=user, ratings=ratings, games=played,
+                           histories=standings.histories(user))

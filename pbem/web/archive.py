@@ -1,0 +1,114 @@
+"""The public library of finished games: the archive and its feeds, game records, standings."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, render_template, request, url_for
+from flask_login import current_user
+
+import games
+from pbem import accounts, archive, feeds, records, replay, results, standings
+from pbem.extensions import db
+from pbem.models import Game
+from pbem.web import gameview
+
+bp = Blueprint("archive", __name__)
+
+
+def _cursor(name: str) -> int | None:
+    value = request.args.get(name, "")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _page() -> tuple[archive.Page | None, archive.Filters | None, dict[str, str]]:
+    """The archive page the request asks for, or the errors in its filters."""
+    try:
+        filters = archive.parse_filters(request.args)
+        page = archive.search(filters, after=_cursor("after"), before=_cursor("before"))
+    except archive.ArchiveError as exc:
+        return None, None, exc.errors
+    return page, filters, {}
+
+
+@bp.get("/archive")
+def index() -> tuple[str, int] | str:
+    """Finished public games, newest first, filtered by the GET parameters and paged by cursor."""
+    page, filters, errors = _page()
+    html = render_template(
+        "archive/index.html", page=page, errors=errors, args=request.args, engines=games.all(),
+        endings=archive.ENDINGS, results=archive.RESULTS, result_words=archive.result_words,
+        seat_words=results.seat_words,
+        params=filters.params() if filters else {},
+    )
+    return (html, 400) if errors else html
+
+
+@bp.get("/archive.atom")
+def feed() -> Response:
+    """The archive as an Atom feed, with the same filters as the page."""
+    page, filters, errors = _page()
+    if page is None:
+        return Response("; ".join(errors.values()) + "\n", 400, mimetype="text/plain")
+    title = "Finished games" + (f": {games.get(filters.engine).title}" if filters and filters.engine else "")
+    if filters and filters.players:
+        title += " of " + " against ".join(p.handle for p in filters.players)
+    return feeds.atom(page.games, title, url_for("archive.index", _external=True, **page.filters.params()),
+                      request.url)
+
+
+@bp.get("/players/<handle>.atom")
+def player_feed(handle: str) -> Response:
+    """A player's finished public games as an Atom feed."""
+    user = accounts.find_user(handle)
+    if user is None or not (user.verified or user.placeholder):
+        abort(404)
+    page = archive.search(archive.Filters(players=(user,)))
+    return feeds.atom(page.games, f"Games of {user.handle}",
+                      url_for("players.player", handle=user.handle, _external=True), request.url)
+
+
+@bp.get("/standings/<slug>")
+def standings_page(slug: str) -> str:
+    """The players of a game ranked by rating, with their games, wins, draws and losses."""
+    try:
+        engine = games.get(slug)
+    except games.UnknownGame:
+        abort(404)
+    return render_template("archive/standings.html", engine=engine, rows=standings.table(engine.slug),
+                           engines=games.all())
+
+
+@bp.get("/games/<int:game_id>/replay/<int:number>")
+def replay_position(game_id: int, number: int) -> str:
+    """The boards after one entry of the record, for the game page's replay to swap in."""
+    game = db.session.get(Game, game_id)
+    if game is None or not gameview.visible(game, current_user) or not replay.replayable(game):
+        abort(404)
+    names = {s.number: gameview.player_name(game, s.number) for s in game.seats}
+    position = replay.position(game, number, names)
+    return render_template("games/_replay_position.html", view={"replay": position})
+
+
+def _record_game(game_id: int) -> Game:
+    game = db.session.get(Game, game_id)
+    # A running game where everyone plays the same deal keeps its moves hidden until the end.
+    if game is None or not gameview.visible(game, current_user) or not replay.replayable(game):
+        abort(404)
+    return game
+
+
+@bp.get("/games/<int:game_id>.json")
+def record_json(game_id: int) -> Response:
+    """A game's record in the JSON format of docs/RECORDS.md."""
+    game = _record_game(game_id)
+    response = Response(records.to_json(records.record(game)), mimetype="application/json")
+    response.headers["Content-Disposition"] = f'inline; filename="pbem-{game.engine}-{game.id}.json"'
+    return response
+
+
+@bp.get("/games/<int:game_id>.txt")
+def record_txt(game_id: int) -> Response:
+    """A game's record as plain text: header, numbered moves with comments, the final board."""
+    game = _record_game(game_id)
+    response = Response(records.text(game), mimetype="text/plain")
+    response.headers["Content-Disposition"] = f'inline; filename="pbem-{game.engine}-{game.id}.txt"'
+    return response
