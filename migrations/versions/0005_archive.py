@@ -1,7 +1,7 @@
 """archive: endings, seat results, placeholder accounts, rating history, archive indexes
 
 Revision ID: 0005
-Revises: 0008
+Revises: 0006a
 Create Date: 2026-11-22 21:00:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0005'
-down_revision = '0008'
+down_revision = '0006a'
 branch_labels = None
 depends_on = None
 

@@ -16,7 +16,7 @@ from tests.server.test_migrations import empty_database  # noqa: F401  (the fixt
 def test_games_finished_before_the_archive_are_in_it(empty_database: str, tmp_path: Path) -> None:  # noqa: F811
     app = create_app({"database": {"url": empty_database}, "server": {"instance_path": str(tmp_path)}})
     with app.app_context():
-        flask_migrate.upgrade(revision="0008")
+        flask_migrate.upgrade(revision="0006a")
         result = {"results": ["loss", "win"], "reason": "alice resigned", "ranks": [2, 1], "scores": None}
         with db.engine.begin() as conn:
             conn.exec_driver_sql(
