@@ -550,8 +550,8 @@ class Carreaux:
     """The Carreaux engine: Red (seat 0) and Blue (seat 1) slide tiles into the bubble."""
 
     slug = "carreaux"
-    summary = ("Slide tiles into the one empty cell, each slide bringing tiles closer together; the first "
-               "to join all their tiles into one group wins.")
+    summary = ("Slide tiles into the one empty cell, each slide bringing the tiles closer together when any "
+               "can; the first to join all their tiles into one group wins.")
     title = "Carreaux"
     players = range(2, 3)
     options = CarreauxOptions()
