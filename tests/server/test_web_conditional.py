@@ -8,9 +8,10 @@ import json
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play
+from pbem import conditional, play
 from pbem.extensions import db
 from pbem.models import Game, Move, OutboxMail
+from tests.server.test_api import Client, server, tokens  # noqa: F401 (fixtures)
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient
 
@@ -79,3 +80,19 @@ def test_the_preview_shows_where_a_line_leads(app: Flask, ctx: Flask, players) -
     assert after["line"] == "if b1" and not after["theirs"] and "b1" not in after["moves"]
     wrong = web.get(f"/games/{game.id}/conditionals/preview?line=if+b1+then+b1&seat=0")
     assert wrong.status_code == 400 and "b1 already holds" in json.loads(wrong.data)["message"]
+
+
+def test_the_api_never_shows_a_players_lines_to_anyone_else(
+    server: str, tokens, ctx: Flask, players  # noqa: F811 (the API's fixtures, imported above)
+) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    play.submit(game.id, alice, "b4", "web")
+    conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2"])
+    path = f"/api/v1/games/{game.id}"
+    for handle in ("bob", "carol"):
+        status, seen = Client(server, tokens[handle]).call("GET", path)
+        assert status == 200 and "if b1" not in json.dumps(seen) and '"c1", "d2"' not in json.dumps(seen)
+    status, answer = Client(server, tokens["bob"]).call("POST", path + "/moves", {"move": "b1", "expect": 2})
+    assert status == 201 and [m["text"] for m in answer["game"]["record"]] == ["b4", "b1", "c4"]
+    assert "if c1" not in json.dumps(answer) and "then" not in json.dumps(answer)
