@@ -1,4 +1,5 @@
-"""Accounts: signing up, confirming the address, signing in, password resets and a player's settings.
+"""Accounts: signing up, confirming the address, signing in, password resets and a player's settings
+(notifications, time zone, a new mail address confirmed from that address).
 
 Confirmation and reset links are signed with the server secret (itsdangerous) and expire; a reset link
 is also bound to the password it replaces, so it works once.  Mails go through the outbox.
@@ -14,7 +15,8 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import func, or_, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from pbem import outbox
+from pbem import clock, outbox
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import User, new_mail_key, utcnow
 
@@ -25,6 +27,7 @@ NOTIFY_CHOICES = {"move": "a mail for every move", "digest": "one mail a day lis
 # How long the links in confirmation and reset mails stay good, in seconds.
 VERIFY_LINK_SECONDS = 7 * 86400
 RESET_LINK_SECONDS = 2 * 3600
+EMAIL_LINK_SECONDS = 2 * 86400
 
 # Characters people confuse in a handle, folded to one representative.
 _LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "5": "s", "_": "-"})
@@ -180,7 +183,7 @@ def verify(token: str) -> User:
 
 
 def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
-    what = "confirmation" if purpose == "verify" else "reset"
+    what = "reset" if purpose == "reset" else "confirmation"
     try:
         data = _signer(purpose).loads(token, max_age=max_age)
     except SignatureExpired:
@@ -279,3 +282,78 @@ def regenerate_mail_key(user: User) -> str:
     user.mail_key = new_mail_key()
     db.session.commit()
     return user.mail_key
+
+
+def set_time_zone(user: User, zone: str) -> None:
+    """Show ``user`` times in ``zone`` (an IANA name such as "Europe/Paris"); commits.  AccountError
+    for a name that is not a time zone."""
+    zone = zone.strip()
+    if zone not in clock.zone_names():
+        raise AccountError(f"{zone[:64]!r} is not a time zone; choose one from the list (e.g. Europe/Paris).")
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    fresh.time_zone = zone
+    db.session.commit()
+
+
+# Changing the mail address --------------------------------------------------------------------------
+
+
+def request_email_change(user: User, new_email: str, password: str) -> str:
+    """Ask to move ``user``'s account to ``new_email``: a confirmation link goes to the new address and a
+    notice to the current one, which keeps working until the link is followed.  The password is asked
+    for, so that a browser left signed in cannot move the account.  Commits; returns the new address.
+    AccountError if the password is wrong or the address unusable or taken."""
+    new_email = new_email.strip().lower()
+    if not user.password_hash or not check_password_hash(user.password_hash, password):
+        raise AccountError("Your password is not right, so the address was not changed.")
+    if len(new_email) > 254 or not EMAIL.match(new_email):
+        raise AccountError(f"{new_email[:254]!r} is not a mail address.")
+    if new_email == user.email.lower():
+        raise AccountError(f"{new_email} is already your address.")
+    if _by_email(new_email) is not None:
+        raise AccountError(f"There is already an account for {new_email}.")
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    fresh.pending_email = new_email
+    token = _signer("email").dumps({"u": fresh.id, "e": new_email, "o": fresh.email})
+    days = EMAIL_LINK_SECONDS // 86400
+    outbox.enqueue(
+        new_email,
+        "[pbem] Confirm your new address",
+        render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
+                        url=_link(f"/settings/email/{token}")),
+        kind="email-change",
+    )
+    outbox.enqueue(
+        fresh,
+        "[pbem] Your address is about to change",
+        render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
+        kind="email-change-notice",
+    )
+    db.session.commit()
+    return new_email
+
+
+def confirm_email_change(token: str) -> User:
+    """Follow the link mailed to a new address: the account's address becomes it.  Commits.
+    AccountError if the link is bad, expired, replaced by a later request, or the address was taken
+    meanwhile."""
+    data = _load(token, "email", EMAIL_LINK_SECONDS)
+    begin_write()
+    user = db.session.get(User, data.get("u"))
+    if user is None or user.email != data.get("o") or user.pending_email != data.get("e"):
+        db.session.rollback()
+        raise AccountError("This link is no longer good: the address was changed or asked for again since. "
+                           "Ask for the change again in your settings.")
+    new_email = str(data["e"])
+    if db.session.scalar(select(User.id).where(func.lower(User.email) == new_email, User.id != user.id)):
+        db.session.rollback()
+        raise AccountError(f"There is already an account for {new_email}.")
+    user.email, user.pending_email = new_email, None
+    if user.verified_at is None:
+        user.verified_at = utcnow()
+    db.session.commit()
+    return user

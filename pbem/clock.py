@@ -20,8 +20,10 @@ stopped: their seats keep the deadline but have no ``next_event_at``, and when t
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from typing import Any
+from zoneinfo import ZoneInfo, available_timezones
 
 from flask import current_app
 from sqlalchemy import select, update
@@ -277,25 +279,61 @@ def time_left(seat: Seat) -> timedelta | None:
     return timedelta(seconds=max(0.0, counting_seconds(since, seat.deadline, weekend_pause(seat.game))))
 
 
-def status(seat: Seat) -> str:
+def status(seat: Seat, zone: str | None = None) -> str:
     """The seat's clock for people, as shown on pages and in mails: "2 days 5 hours left (until Mon 3 Mar
-    2025 12:00 UTC)", with a word when the clock is stopped by vacation or the weekend."""
+    2025 12:00 UTC)", the deadline in the time zone ``zone`` (the reader's); with a word when the clock
+    is stopped by vacation or the weekend."""
     left = time_left(seat)
     if left is None:
         return "no clock running"
     if _vacation_since(seat) is not None:
         return f"{describe(left)} left; the clock is stopped while {seat.user.handle} is on vacation"
-    text = f"{describe(left)} left (until {format_time(seat.deadline)})"
+    text = f"{describe(left)} left (until {format_time(seat.deadline, zone)})"
     if weekend_pause(seat.game) and _is_weekend(utcnow().date()):
         text += "; the clock is paused for the weekend"
     return text
 
 
-def format_time(moment: datetime | None) -> str:
-    """A moment for people: "Mon 3 Mar 2025 12:00 UTC"."""
+def format_time(moment: datetime | None, zone: str | None = None, date_only: bool = False) -> str:
+    """A moment (naive UTC, as stored) for people, in the time zone ``zone`` (UTC by default): "Mon 3 Mar
+    2025 12:00 UTC", "Mon 3 Mar 2025 13:00 CET"; with ``date_only`` just "3 Mar 2025".
+
+    Every time a page or a mail shows goes through here (templates through the ``local_time`` filter),
+    so that each reader sees times in their own zone."""
     if moment is None:
         return "never"
-    return f"{moment:%a} {moment.day} {moment:%b %Y %H:%M} UTC"
+    local = moment.replace(tzinfo=UTC).astimezone(time_zone(zone))
+    if date_only:
+        return f"{local.day} {local:%b %Y}"
+    name = local.tzname() or "UTC"
+    if name[:1] in "+-":
+        name = f"UTC{name}"  # Zones without an abbreviation name themselves by their offset.
+    return f"{local:%a} {local.day} {local:%b %Y %H:%M} {name}"
+
+
+def time_zone(name: str | None) -> ZoneInfo:
+    """The time zone called ``name`` (IANA, e.g. "Europe/Paris"); UTC for none or an unknown name."""
+    if not name or name not in zone_names():
+        return ZoneInfo("UTC")
+    return ZoneInfo(name)
+
+
+@cache
+def zone_names() -> frozenset[str]:
+    """Every IANA time zone name there is."""
+    return frozenset(available_timezones())
+
+
+def zone_choices() -> list[str]:
+    """The time zones a player may choose, UTC first, then the others in order."""
+    return ["UTC", *sorted(z for z in zone_names() if z != "UTC" and "/" in z)]
+
+
+def zone_of(user: Any) -> str:
+    """The time zone a reader sees times in: theirs when signed in, else UTC."""
+    if not getattr(user, "is_authenticated", False):
+        return "UTC"
+    return getattr(user, "time_zone", None) or "UTC"
 
 
 def describe(delta: timedelta | None) -> str:

@@ -40,7 +40,7 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
         "legal": legal if len(legal) <= notify.MAX_LISTED_MOVES else None,
         "legal_count": len(legal),
         "move_number": next_move_number(game, seat),
-        "clock": clock.status(seat),
+        "clock": clock.status(seat, seat.user.time_zone),
         "opponents": [s.user.handle for s in game.seats if s.user is not None and s.user_id != seat.user_id],
         "reply_address": tokens.reply_address(game.id, seat.number, seat.user),
         "game_url": notify.game_url(game),

@@ -83,6 +83,11 @@ class User(db.Model):
     # in until someone signs up with its handle and confirms their address (see pbem.records).
     placeholder: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The IANA time zone the player reads times in (pages and mails); times are stored in UTC.
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    # A new address the player asked for, until they confirm it from a mail sent there (the current
+    # address keeps working until then).
+    pending_email: Mapped[str | None] = mapped_column(String(254))
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 

@@ -176,6 +176,7 @@ def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **contex
     context.pop("game", None)
     engine = context.pop("engine", None) or games.get(game.engine)
     context.setdefault("url", game_url(game))
+    context.setdefault("time_zone", to.time_zone)  # Times in the mail in the reader's zone.
     reply_to = _reply_address(game, to)
     text = render_template(template, game=game, engine=engine, reply_to=reply_to, **context)
     outbox.enqueue(

@@ -194,7 +194,8 @@ def _remind(row: Row[Any], seat: Seat | None, now: datetime) -> int:
     notify.send(
         seat.user, game, f"reminder: your move (move {summary['move_number']}), {left} left",
         "mail/reminder.txt",
-        summary=summary, deadline=clock.format_time(row.deadline), consequence=forfeit_words(game, seat),
+        summary=summary, deadline=clock.format_time(row.deadline, seat.user.time_zone),
+        consequence=forfeit_words(game, seat),
         vacation_left=clock.describe(timedelta(days=vacation.days_left(seat.user))),
     )
     return 1

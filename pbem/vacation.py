@@ -75,9 +75,10 @@ def turn_on(user: User) -> str:
     """Start the player's vacation now (their clocks stop); commits, and returns what to tell them."""
     with _holding(user.id) as locked:
         if locked.vacation_since is not None:
+            since = clock.format_time(locked.vacation_since, locked.time_zone)
             return (
-                f"You are already on vacation, since {clock.format_time(locked.vacation_since)}. It ends by "
-                f"itself on {clock.format_time(ends_at(locked))}, when your allowance runs out; "
+                f"You are already on vacation, since {since}. It ends by itself on "
+                f"{clock.format_time(ends_at(locked), locked.time_zone)}, when your allowance runs out; "
                 "send 'vacation off' when you are back."
             )
         now = utcnow()
@@ -94,7 +95,8 @@ def turn_on(user: User) -> str:
         log.info("%s went on vacation", locked.handle)
         return (
             f"Vacation is on: your clocks are stopped and you will get no reminders. You have {_days(left)} "
-            f"of vacation left this year; if you are not back before {clock.format_time(ends_at(locked))} "
+            f"of vacation left this year; if you are not back before "
+            f"{clock.format_time(ends_at(locked), locked.time_zone)} "
             "your vacation ends by itself and your clocks run again. Send 'vacation off' when you are back."
         )
 
@@ -145,7 +147,7 @@ def end_expired() -> int:
                 "[pbem] your vacation is over",
                 render_template(
                     "mail/vacation_over.txt", user=user, away=_days(away), year=run_out.year,
-                    allowance=allowance_days(), ended=clock.format_time(run_out),
+                    allowance=allowance_days(), ended=clock.format_time(run_out, user.time_zone),
                 ),
                 kind="vacation-over",
             )

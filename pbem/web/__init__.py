@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from flask import Flask, jsonify, render_template, request
+from flask_login import current_user
 from flask_wtf.csrf import CSRFError
+from jinja2 import pass_context
+from jinja2.runtime import Context
 from werkzeug.exceptions import HTTPException
 
 import games
@@ -24,11 +29,20 @@ def _game_title(slug: str) -> str:
         return slug
 
 
+@pass_context
+def _local_time(context: Context, moment: datetime | None, date_only: bool = False) -> str:
+    """A stored time in the reader's time zone: a mail's recipient (``time_zone`` in the mail's
+    context), else the signed-in player, else UTC."""
+    zone = context.get("time_zone") or clock.zone_of(current_user)
+    return clock.format_time(moment, zone, date_only)
+
+
 def init_app(app: Flask) -> None:
     """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
     from pbem.web import archive, auth, gameplay, gameview, links, mailbox, main, players
 
     app.add_template_filter(_game_title, "game_title")
+    app.add_template_filter(_local_time, "local_time")
     app.add_template_global(gameview.action_words, "action_words")
     app.add_template_global(clock.describe_time_control, "describe_time_control")
     # How games ended, in the same words on every page (see pbem.results).

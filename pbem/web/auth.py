@@ -10,8 +10,9 @@ from werkzeug.wrappers import Response
 
 from pbem import accounts, apitokens, clock, tokens, vacation
 from pbem.accounts import AccountError
-from pbem.extensions import db
-from pbem.web.limits import per_ip_and
+from pbem.extensions import db, limiter
+from pbem.models import utcnow
+from pbem.web.limits import per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
 
@@ -136,9 +137,39 @@ def settings() -> str | Response | tuple[str, int]:
 
 def _settings_context() -> dict:
     user = current_user._get_current_object()
+    ends = vacation.ends_at(user) if user.on_vacation else None
     return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_days_left": vacation.days_left(user),
             "api_tokens": apitokens.active(user),
-            "vacation_ends": clock.format_time(vacation.ends_at(user)) if user.on_vacation else None}
+            "vacation_ends": clock.format_time(ends, user.time_zone) if ends else None,
+            "zones": clock.zone_choices(), "now": utcnow()}
+
+
+@bp.post("/settings/email")
+@login_required
+@limiter.limit(setting("email_change_per_account"), key_func=lambda: f"user:{current_user.get_id()}",
+               methods=["POST"], scope="email-change")
+def change_email() -> Response | tuple[str, int]:
+    """Ask to move the account to a new mail address; a link to confirm it goes to that address."""
+    try:
+        form = request.form
+        new_email = accounts.request_email_change(
+            current_user._get_current_object(), form.get("email", ""), form.get("password", ""))
+    except AccountError as exc:
+        return render_template("auth/settings.html", error=exc.args[0], **_settings_context()), 400
+    flash(f"A confirmation link has gone to {new_email}. Your address changes when you open it; until then "
+          "everything keeps going to your current address.", "info")
+    return redirect(url_for("auth.settings"))
+
+
+@bp.get("/settings/email/<token>")
+def confirm_email(token: str) -> Response | tuple[str, int]:
+    """Follow the link mailed to a new address: the account moves to it."""
+    try:
+        user = accounts.confirm_email_change(token)
+    except AccountError as exc:
+        return render_template("error.html", title="Address not changed", message=exc.args[0]), 400
+    flash(f"Your mail address is now {user.email}.", "info")
+    return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
 def _apply_setting(action: str) -> str:
@@ -146,6 +177,9 @@ def _apply_setting(action: str) -> str:
     if action == "notify":
         accounts.set_notify(user, request.form.get("notify", ""))
         return f"Notifications: {accounts.NOTIFY_CHOICES[user.notify]}."
+    if action == "time-zone":
+        accounts.set_time_zone(user, request.form.get("time_zone", ""))
+        return f"Times are shown in {user.time_zone} now."
     if action == "mail-key":
         return f"Your new mail key is {accounts.regenerate_mail_key(user)}; the old one no longer works."
     if action == "renew-tokens":
