@@ -1,7 +1,7 @@
 """players' time zones, and a new mail address waiting for its confirmation
 
 Revision ID: 0004
-Revises: 0008
+Revises: 0005
 Create Date: 2026-11-22 21:20:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0004'
-down_revision = '0008'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
