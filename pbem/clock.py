@@ -296,7 +296,7 @@ def status(seat: Seat, zone: str | None = None) -> str:
 
 def format_time(moment: datetime | None, zone: str | None = None, date_only: bool = False) -> str:
     """A moment (naive UTC, as stored) for people, in the time zone ``zone`` (UTC by default): "Mon 3 Mar
-    2025 12:00 UTC", "Mon 3 Mar 2025 13:00 CET"; with ``date_only`` just "3 Mar 2025".
+    2025 12:00 UTC", "Mon 3 Mar 2025 13:00 CET"; with ``date_only`` just the day, "2025-03-03".
 
     Every time a page or a mail shows goes through here (templates through the ``local_time`` filter),
     so that each reader sees times in their own zone."""
@@ -304,7 +304,7 @@ def format_time(moment: datetime | None, zone: str | None = None, date_only: boo
         return "never"
     local = moment.replace(tzinfo=UTC).astimezone(time_zone(zone))
     if date_only:
-        return f"{local.day} {local:%b %Y}"
+        return f"{local:%Y-%m-%d}"
     name = local.tzname() or "UTC"
     if name[:1] in "+-":
         name = f"UTC{name}"  # Zones without an abbreviation name themselves by their offset.

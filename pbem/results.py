@@ -269,7 +269,7 @@ def players(game: Game, with_side: bool = False) -> str:
 
 
 def opponents(game: Game, user: User) -> str:
-    """The other players of ``user``'s game, in words ("bob", "bob and carol"); "nobody" alone.
+    """The other players of ``user``'s game, in words ("bob", "bob and carol"); "alone" in a game of one.
 
     In a game that has not begun (or was called off) a seat shows who was challenged to it: "bob
     (challenged)", "bob (declined)"."""
@@ -278,7 +278,7 @@ def opponents(game: Game, user: User) -> str:
         s.user.handle if s.user is not None else states.get(s.number, "an open seat")
         for s in game.seats if s.user is None or s.user.id != user.id
     ]
-    return join_words(others, "and") if others else "nobody"
+    return join_words(others, "and") if others else "alone"
 
 
 def seat_states(game: Game, challenges: Iterable[Challenge] | None = None) -> list[tuple[int, str]]:

@@ -50,6 +50,13 @@ def test_times_are_shown_in_the_players_time_zone(app: Flask, ctx: Flask, player
     [reminder] = mails_to(alice.email, "reminder")
     assert "If you have not moved by Thu 9 Jan 2025 10:00 CET," in reminder.body_text
 
+    # Dates too: a player who joined late on 6 January (UTC) joined on the 7th in Paris.
+    dora = accounts.create_user("dora", "dora@example.org", verified=True)
+    dora.created_at = datetime(2025, 1, 6, 23, 30)
+    db.session.commit()
+    assert "Playing since 2025-01-07." in text(web_a.get("/players/dora"))
+    assert "Playing since 2025-01-06." in text(web_b.get("/players/dora"))
+
 
 def test_the_address_changes_once_confirmed_from_the_new_address(app: Flask, ctx: Flask, players) -> None:
     alice = players[0]
