@@ -9,7 +9,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem import accounts, challenges, clock, play
+from pbem import accounts, archive, challenges, clock, play
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
@@ -40,27 +40,38 @@ def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, 
 @operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
            errors=(422,))
 def list_games(user: User, query: dict[str, Any]) -> dict[str, Any]:
-    """Games newest first: public games, and private ones you play in.  Filter by game type, player,
-    status and rated; page with ``before`` (the previous page's ``next_before``)."""
+    """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
+    games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
+    archive, newest finish first; other statuses list public games and private ones you play in.  Page
+    with after (the previous page's next)."""
+    params = {name: str(query[key]) for name, key in _ARCHIVE_PARAMS.items() if key in query}
+    try:
+        filters = archive.parse_filters(params)
+    except archive.ArchiveError as exc:
+        raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
+    finished_only = sorted(set(params) & set(_FINISHED_ONLY))
+    status = query.get("status", "finished" if finished_only else None)
+    if status == "finished":
+        try:
+            page = archive.search(filters, after=query.get("after"), limit=query["limit"])
+        except archive.ArchiveError as exc:
+            raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
+        return {"games": [present.summary(g, user) for g in page.games], "next": page.older}
+    if finished_only:
+        message = f"Only finished games can be filtered by {', '.join(finished_only)}."
+        raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})
     seated = select(Seat.game_id).where(Seat.user_id == user.id)
     wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
-    if "game" in query:
-        try:
-            wanted = wanted.where(Game.engine == games.get(query["game"]).slug)
-        except games.UnknownGame as exc:
-            raise ApiError(422, "invalid", str(exc), fields={"game": [str(exc)]}) from None
-    if "player" in query:
-        player = accounts.find_user(query["player"]) if accounts.HANDLE.match(query["player"]) else None
-        if player is None:
-            message = f"There is no player called {query['player']!r}."
-            raise ApiError(422, "invalid", message, fields={"player": [message]})
+    if status is not None:
+        wanted = wanted.where(Game.status == status)
+    if filters.engine:
+        wanted = wanted.where(Game.engine == filters.engine)
+    for player in filters.players:
         wanted = wanted.where(Game.id.in_(select(Seat.game_id).where(Seat.user_id == player.id)))
-    if "status" in query:
-        wanted = wanted.where(Game.status == query["status"])
-    if "rated" in query:
-        wanted = wanted.where(Game.rated.is_(query["rated"]))
-    if "before" in query:
-        wanted = wanted.where(Game.id < query["before"])
+    if filters.rated is not None:
+        wanted = wanted.where(Game.rated.is_(filters.rated))
+    if "after" in query:
+        wanted = wanted.where(Game.id < query["after"])
     limit = query["limit"]
     found = db.session.scalars(
         wanted.order_by(Game.id.desc()).limit(limit + 1)
@@ -68,7 +79,14 @@ def list_games(user: User, query: dict[str, Any]) -> dict[str, Any]:
     ).all()
     page = found[:limit]
     return {"games": [present.summary(g, user) for g in page],
-            "next_before": page[-1].id if len(found) > limit else None}
+            "next": page[-1].id if len(found) > limit else None}
+
+
+# The archive's parameters, by the name the archive reads them under and the query schema's key.
+_ARCHIVE_PARAMS = {"game": "game", "player": "player", "opponent": "opponent", "rated": "rated",
+                   "result": "result", "ending": "ending", "from": "from_", "to": "to",
+                   "min_moves": "min_moves", "max_moves": "max_moves"}
+_FINISHED_ONLY = ("result", "ending", "from", "to", "min_moves", "max_moves")
 
 
 @operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,))

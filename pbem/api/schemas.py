@@ -8,12 +8,12 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
+from pbem.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
+
 MAX_MOVE = 500
 MAX_COMMENT = 2000
 MAX_SEATS = 8
 MAX_HANDLE = 32
-PAGE_SIZE = 50
-MAX_PAGE_SIZE = 100
 
 STATUSES = ("waiting", "active", "finished", "abandoned")
 RESULTS = ("win", "draw", "loss")
@@ -120,11 +120,11 @@ class GameSchema(GameSummarySchema):
 
 
 class GameListSchema(Schema):
-    """A page of games, newest first; ask for the next with ``before``."""
+    """A page of games, newest first; ask for the next with ``after``."""
 
     games = fields.List(fields.Nested(GameSummarySchema), required=True)
-    next_before = fields.Integer(allow_none=True, required=True, metadata={
-        "description": "Pass this as before for the next page; null on the last page."})
+    next = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Pass this as after for the next page; null on the last page."})
 
 
 class TurnListSchema(Schema):
@@ -192,16 +192,32 @@ class PlayerSchema(Schema):
 
 
 class GameQuerySchema(Schema):
-    """The filters of the game list."""
+    """The filters of the game list: the archive's (see /archive), and the game's status."""
 
     game = fields.String(validate=validate.Length(max=32), metadata={
         "description": "A game type, e.g. cambio."})
     player = fields.String(validate=validate.Length(max=MAX_HANDLE), metadata={
         "description": "A player's handle: only their games."})
-    status = fields.String(validate=validate.OneOf(STATUSES))
-    rated = fields.Boolean()
-    before = fields.Integer(validate=validate.Range(min=1), metadata={
-        "description": "Only games older than this id (the next_before of the previous page)."})
+    opponent = fields.String(validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "With player: only the games of the two against each other."})
+    status = fields.String(validate=validate.OneOf(STATUSES), metadata={
+        "description": "finished lists the public archive (newest finish first); the other statuses "
+                       "list the games newest first, public ones and private ones you play in."})
+    rated = fields.String(validate=validate.OneOf(("yes", "no")))
+    result = fields.String(validate=validate.OneOf(RESULTS), metadata={
+        "description": "Finished games only: the player's result (with no player, win or loss asks for "
+                       "games someone won, draw for drawn games)."})
+    ending = fields.String(validate=validate.OneOf(tuple(ENDINGS)), metadata={
+        "description": "Finished games only: how the game ended."})
+    from_ = fields.Date(data_key="from", metadata={
+        "description": "Finished games only: finished on or after."})
+    to = fields.Date(metadata={"description": "Finished games only: finished on or before."})
+    min_moves = fields.Integer(validate=validate.Range(min=0, max=MAX_MOVES), metadata={
+        "description": "Finished games only: at least this many moves."})
+    max_moves = fields.Integer(validate=validate.Range(min=0, max=MAX_MOVES), metadata={
+        "description": "Finished games only: at most this many moves."})
+    after = fields.Integer(validate=validate.Range(min=1, max=2**31 - 1), metadata={
+        "description": "The next page: the games after this one (the previous page's next)."})
     limit = fields.Integer(load_default=PAGE_SIZE, validate=validate.Range(min=1, max=MAX_PAGE_SIZE))
 
 

@@ -120,7 +120,14 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
     assert rating["display"] == f"{round(rating['rating'])}?" and rating["games"] == 1
     assert player["record"] == [{"game": "cambio", "wins": 1, "draws": 0, "losses": 0}]
     finished = alice.call("GET", "/api/v1/games?status=finished&player=bob&game=cambio")[1]
-    assert [g["id"] for g in finished["games"]] == [game["id"]] and finished["next_before"] is None
+    assert [g["id"] for g in finished["games"]] == [game["id"]] and finished["next"] is None
+    # The archive's filters: by result, against an opponent, and by moves.
+    loser = "bob" if winner == "alice" else "alice"
+    path = f"/api/v1/games?player={winner}&opponent={loser}&result=win&min_moves={moves}"
+    assert [g["id"] for g in alice.call("GET", path)[1]["games"]] == [game["id"]]
+    assert alice.call("GET", f"/api/v1/games?player={winner}&result=loss")[1]["games"] == []
+    status, error = alice.call("GET", "/api/v1/games?status=active&result=win")
+    assert status == 422 and "result" in error["fields"]
 
 
 def test_tokens_wrong_missing_and_revoked_are_refused(app: Flask, server: str, tokens, ctx: Flask,
@@ -223,9 +230,14 @@ def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Fla
     status, game = bob.call("POST", f"/api/v1/games/{game['id']}/resign")
     assert status == 200 and game["result"]["results"] == ["win", "loss"]
     listed = alice.call("GET", "/api/v1/games?limit=1")[1]
-    assert [g["id"] for g in listed["games"]] == [game["id"]] and listed["next_before"] == game["id"]
-    rest = alice.call("GET", f"/api/v1/games?limit=5&before={listed['next_before']}")[1]
-    assert len(rest["games"]) == 2 and rest["next_before"] is None
+    assert [g["id"] for g in listed["games"]] == [game["id"]] and listed["next"] == game["id"]
+    rest = alice.call("GET", f"/api/v1/games?limit=5&after={listed['next']}")[1]
+    assert len(rest["games"]) == 2 and rest["next"] is None
+    # The public archive pages the same way: newest finish first.
+    archive = alice.call("GET", "/api/v1/games?status=finished&limit=1")[1]
+    assert [g["id"] for g in archive["games"]] == [game["id"]]
+    older = alice.call("GET", f"/api/v1/games?status=finished&limit=1&after={archive['next']}")[1]
+    assert older["games"][0]["result"]["results"] == ["draw", "draw"] and older["next"] is None
 
 
 def test_each_token_has_its_own_rate_limit(settings: dict, players) -> None:
