@@ -27,7 +27,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
+from bench.scratch import ScratchDatabases
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, set_clock
@@ -195,16 +195,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run(f"sqlite:///{tmp}/archive.db", "sqlite")
     if args.pg:
-        admin = sa.create_engine(args.pg, isolation_level="AUTOCOMMIT")
-        name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
-        try:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-            run(sa.make_url(args.pg).set(database=name).render_as_string(hide_password=False), "postgresql")
-        finally:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.dispose()
+        with ScratchDatabases(args.pg) as scratch:
+            run(scratch.create(), "postgresql")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
+from bench.scratch import ScratchDatabases, free_port
 from pbem import create_app, outbox, play, tokens
 from pbem.extensions import db
 from pbem.models import Game, InboundMail, User
@@ -47,12 +48,6 @@ SECRET = "bench-mail-secret"
 FLOOR_CPU_MS = 10.0  # Richard's PBeM server, per accepted move with both mails delivered.
 GAMES = 64
 
-
-def free_port() -> int:
-    """A loopback port nobody is listening on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, seconds: float = 20.0) -> None:
@@ -250,17 +245,8 @@ def main() -> None:
           f"{'listen':>8} {'deliver':>8} {'cpu ms':>8} {'floor':>6} {'ratio':>7}")
     run("sqlite", "sqlite", args.rounds)
     if args.pg:
-        admin = sa.create_engine(args.pg, isolation_level="AUTOCOMMIT")
-        name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        try:
-            run(sa.make_url(args.pg).set(database=name).render_as_string(hide_password=False),
-                "postgresql", args.rounds)
-        finally:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.dispose()
+        with ScratchDatabases(args.pg) as scratch:
+            run(scratch.create(), "postgresql", args.rounds)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from bench.scratch import ScratchDatabases
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -166,25 +166,10 @@ def sqlite_case(moves_per_game: int) -> None:
 
 def postgresql_case(admin_url: str, moves_per_game: int) -> None:
     """Both databases on PostgreSQL, the floor's made from the other as a template."""
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    base = f"pbem_bench_{uuid.uuid4().hex[:8]}"
-    names = [base, f"{base}_floor"]
-
-    def url(name: str) -> str:
-        return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{base}"')
-        setup(url(base))
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{names[1]}" TEMPLATE "{base}"')
-        run(url(base), url(names[1]), "postgresql", moves_per_game)
-    finally:
-        with admin.connect() as conn:
-            for name in names:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+    with ScratchDatabases(admin_url) as scratch:
+        real = scratch.create()
+        setup(real)
+        run(real, scratch.create(template=real), "postgresql", moves_per_game)
 
 
 def main() -> None:

@@ -33,7 +33,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
+from bench.scratch import ScratchDatabases
 from pbem import create_app, sweep
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, set_clock
@@ -146,27 +146,10 @@ def sqlite_case(total: int, due: int, runs: int) -> tuple[float, list[float]]:
 def postgresql_case(admin_url: str, total: int, due: int, runs: int) -> tuple[float, list[float]]:
     """Fill one PostgreSQL database, then sweep a fresh copy of it (CREATE DATABASE … TEMPLATE) ``runs``
     times."""
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    base = f"pbem_bench_{uuid.uuid4().hex[:8]}"
-    names = [base] + [f"{base}_{run}" for run in range(runs)]
-
-    def url(name: str) -> str:
-        return sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{base}"')
-        filled = fill_database(url(base), total, due)
-        times = []
-        for name in names[1:]:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{base}"')
-            times.append(timed_sweep(url(name), due))
-    finally:
-        with admin.connect() as conn:
-            for name in names:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+    with ScratchDatabases(admin_url) as scratch:
+        base = scratch.create()
+        filled = fill_database(base, total, due)
+        times = [timed_sweep(scratch.create(template=base), due) for _run in range(runs)]
     return filled, times
 
 

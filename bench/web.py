@@ -22,13 +22,13 @@ import sys
 import tempfile
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 
+from bench.scratch import ScratchDatabases, free_port
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -50,14 +50,6 @@ def page(anything=""):
     return BODY, 200, {"Content-Type": "text/html; charset=utf-8"}
 '''
 
-
-def free_port() -> int:
-    """A loopback port nobody is listening on right now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fill(url: str, tmp: str) -> int:
@@ -181,17 +173,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{tmp}/web.db", "sqlite", args.seconds)
     if args.pg:
-        admin = sa.create_engine(args.pg, isolation_level="AUTOCOMMIT")
-        name = f"pbem_bench_{uuid.uuid4().hex[:8]}"
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        try:
-            measure(sa.make_url(args.pg).set(database=name).render_as_string(hide_password=False),
-                    "postgresql", args.seconds)
-        finally:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.dispose()
+        with ScratchDatabases(args.pg) as scratch:
+            measure(scratch.create(), "postgresql", args.seconds)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,45 @@
+"""What the benchmarks share: scratch PostgreSQL databases, and free loopback ports."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from types import TracebackType
+
+import sqlalchemy as sa
+
+
+class ScratchDatabases:
+    """Databases made for one benchmark run from an admin URL, and dropped with everything in them at
+    the end of the ``with`` block, even with connections left open."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        self.names: list[str] = []
+
+    def create(self, template: str | None = None) -> str:
+        """A new database, empty or a copy of the one at ``template`` (a URL made here); its URL."""
+        name = f"pbem_bench_{uuid.uuid4().hex[:10]}"
+        copy = f' TEMPLATE "{sa.make_url(template).database}"' if template else ""
+        with self.admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"{copy}')
+        self.names.append(name)
+        return sa.make_url(self.admin_url).set(database=name).render_as_string(hide_password=False)
+
+    def __enter__(self) -> ScratchDatabases:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        with self.admin.connect() as conn:
+            for name in self.names:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.admin.dispose()
+
+
+def free_port() -> int:
+    """A loopback port nobody is listening on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
