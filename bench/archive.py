@@ -37,6 +37,7 @@ import sqlalchemy as sa
 import games
 from bench.scratch import ScratchDatabases
 from pbem import create_app, play
+from pbem.accounts import handle_key
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, set_clock
 
@@ -54,7 +55,7 @@ def fill(total: int) -> None:
     """``total`` finished games between ``USERS`` players, inserted in bulk."""
     rng = random.Random(11)
     db.session.execute(sa.insert(User.__table__), [
-        {"id": i + 1, "handle": f"p{i}", "handle_key": f"p{i}", "email": f"p{i}@example.org",
+        {"id": i + 1, "handle": f"p{i}", "handle_key": handle_key(f"p{i}"), "email": f"p{i}@example.org",
          "verified_at": START, "mail_key": "k", "token_secret": "s" * 32, "notify": "move",
          "vacation_days_used": 0.0, "is_admin": False, "placeholder": False, "created_at": START}
         for i in range(USERS)
@@ -87,6 +88,11 @@ def fill(total: int) -> None:
                               "finished_at": finished})
         db.session.execute(sa.insert(Game.__table__), rows)
         db.session.execute(sa.insert(Seat.__table__), seats)
+    if db.engine.dialect.name == "postgresql":
+        # Rows inserted with their ids leave the sequences behind; the games played next need them on.
+        for table in ("user", "game", "seat"):
+            sequence = f"pg_get_serial_sequence('\"{table}\"', 'id')"
+            db.session.execute(sa.text(f'SELECT setval({sequence}, (SELECT max(id) FROM "{table}"))'))
     db.session.commit()
 
 
@@ -122,17 +128,19 @@ def _app(url: str):
     })
 
 
-def timings(client, paths: list[str]) -> list[float]:
-    """The milliseconds of each GET (after a warm-up of the first few)."""
+def timings(client, paths: list[str]) -> tuple[list[float], list[float]]:
+    """The milliseconds of each GET (after a warm-up of the first few): wall-clock, and the CPU time
+    this process used (which other work on a shared machine does not inflate)."""
     for path in paths[:5]:
         client.get(path)
-    out = []
+    wall, cpu = [], []
     for path in paths:
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         response = client.get(path)
-        out.append(1000 * (time.perf_counter() - started))
+        wall.append(1000 * (time.perf_counter() - started))
+        cpu.append(1000 * (time.process_time() - used))
         assert response.status_code == 200, (path, response.status_code)
-    return out
+    return wall, cpu
 
 
 def p99(values: list[float]) -> float:
@@ -175,12 +183,14 @@ def run(url: str, label: str) -> None:
                         for g in (rng.choice(played) for _ in range(REQUESTS))],
     }
     client = app.test_client()
-    print(f"{label}: {GAMES} games filled in {filled:.1f} s", flush=True)
+    print(f"{label}: {GAMES} games filled in {filled:.1f} s; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores", flush=True)
+    print(f"  {'':<14} {'wall median':>11} {'p99':>7}   {'CPU median':>10} {'p99':>7}")
     for name, paths in cases.items():
-        ms = timings(client, paths)
-        verdict = "ok" if p99(ms) < 50 else "OVER 50 ms"
-        print(f"  {name:<14} median {statistics.median(ms):6.1f} ms   p99 {p99(ms):6.1f} ms   {verdict}",
-              flush=True)
+        wall, cpu = timings(client, paths)
+        verdict = "ok" if p99(wall) < 50 else "over 50 ms"
+        print(f"  {name:<14} {statistics.median(wall):8.1f} ms {p99(wall):7.1f}   "
+              f"{statistics.median(cpu):7.1f} ms {p99(cpu):7.1f}   {verdict}", flush=True)
     with app.app_context():
         db.session.remove()
         db.engine.dispose()
@@ -191,9 +201,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
                         help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser.add_argument("--no-sqlite", action="store_true", help="only PostgreSQL")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        run(f"sqlite:///{tmp}/archive.db", "sqlite")
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory() as tmp:
+            run(f"sqlite:///{tmp}/archive.db", "sqlite")
     if args.pg:
         with ScratchDatabases(args.pg) as scratch:
             run(scratch.create(), "postgresql")

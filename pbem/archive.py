@@ -19,7 +19,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, exists, select, true, tuple_
-from sqlalchemy.orm import aliased, selectinload
+from sqlalchemy.orm import aliased, defer, selectinload
 
 import games
 from games import Outcome
@@ -73,6 +73,13 @@ def ending_of(engine: str, outcome: Outcome) -> str:
         return "score"
     reason = outcome.reason.lower()
     return next((kind for words, kind in _REASON_WORDS if words in reason), "score")
+
+
+def endings_for(engine: str | None) -> dict[str, str]:
+    """The endings (and their words) a game's rules allow, or every ending when no game is named."""
+    if engine not in ENGINE_ENDINGS:
+        return ENDINGS
+    return {kind: ENDINGS[kind] for kind in ENGINE_ENDINGS[engine] + SERVER_ENDINGS}
 
 
 def record_finish(game: Game, outcome: Outcome, ending: str | None) -> None:
@@ -303,7 +310,9 @@ def search(filters: Filters, after: int | None = None, before: int | None = None
         query = query.where(tuple_(*key) < mark if after is not None else tuple_(*key) > mark)
     backwards = before is not None and after is None
     order = (key[0].asc(), key[1].asc()) if backwards else (key[0].desc(), key[1].desc())
-    query = query.order_by(*order).limit(limit + 1).options(selectinload(Game.seats).joinedload(Seat.user))
+    # A page shows no boards: the stored states (the biggest column) stay unread.
+    query = query.order_by(*order).limit(limit + 1).options(
+        defer(Game.state), selectinload(Game.seats).joinedload(Seat.user))
     found = list(db.session.scalars(query))
     more = len(found) > limit
     found = found[:limit]

@@ -35,8 +35,12 @@ def index() -> tuple[str, int] | str:
     page, filters, errors = _page()
     html = render_template(
         "archive/index.html", page=page, errors=errors, args=request.args, engines=games.all(),
-        endings=archive.ENDINGS, results=archive.RESULTS, result_words=archive.result_words,
+        endings=archive.endings_for(filters.engine if filters else None), results=archive.RESULTS,
+        result_words=archive.result_words,
         seat_words=results.seat_words,
+        # The rows' links, built once: url_for for each of 50 rows would cost more than the query.
+        game_path=url_for("games.game", game_id=0)[:-1],
+        player_path=url_for("players.player", handle="x")[:-1],
         params=filters.params() if filters else {},
     )
     return (html, 400) if errors else html

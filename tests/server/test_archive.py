@@ -58,6 +58,10 @@ def test_every_finished_public_game_newest_first_with_players_results_and_reason
     assert "carol (Blue) wins: bob (Red) resigned." in row
     assert f'href="/games/{resigned.id}?move=0"' in row  # The replay.
     assert "2026-03-05" in row
+    # The ending filter offers what the chosen game's rules allow.
+    truchet = web.get("/archive?game=truchet").get_data(as_text=True)
+    assert '<option value="capture"' in truchet and '<option value="line"' not in truchet
+    assert '<option value="resignation"' in truchet
 
 
 FILTERS = [
