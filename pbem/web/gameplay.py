@@ -8,12 +8,14 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
+from sqlalchemy.orm import selectinload
+from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
 from pbem import challenges, clock, conditional, play, watching
 from pbem.extensions import db
-from pbem.models import Game, User
+from pbem.models import Game, Seat, User
 from pbem.play import PlayError
 from pbem.web import dashboard as dashboard_service
 from pbem.web import gameview, newgame, wants_json
@@ -23,8 +25,8 @@ bp = Blueprint("games", __name__)
 MAX_COMMENT = 2000
 
 
-def _visible_game(game_id: int) -> Game:
-    game = db.session.get(Game, game_id)
+def _visible_game(game_id: int, *options: ORMOption) -> Game:
+    game = db.session.get(Game, game_id, options=options)
     if game is None or not gameview.visible(game, current_user):
         abort(404)
     return game
@@ -48,18 +50,22 @@ def _move_arg() -> int | None:
 
 # Pages ---------------------------------------------------------------------------
 
+# What the game page shows of a game, read with the game in three statements whatever the number of seats
+# and moves (read one by one when first touched, they cost a statement per player).
+PAGE_LOADS = (selectinload(Game.seats).joinedload(Seat.user), selectinload(Game.moves))
+
 
 @bp.get("/games/<int:game_id>")
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
-    view = gameview.build(_visible_game(game_id), current_user, _seat_arg(), _move_arg())
+    view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
     return render_template("games/game.html", view=view, typed="", comment="")
 
 
 @bp.get("/games/<int:game_id>/live")
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
-    view = gameview.build(_visible_game(game_id), current_user, _seat_arg(), _move_arg())
+    view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
     return render_template("games/_live.html", view=view, typed="", comment="")
 
 
