@@ -4,6 +4,9 @@ them.  Read-only: every change goes through :mod:`pbem.play` or :mod:`pbem.chall
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +19,11 @@ from pbem import clock, conditional, notify, play, results, watching
 from pbem import replay as replay_service
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
+
+# How many drawn boards each process keeps (see board_svg): a few hundred positions of some 40 kB each.
+DRAWN_BOARDS = 256
+_drawn: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
+_drawn_lock = threading.Lock()
 
 # How the record names the server's actions.
 ACTION_WORDS = {
@@ -163,7 +171,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         engine=engine,
         status=_status(game, movers),
         seats=seats,
-        boards=_boards(game, engine, state, viewer_seat, my_turn),
+        boards=[],
         moves=[],
         viewer_seat=viewer_seat,
         my_turn=my_turn,
@@ -177,6 +185,9 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     if view.replay_links and (game.status != "active" or replay_at is not None):
         names = {s.number: player_name(game, s.number) for s in game.seats}
         view.replay = replay_service.position(game, replay_at, names)
+    else:
+        # The page shows the replay's boards in place of these, so they are drawn only when shown.
+        view.boards = _boards(game, engine, state, viewer_seat, my_turn)
     active_player = viewer_seat is not None and game.status == "active"
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
@@ -228,19 +239,39 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
     if state is None:
         return []
     if engine.simultaneous and game.status != "active":
-        return [Board(player_name(game, s.number), board_svg(engine, state, s.number)) for s in game.seats]
+        return [Board(player_name(game, s.number), board_svg(engine, state, s.number, stored=game.state))
+                for s in game.seats]
     if viewer_seat is not None:
         caption = "Your board" if engine.simultaneous else ""
-        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn)
+        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn, stored=game.state)
         return [Board(caption, svg, clickable=my_turn)]
-    return [Board("", board_svg(engine, state, None))]
+    return [Board("", board_svg(engine, state, None, stored=game.state))]
 
 
-def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False) -> Markup:
+def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,
+              stored: dict[str, Any] | None = None) -> Markup:
     """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
     nobody can click on (a game over, a position replayed, the others' turn) shows none, whatever the
-    engine would still allow in that state."""
-    return Markup(engine.render_svg(state, seat, targets=targets))
+    engine would still allow in that state.
+
+    ``stored`` is the game's stored state that ``state`` was loaded from: given, it names the position,
+    and a board drawn once serves every page that shows the same position (drawing is most of a game
+    page's work, and players, watchers and the page's own updates ask for the same position again and
+    again)."""
+    if stored is None:
+        return Markup(engine.render_svg(state, seat, targets=targets))
+    key = (engine.slug, json.dumps(stored, sort_keys=True, separators=(",", ":")), seat, targets)
+    with _drawn_lock:
+        svg = _drawn.get(key)
+        if svg is not None:
+            _drawn.move_to_end(key)
+            return svg
+    svg = Markup(engine.render_svg(state, seat, targets=targets))
+    with _drawn_lock:
+        _drawn[key] = svg
+        while len(_drawn) > DRAWN_BOARDS:
+            _drawn.popitem(last=False)
+    return svg
 
 
 def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
