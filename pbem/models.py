@@ -171,9 +171,11 @@ class Game(db.Model):
     created_by: Mapped[User | None] = relationship(foreign_keys=[created_by_id])
 
     __mapper_args__ = {"version_id_col": version}
-    # The archive walks finished public games newest first, by game type or not, without sorting them.
+    # The archive walks finished public games newest first, by game type or not, without sorting them;
+    # the front page walks the active ones most recently moved first the same way.
     __table_args__ = (
         Index("ix_game_archive", "status", "public", "finished_at", "id"),
+        Index("ix_game_front", "status", "public", "updated_at"),
         Index("ix_game_archive_engine", "engine", "status", "public", "finished_at", "id"),
     )
 

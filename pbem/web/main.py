@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, render_template, send_from_directory
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import defer, selectinload
 from werkzeug.wrappers import Response
 
 import games
@@ -18,15 +18,16 @@ bp = Blueprint("main", __name__)
 def index() -> str:
     """The front page: the games, the active public games and the latest finished ones."""
     # Each list names the players of its games: their seats and handles are read with it, in two
-    # statements for all its games rather than two per game.
-    players = selectinload(Game.seats).joinedload(Seat.user)
+    # statements for all its games rather than two per game.  The lists never show a position, so the
+    # games' stored states (the largest column) are left unread.
+    players = (selectinload(Game.seats).joinedload(Seat.user), defer(Game.state))
     active = db.session.scalars(
         select(Game).where(Game.public.is_(True), Game.status == "active").order_by(Game.updated_at.desc())
-        .limit(20).options(players)
+        .limit(20).options(*players)
     ).all()
     finished = db.session.scalars(
         select(Game).where(Game.public.is_(True), Game.status == "finished")
-        .order_by(Game.finished_at.desc()).limit(20).options(players)
+        .order_by(Game.finished_at.desc()).limit(20).options(*players)
     ).all()
     return render_template("index.html", engines=games.all(), active=active, finished=finished)
 
