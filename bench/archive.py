@@ -56,7 +56,8 @@ def fill(total: int) -> None:
     rng = random.Random(11)
     db.session.execute(sa.insert(User.__table__), [
         {"id": i + 1, "handle": f"p{i}", "handle_key": handle_key(f"p{i}"), "email": f"p{i}@example.org",
-         "verified_at": START, "mail_key": "k", "token_secret": "s" * 32, "notify": "move",
+         "verified_at": START, "mail_key_hash": "k" * 64, "session_token": "t" * 16,
+         "token_secret": "s" * 32, "notify": "move",
          "vacation_days_used": 0.0, "is_admin": False, "placeholder": False, "created_at": START}
         for i in range(USERS)
     ])

@@ -59,7 +59,8 @@ def fill(total: int, due: int) -> None:
     control = {"kind": "per_move", "days": 3}
     db.session.execute(sa.insert(User.__table__), [
         {"id": i + 1, "handle": f"p{i}", "handle_key": f"p{i}", "email": f"p{i}@example.org",
-         "verified_at": NOW, "mail_key": "k", "token_secret": "s" * 32, "notify": "move",
+         "verified_at": NOW, "mail_key_hash": "k" * 64, "session_token": "t" * 16,
+         "token_secret": "s" * 32, "notify": "move",
          "vacation_days_used": 0.0, "is_admin": False, "created_at": NOW}
         for i in range(USERS)
     ])

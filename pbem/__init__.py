@@ -39,11 +39,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     limiter.init_app(app)
     database.init_app(app)
 
-    from pbem import models
+    from pbem import accounts, models
 
     @login_manager.user_loader
-    def load_user(user_id: str) -> models.User | None:
-        return db.session.get(models.User, int(user_id))
+    def load_user(session_id: str) -> models.User | None:
+        return accounts.user_for_session(session_id)
 
     from pbem import web
 

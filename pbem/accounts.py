@@ -7,18 +7,33 @@ is also bound to the password it replaces, so it works once.  Mails go through t
 
 from __future__ import annotations
 
+import hmac
 import re
+from datetime import timedelta
 from typing import Any
 
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, or_, select
+from sqlalchemy import delete, exists, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from pbem import clock, outbox
 from pbem.database import begin_write
 from pbem.extensions import db
-from pbem.models import User, new_mail_key, utcnow
+from pbem.models import (
+    Challenge,
+    Game,
+    InboundMail,
+    Move,
+    OutboxMail,
+    Rating,
+    Seat,
+    User,
+    hash_mail_key,
+    new_mail_key,
+    new_session_token,
+    utcnow,
+)
 
 HANDLE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,31}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$|^[^@\s]+@[^@\s]+\.localhost$")
@@ -47,7 +62,15 @@ def _check_password(password: str) -> None:
         raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
 
 
-def create_user(handle: str, email: str, password: str | None = None, verified: bool = False) -> User:
+def hash_password(password: str) -> str:
+    """Check ``password`` and hash it.  Hashing is slow on purpose, so it is done before a transaction
+    takes the write lock, never while holding it."""
+    _check_password(password)
+    return generate_password_hash(password)
+
+
+def create_user(handle: str, email: str, password: str | None = None, verified: bool = False, *,
+                password_hash: str | None = None) -> User:
     """A new player (added to the session, not committed); AccountError if the handle or address is
     unusable or taken."""
     handle, email = handle.strip(), email.strip().lower()
@@ -68,7 +91,7 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
         handle=handle,
         handle_key=handle_key(handle),
         email=email,
-        password_hash=generate_password_hash(password) if password else None,
+        password_hash=password_hash or (generate_password_hash(password) if password else None),
         verified_at=utcnow() if verified else None,
     )
     db.session.add(user)
@@ -98,11 +121,13 @@ def _link(path: str) -> str:
 def sign_up(handle: str, email: str, password: str) -> User:
     """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
     placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
-    _check_password(password)
+    hashed = hash_password(password)
+    # The write lock first: the check for a taken handle and the insert must see the same database.
+    begin_write()
     placeholder = find_user(handle)
     if placeholder is not None and placeholder.placeholder:
-        return claim(placeholder, email, password)
-    user = create_user(handle, email, password)
+        return claim(placeholder, email, hashed)
+    user = create_user(handle, email, password_hash=hashed)
     db.session.flush()
     send_verification(user)
     db.session.commit()
@@ -121,7 +146,7 @@ def send_verification(user: User) -> None:
     )
 
 
-def claim(placeholder: User, email: str, password: str) -> User:
+def claim(placeholder: User, email: str, password_hash: str) -> User:
     """Start claiming a placeholder account: mail a confirmation link to ``email``; commits.
 
     Nothing of the account changes but its pending password (stored hashed), which the link is bound
@@ -133,7 +158,7 @@ def claim(placeholder: User, email: str, password: str) -> User:
         raise AccountError(f"{email!r} is not a mail address.")
     if _by_email(email) is not None:
         raise AccountError(f"There is already an account for {email}.")
-    placeholder.password_hash = generate_password_hash(password)
+    placeholder.password_hash = password_hash
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
     outbox.enqueue(
         email,
@@ -155,6 +180,7 @@ def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
     if _by_email(email) is not None:
         raise AccountError(f"There is already an account for {email}.")
     user.email, user.placeholder, user.verified_at = email, False, utcnow()
+    mail_new_key(user, "welcome")
     db.session.commit()
     return user
 
@@ -162,24 +188,67 @@ def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
 def resend_verification(email: str) -> None:
     """Send a new confirmation link to an unconfirmed account with this address (silently nothing
     otherwise, so the form does not tell strangers who has an account); commits."""
+    begin_write()
     user = _by_email(email)
     if user is not None and not user.verified and not user.placeholder:
         send_verification(user)
-        db.session.commit()
+    db.session.commit()
+
+
+class LinkUsed(AccountError):
+    """A confirmation link that has done its work already: it confirms once and signs in once."""
 
 
 def verify(token: str) -> User:
-    """Confirm the address named by a confirmation link; commits.  AccountError if the link is bad."""
+    """Confirm the address named by a confirmation link, and mail the player their mail key; commits.
+
+    AccountError if the link is bad; :class:`LinkUsed` once the address is confirmed, so that a link
+    found later in a mailbox cannot sign anyone in.
+    """
     data = _load(token, "verify", VERIFY_LINK_SECONDS)
+    begin_write()
     user = db.session.get(User, data.get("u"))
     if "c" in data:
         return _finish_claim(user, data)
     if user is None or user.email != data.get("e"):
         raise AccountError("This confirmation link is not for any current account.")
-    if user.verified_at is None:
-        user.verified_at = utcnow()
-        db.session.commit()
+    if user.verified_at is not None:
+        raise LinkUsed("This confirmation link has been used already: your address is confirmed. Sign in "
+                       "with your handle and password.")
+    user.verified_at = utcnow()
+    mail_new_key(user, "welcome")
+    db.session.commit()
     return user
+
+
+def expire_unconfirmed() -> int:
+    """Delete the accounts never confirmed whose last confirmation link has expired (so an address
+    someone typed by mistake, or a squatted handle, is free again); commits and returns how many.
+
+    An account that something refers to (a seat, a challenge, a move) is kept: it is for an operator.
+    """
+    cutoff = utcnow() - timedelta(seconds=VERIFY_LINK_SECONDS)
+    last_link = (
+        select(func.max(OutboxMail.created_at))
+        .where(OutboxMail.user_id == User.id, OutboxMail.kind == "verify")
+        .scalar_subquery()
+    )
+    in_use = or_(*(
+        exists().where(column == User.id)
+        for column in (Seat.user_id, Game.created_by_id, Move.user_id, Challenge.challenger_id,
+                       Challenge.challenged_id, Rating.user_id)
+    ))
+    begin_write()
+    expired = db.session.scalars(
+        select(User.id).where(User.verified_at.is_(None), func.coalesce(last_link, User.created_at) < cutoff,
+                              ~in_use)
+    ).all()
+    if expired:
+        db.session.execute(update(OutboxMail).where(OutboxMail.user_id.in_(expired)).values(user_id=None))
+        db.session.execute(update(InboundMail).where(InboundMail.user_id.in_(expired)).values(user_id=None))
+        db.session.execute(delete(User).where(User.id.in_(expired)))
+    db.session.commit()
+    return len(expired)
 
 
 def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
@@ -219,9 +288,12 @@ def _reset_fingerprint(user: User) -> str:
 
 def request_reset(email: str) -> None:
     """Mail a password-reset link to the account with this address, if there is one; commits."""
+    begin_write()
     user = _by_email(email)
     if user is None or user.placeholder:
-        return  # A placeholder has no address to mail: it is claimed by signing up with its handle.
+        # A placeholder has no address to mail: it is claimed by signing up with its handle.
+        db.session.rollback()
+        return
     token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
     outbox.enqueue(
         user,
@@ -243,26 +315,55 @@ def user_for_reset(token: str) -> User:
 
 
 def reset_password(token: str, password: str) -> User:
-    """Set a new password through a reset link; the link also confirms the address.  Commits."""
+    """Set a new password through a reset link; the link also confirms the address (and then mails the
+    mail key, as confirming does).  Every other session of the account ends.  Commits."""
+    hashed = hash_password(password)
+    begin_write()
     user = user_for_reset(token)
-    set_password(user, password)
+    _replace_password(user, hashed)
     if user.verified_at is None:
         user.verified_at = utcnow()
+        mail_new_key(user, "welcome")
     db.session.commit()
     return user
 
 
 def set_password(user: User, password: str) -> None:
-    """Replace ``user``'s password (the caller commits)."""
-    _check_password(password)
-    user.password_hash = generate_password_hash(password)
+    """Replace ``user``'s password and end every session signed in with the old one (the caller commits,
+    and signs the current session in again)."""
+    _replace_password(user, hash_password(password))
+
+
+def _replace_password(user: User, password_hash: str) -> None:
+    user.password_hash = password_hash
+    end_other_sessions(user)
+
+
+def end_other_sessions(user: User) -> None:
+    """Give ``user`` a new session token: every browser signed in (or remembered) with the old one is
+    signed out at its next request.  The caller commits."""
+    user.session_token = new_session_token()
+
+
+def user_for_session(session_id: str) -> User | None:
+    """The player a session (or remember-me cookie) stands for, if its token is still current."""
+    user_id, _, token = session_id.partition(":")
+    if not user_id.isdigit() or not token:
+        return None
+    user = db.session.get(User, int(user_id))
+    if user is None or not hmac.compare_digest(user.session_token.encode(), token.encode()):
+        return None
+    return user
 
 
 def change_password(user: User, current: str, password: str) -> None:
-    """Replace ``user``'s password after checking the current one; commits."""
+    """Replace ``user``'s password after checking the current one; commits.  The account's other
+    sessions end (the caller signs the current one in again)."""
     if not user.password_hash or not check_password_hash(user.password_hash, current):
         raise AccountError("Your current password is not right, so the password was not changed.")
-    set_password(user, password)
+    hashed = hash_password(password)
+    begin_write()
+    _replace_password(user, hashed)
     db.session.commit()
 
 
@@ -273,15 +374,44 @@ def set_notify(user: User, choice: str) -> None:
     """Choose how ``user`` hears about their moves (see :data:`NOTIFY_CHOICES`); commits."""
     if choice not in NOTIFY_CHOICES:
         raise AccountError(f"Notification must be one of: {', '.join(NOTIFY_CHOICES)}.")
+    begin_write()
     user.notify = choice
     db.session.commit()
 
 
+def check_mail_key(user: User, key: str | None) -> bool:
+    """Whether ``key`` is ``user``'s mail key (any case)."""
+    return bool(key) and hmac.compare_digest(hash_mail_key(key or ""), user.mail_key_hash)
+
+
+def mail_new_key(user: User, occasion: str) -> str:
+    """Give ``user`` a new mail key and write it into the outbox for them (the caller commits).
+
+    The key is stored only as its hash; this mail (and the page that asked for a new key) is the only
+    place it is ever shown.
+    """
+    key = new_mail_key()
+    user.mail_key_hash = hash_mail_key(key)
+    user.mail_key_paused_until = None
+    outbox.enqueue(
+        user,
+        "[pbem] Welcome: your mail key" if occasion == "welcome" else "[pbem] Your new mail key",
+        render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
+                        settings_url=_link("/settings")),
+        kind="mail-key",
+    )
+    return key
+
+
 def regenerate_mail_key(user: User) -> str:
-    """Give ``user`` a new mail key (the old one stops working at once); commits and returns it."""
-    user.mail_key = new_mail_key()
+    """Give ``user`` a new mail key (the old one stops working at once) and mail it to them; commits
+    and returns it, to be shown once."""
+    begin_write()
+    user = db.session.get(User, user.id)
+    assert user is not None
+    key = mail_new_key(user, "replaced")
     db.session.commit()
-    return user.mail_key
+    return key
 
 
 def set_time_zone(user: User, zone: str) -> None:

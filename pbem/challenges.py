@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 
 from pbem import notify, play, results
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Seat, User, utcnow
 from pbem.play import PlayError
@@ -35,6 +36,7 @@ def new_game(
     are all the creator's (solitaire) starts at once.  Commits; raises PlayError or marshmallow's
     ValidationError (bad options) without storing anything.
     """
+    begin_write()
     if not any(u is not None and u.id == creator.id for u in seats):
         raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
     named = [u for u in seats if u is not None and u.id != creator.id]

@@ -75,18 +75,23 @@ def user() -> None:
 @click.argument("email")
 @click.option("--password", help="A password for the web (optional; mail works without one).")
 def user_add(handle: str, email: str, password: str | None) -> None:
-    """Add a verified player and print their mail key."""
-    from pbem.accounts import AccountError, create_user
+    """Add a verified player, and print (and mail) their mail key."""
+    from pbem.accounts import AccountError, create_user, mail_new_key
+    from pbem.database import begin_write
     from pbem.extensions import db as database
 
     app = _app()
     with app.app_context():
+        begin_write()
         try:
             new = create_user(handle, email, password=password, verified=True)
         except AccountError as exc:
             raise click.ClickException(str(exc)) from None
+        database.session.flush()
+        key = mail_new_key(new, "welcome")
         database.session.commit()
-        click.echo(f"Added {new.handle} <{new.email}>. Mail key: {new.mail_key}")
+        # Shown this once, for the operator to pass on; it is also in the player's welcome mail.
+        click.echo(f"Added {new.handle} <{new.email}>. Mail key: {key}")
 
 
 @user.command("renew-tokens")
@@ -95,10 +100,12 @@ def user_renew_tokens(handle: str) -> None:
     """Revoke every reply address and move link a player was sent (new ones come with the next mails)."""
     from pbem import tokens
     from pbem.accounts import find_user
+    from pbem.database import begin_write
     from pbem.extensions import db as database
 
     app = _app()
     with app.app_context():
+        begin_write()
         player = find_user(handle)
         if player is None:
             raise click.ClickException(f"There is no player called {handle!r}.")
@@ -253,7 +260,10 @@ def inbound() -> None:
 
 
 @inbound.command("process")
-def inbound_process() -> None:
+@click.option("--stuck", "list_stuck", is_flag=True,
+              help="Only list the messages that need an operator (failed, interrupted, or processing "
+                   "for more than ten minutes); change nothing.")
+def inbound_process(list_stuck: bool) -> None:
     """Process every stored message still waiting (the listener does this itself as mail arrives and
     when it starts; this is for an operator, e.g. after fixing what made messages wait)."""
     from pbem.mail import process
@@ -261,6 +271,13 @@ def inbound_process() -> None:
     _logging()
     app = _app()
     with app.app_context():
+        if list_stuck:
+            rows = process.stuck()
+            for row in rows:
+                click.echo(f"#{row.id} {row.status:<11} {row.received_at:%Y-%m-%d %H:%M} from "
+                           f"{row.mail_from or '?'}: {(row.note or '')[:120]}")
+            click.echo(f"{len(rows)} message(s) need an operator.")
+            return
         click.echo(f"{process.process_pending()} message(s) processed.")
 
 

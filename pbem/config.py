@@ -169,6 +169,14 @@ def flask_config(settings: Settings) -> dict[str, Any]:
     return {
         "SECRET_KEY": settings["server"]["secret_key"],
         "SQLALCHEMY_DATABASE_URI": settings["database"]["url"],
+        # Sign-in cookies: never sent by another site's links or forms (SameSite=Lax), never read by
+        # scripts, and only over HTTPS when the site is served so.
+        "SESSION_COOKIE_SECURE": settings["server"]["secure_cookies"],
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_HTTPONLY": True,
+        "REMEMBER_COOKIE_SECURE": settings["server"]["secure_cookies"],
+        "REMEMBER_COOKIE_SAMESITE": "Lax",
+        "REMEMBER_COOKIE_HTTPONLY": True,
         "MAIL_SERVER": mail["smtp_host"],
         "MAIL_PORT": mail["smtp_port"],
         "MAIL_USERNAME": mail["smtp_username"] or None,

@@ -6,6 +6,7 @@ tests and ``pbem sweep --at`` can set it.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -50,9 +51,31 @@ def set_clock(at: datetime | None) -> None:
     _clock_override = at
 
 
+# Mail keys are 16 characters from an alphabet without look-alikes (80 bits): long enough that guessing
+# is hopeless within the attempt limits, short enough to copy into a subject line.
+_KEY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+MAIL_KEY_LENGTH = 16
+
+
 def new_mail_key() -> str:
-    """A fresh mail key: the password of pbmserv-style subject commands."""
-    return secrets.token_hex(4)
+    """A fresh mail key: the password of pbmserv-style subject commands (shown once, stored hashed)."""
+    return "".join(secrets.choice(_KEY_ALPHABET) for _ in range(MAIL_KEY_LENGTH))
+
+
+def hash_mail_key(key: str) -> str:
+    """The stored form of a mail key: SHA-256 of the key, case folded (keys are random, so a fast hash
+    does; nobody can work back from it to the key)."""
+    return hashlib.sha256(key.strip().lower().encode()).hexdigest()
+
+
+def _new_mail_key_hash() -> str:
+    # An account starts with a key nobody knows; the real one is made and mailed when it is confirmed.
+    return hash_mail_key(new_mail_key())
+
+
+def new_session_token() -> str:
+    """A fresh session token: part of every sign-in, so replacing it ends the account's other sessions."""
+    return secrets.token_hex(8)
 
 
 def new_token_secret() -> str:
@@ -69,7 +92,10 @@ class User(db.Model):
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(255))
     verified_at: Mapped[datetime | None] = mapped_column(DateTime)
-    mail_key: Mapped[str] = mapped_column(String(32), default=new_mail_key)
+    mail_key_hash: Mapped[str] = mapped_column(String(64), default=_new_mail_key_hash)
+    # After too many wrong mail keys, mail commands for the account are refused until then.
+    mail_key_paused_until: Mapped[datetime | None] = mapped_column(DateTime)
+    session_token: Mapped[str] = mapped_column(String(32), default=new_session_token)
     token_secret: Mapped[str] = mapped_column(String(64), default=new_token_secret)
     # "move": a mail for every move; "digest": one mail a day listing the games awaiting a move.
     notify: Mapped[str] = mapped_column(String(16), default="move")
@@ -118,8 +144,9 @@ class User(db.Model):
         return False
 
     def get_id(self) -> str:
-        """Flask-Login: the session key."""
-        return str(self.id)
+        """Flask-Login: the session key, the id and the current session token (see
+        :func:`pbem.accounts.end_other_sessions`)."""
+        return f"{self.id}:{self.session_token}"
 
     def __repr__(self) -> str:
         return f"<User {self.handle}>"
@@ -309,7 +336,11 @@ class OutboxMail(db.Model):
     sent_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
 
-    __table_args__ = (Index("ix_outbox_mail_due", "sent_at", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_outbox_mail_due", "sent_at", "next_attempt_at"),
+        # Counting the answers sent to one address lately (see pbem.mail.process).
+        Index("ix_outbox_mail_to_kind", "to_addr", "kind", "created_at"),
+    )
 
 
 class InboundMail(db.Model):
@@ -323,15 +354,29 @@ class InboundMail(db.Model):
     message_id: Mapped[str] = mapped_column(String(255), unique=True)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     mail_from: Mapped[str] = mapped_column(String(320), default="")
-    rcpt_to: Mapped[str] = mapped_column(String(1000), default="")
+    # Every envelope recipient, however many.
+    rcpt_to: Mapped[str] = mapped_column(Text, default="")
     received_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     # "received" (stored, not yet processed), "processed", "ignored" (bounce, auto-reply, loop),
-    # "rejected" (answered with an error), "failed" (a bug: kept for an operator).
+    # "rejected" (answered with an error), "failed" (a bug: kept for an operator), "interrupted" (a crash
+    # after it was acted on: its sender was told to look).
     status: Mapped[str] = mapped_column(String(16), default="received", index=True)
     processed_at: Mapped[datetime | None] = mapped_column(DateTime)
     note: Mapped[str | None] = mapped_column(Text)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
     game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
+    # Set in the same transaction as the first change the message made (a move, a challenge): a message
+    # left "processing" by a crash without it did nothing and can simply be processed again.
+    acted_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class MailKeyFailure(db.Model):
+    """A mail command with a wrong mail key: counted per account and per sender to stop guessing."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    sender: Mapped[str] = mapped_column(String(320), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
 class ApiToken(db.Model):

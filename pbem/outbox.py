@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import smtplib
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from flask import current_app
 from flask_mail import Message
 from sqlalchemy import or_, select, update
 
+from pbem.database import begin_write
 from pbem.extensions import db, mail
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
@@ -116,6 +118,7 @@ def _smtp_timeout(seconds: float) -> Iterator[None]:
 
 def _claim(row_id: int, now, claim_seconds: int) -> bool:
     """Take the row for this deliverer, unless another one holds it or it was sent meanwhile."""
+    begin_write()
     result = db.session.execute(
         update(OutboxMail)
         .where(
@@ -139,32 +142,50 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
         .order_by(OutboxMail.id)
         .limit(limit)
     ).all()
-    db.session.commit()
+    db.session.rollback()
     sent = failed = 0
     for row_id in due:
-        if not _claim(row_id, now, cfg["claim_seconds"]):
+        try:
+            if not _claim(row_id, now, cfg["claim_seconds"]):
+                continue
+        except Exception:  # The database is away: the next run tries again; nothing was sent.
+            db.session.rollback()
+            log.exception("outbox %s could not be claimed; left for the next run", row_id)
             continue
         row = db.session.get(OutboxMail, row_id)
         assert row is not None
+        message = _message(row)
         try:
             with _smtp_timeout(cfg["smtp_timeout_seconds"]), mail.connect() as connection:
-                connection.send(_message(row))
+                connection.send(message)
         except (smtplib.SMTPException, OSError) as exc:
-            row.attempts += 1
-            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (row.attempts - 1))
-            row.next_attempt_at = utcnow() + timedelta(seconds=delay)
-            row.claimed_until = None
-            row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
-            db.session.commit()
-            log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, row.attempts, exc)
+            attempts = row.attempts + 1
+            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
+            _record(row_id, attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
+                    claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
+            log.warning("outbox %s to %s failed (attempt %s): %s", row_id, row.to_addr, attempts, exc)
             failed += 1
             continue
-        row.attempts += 1
-        row.sent_at = utcnow()
-        row.last_error = None
-        db.session.commit()
+        _record(row_id, attempts=row.attempts + 1, sent_at=utcnow(), last_error=None)
         sent += 1
     return sent, failed
+
+
+def _record(row_id: int, tries: int = 5, **values: object) -> None:
+    """Write how a send went.  A mail that went out must be marked sent, or it would go out again when
+    its claim lapses: a failure here is retried (the run goes on with the other mails either way)."""
+    for attempt in range(1, tries + 1):
+        try:
+            begin_write()
+            db.session.execute(update(OutboxMail).where(OutboxMail.id == row_id).values(**values))
+            db.session.commit()
+            return
+        except Exception:
+            db.session.rollback()
+            if attempt == tries:
+                log.exception("outbox %s: could not record %s after %s tries", row_id, sorted(values), tries)
+                return
+            time.sleep(0.1 * 2 ** attempt)
 
 
 def pending_count() -> int:

@@ -236,6 +236,10 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
     return move
 
 
+# The longest move text handed to an engine (a record holds 500 characters).
+MAX_MOVE_TEXT = 200
+
+
 def submit(
     game: Game | int,
     user: User,
@@ -257,6 +261,9 @@ def submit(
     once in the same transaction (and so on, while lines keep answering), and the mails show where the
     game then stands.  Returns the recorded move; :func:`answers_to` lists what answered it.
     """
+    if len(text) > MAX_MOVE_TEXT:
+        # No game writes a move that long; refusing it here keeps every engine's parser to short input.
+        raise PlayError(f"That is not a move: a move is at most {MAX_MOVE_TEXT} characters.", "illegal")
     with locked_game(game) as locked:
         engine = engine_of(locked)
         state = state_of(locked)

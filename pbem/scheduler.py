@@ -12,7 +12,7 @@ import logging
 from apscheduler.schedulers.base import BaseScheduler
 from flask import Flask
 
-from pbem import digest, outbox, sweep
+from pbem import accounts, digest, outbox, sweep
 from pbem.extensions import db
 
 log = logging.getLogger(__name__)
@@ -21,16 +21,22 @@ log = logging.getLogger(__name__)
 def deliver_outbox(app: Flask) -> None:
     """One pass of the outbox deliverer."""
     with app.app_context():
-        sent, failed = outbox.deliver_due()
-        if sent or failed:
-            log.info("outbox: %s sent, %s failed", sent, failed)
+        try:
+            sent, failed = outbox.deliver_due()
+            if sent or failed:
+                log.info("outbox: %s sent, %s failed", sent, failed)
+        finally:
+            db.session.remove()
 
 
 def sweep_deadlines(app: Flask) -> None:
-    """One deadline sweep: vacations run out, reminders, timeouts."""
+    """One deadline sweep: vacations run out, reminders, timeouts; unconfirmed accounts expire."""
     with app.app_context():
         try:
             sweep.sweep()
+            expired = accounts.expire_unconfirmed()
+            if expired:
+                log.info("%s unconfirmed account(s) expired", expired)
         finally:
             db.session.remove()
 

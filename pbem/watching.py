@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from pbem.database import transaction_cache
+from pbem.database import begin_write, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, User, Watch
@@ -63,6 +63,7 @@ def watch(game: Game, user: User) -> None:
         raise PlayError(f"Game #{game.id} is private.", "private")
     if game.status in ("finished", "abandoned"):
         raise PlayError(f"Game #{game.id} is over; its record stays on its page.", "over")
+    begin_write()
     db.session.add(Watch(game_id=game.id, user_id=user.id))
     try:
         db.session.commit()
@@ -72,5 +73,6 @@ def watch(game: Game, user: User) -> None:
 
 def unwatch(game: Game, user: User) -> None:
     """``user`` stops following ``game``.  Commits."""
+    begin_write()
     db.session.execute(delete(Watch).where(Watch.game_id == game.id, Watch.user_id == user.id))
     db.session.commit()

@@ -9,7 +9,6 @@ pbmserv-style command in its subject, with the player's handle and mail key wher
 
 from __future__ import annotations
 
-import hmac
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,16 +18,12 @@ from marshmallow import ValidationError, missing
 from sqlalchemy import select
 
 import games
-from pbem import challenges, conditional, notify, play, results
-from pbem.accounts import find_user
+from pbem import challenges, clock, conditional, notify, play, results
+from pbem.accounts import check_mail_key, find_user
 from pbem.extensions import db
-from pbem.mail import parse
+from pbem.mail import keys, parse
 from pbem.models import Game, Seat, User
 from pbem.play import PlayError
-
-# "b3 #7", "a3v#7": a move followed by the move number the player saw.
-_EXPECT = re.compile(r"^(?P<move>.*?)\s*#\s*(?P<number>\d+)\s*$")
-_PREFIXES = re.compile(r"^\s*((re|aw|sv|wg|fwd?|tr|antw)\s*(\[\d+\])?\s*:\s*|\[pbem\]\s*)", re.IGNORECASE)
 
 REPLY_VERBS = (
     "move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation", "conditionals",
@@ -81,10 +76,12 @@ class Answer:
 
 
 def _split_expect(text: str) -> tuple[str, int | None]:
-    found = _EXPECT.match(text)
-    if found is None:
+    """"b3 #7", "a3v#7": the move, and the move number the player saw after the last "#", if any."""
+    move, hash_sign, number = text.rpartition("#")
+    number = number.strip()
+    if not hash_sign or not number.isascii() or not number.isdigit() or len(number) > 9:
         return text.strip(), None
-    return found["move"].strip(), int(found["number"])
+    return move.strip(), int(number)
 
 
 def take_conditionals(text: str) -> tuple[list[str], str]:
@@ -132,10 +129,7 @@ def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:
 
 def strip_subject(subject: str) -> str:
     """The subject without "Re:", "Fwd:" and "[pbem]" prefixes."""
-    previous = None
-    while previous != subject:
-        previous, subject = subject, _PREFIXES.sub("", subject, count=1)
-    return subject.strip()
+    return parse.strip_prefixes(subject)
 
 
 def looks_like_command(line: str) -> bool:
@@ -156,7 +150,7 @@ def _engine(slug: str) -> games.Engine | None:
 
 def _game_number(word: str, example: str) -> int:
     number = word.lstrip("#")
-    if not number.isdigit():
+    if not number.isascii() or not number.isdigit() or len(number) > 9:
         raise CommandError(f"{word!r} is not a game number. Write it like this: {example}")
     return int(number)
 
@@ -167,8 +161,10 @@ def parse_subject(line: str) -> Command:
     text = strip_subject(line)
     words = text.split()
     if not words or not looks_like_command(text):
+        first_word = words[0][:40] if words else ""
         raise CommandError(
-            f"I found no command in {text[:100]!r}. Put a command in the subject, e.g. 'help', "
+            f"I found no command in your subject (it begins {first_word!r}). Put a command in the subject, "
+            "e.g. 'help', "
             "'games alice' or 'cambio show 12'; send 'help' for the list."
         )
     first, rest = words[0].lower(), words[1:]
@@ -240,6 +236,18 @@ def parse_subject(line: str) -> Command:
     return Command(verb, said, slug=slug, game_id=game_id, handle=handle, key=key)
 
 
+def redact(line: str) -> str:
+    """``line`` as it may be shown or kept: a command with its mail key blanked out, or, for a command
+    that cannot be read (where the key may sit anywhere), only its first two words."""
+    if not looks_like_command(line):
+        return line
+    try:
+        return parse_subject(line).said
+    except CommandError:
+        words = strip_subject(line).split()
+        return " ".join(words[:2]) + (" …" if len(words) > 2 else "")
+
+
 def _blank_key(text: str, key: str) -> str:
     """``text`` with the mail key hidden, so that answers never carry it."""
     return re.sub(rf"(?<!\S){re.escape(key)}(?!\S)", "********", text, count=1)
@@ -248,15 +256,33 @@ def _blank_key(text: str, key: str) -> str:
 # Who is asking -----------------------------------------------------------------------------------------
 
 
-def player_by_key(handle: str | None, key: str | None) -> User:
-    """The player named by ``handle`` whose mail key is ``key``, or a CommandError saying which is wrong."""
+def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
+    """The player named by ``handle`` whose mail key is ``key``, or a CommandError saying which is wrong.
+
+    Wrong keys are counted per account and per sender (see :mod:`pbem.mail.keys`): past the limits,
+    commands with a key are refused for a while, even with the right key.
+    """
+    if keys.sender_blocked(sender):
+        raise CommandError(
+            "Too many mail commands with wrong mail keys have come from your address, so commands with a "
+            "mail key are refused from it for a while (an hour at most). Play on the web meanwhile."
+        )
     user = find_user(handle or "")
     if user is None:
-        raise CommandError(f"There is no player called {handle!r}.")
-    if not key or not hmac.compare_digest(key.lower().encode(), user.mail_key.lower().encode()):
+        raise CommandError(f"There is no player called {(handle or '')[:40]!r}.")
+    paused = keys.paused_until(user)
+    if paused is not None:
         raise CommandError(
-            f"The mail key for {user.handle} is wrong. Your mail key is in your welcome mail and on your "
-            "settings page; a subject command reads 'GAME VERB GAME-NUMBER HANDLE MAILKEY …'."
+            f"Mail commands with a mail key for {user.handle} are paused until {clock.format_time(paused)}, "
+            "because of too many wrong mail keys. Replies to game mails and the web work as usual; a new "
+            "mail key (on your settings page) ends the pause."
+        )
+    if not check_mail_key(user, key):
+        keys.record_failure(user, sender)
+        raise CommandError(
+            f"The mail key for {user.handle} is wrong. Your mail key was mailed to you when you confirmed "
+            "your address (and again whenever you made a new one); if you have lost it, make a new one on "
+            "your settings page. A subject command reads 'GAME VERB GAME-NUMBER HANDLE MAILKEY …'."
         )
     if not user.verified:
         raise CommandError(
@@ -274,10 +300,15 @@ def player_by_address(address: str) -> User | None:
 # Doing it ---------------------------------------------------------------------------------------------
 
 
-def _game(command: Command) -> Game:
+def _game(command: Command, user: User | None = None) -> Game:
+    """The game a command names.  A private game is told apart from no game at all only for its own
+    players: to anyone else (``user`` not seated, or None) it does not exist."""
     game = db.session.get(Game, command.game_id)
-    if game is None:
-        raise CommandError(f"There is no game #{command.game_id}.")
+    if game is None or (not game.public and (user is None or game.seat_of(user) is None)):
+        raise CommandError(
+            f"There is no game #{command.game_id} that you can see. (A private game is shown only to its "
+            f"players: 'GAME show {command.game_id} HANDLE MAILKEY'.)"
+        )
     if command.slug and game.engine != command.slug.lower():
         engine = games.get(game.engine)
         raise CommandError(
@@ -308,17 +339,11 @@ def run_subject(command: Command, sender: str, comment: str) -> Answer:
     if command.verb == "challenge":
         return _challenge(command, sender)
     if command.verb == "show" and command.key is None:
-        game = _game(command)
-        if not game.public:
-            raise CommandError(
-                f"Game #{game.id} is private; its players see it with "
-                f"'{game.engine} show {game.id} HANDLE MAILKEY'."
-            )
-        return _show(game, None)
-    user = player_by_key(command.handle, command.key)
+        return _show(_game(command), None)
+    user = player_by_key(command.handle, command.key, sender)
     if command.verb == "vacation":
         return _run_general(command, user)
-    game = _game(command)
+    game = _game(command, user)
     return _run_in_game(command, user, game, None, comment, via="command")
 
 
@@ -346,8 +371,6 @@ def _run_in_game(
     verb = command.verb
     try:
         if verb == "show":
-            if game.seat_of(user) is None and not game.public:
-                raise CommandError(f"You are not playing in game #{game.id}, which is private.")
             return _show(game, _seat(game, user, seat_number))
         if verb == "move":
             return _move(command, user, game, seat_number, comment, via)

@@ -8,39 +8,72 @@ bad message; what cannot be decoded is read as best it can be, and an empty text
 from __future__ import annotations
 
 import email
+import email.parser
 import logging
 import re
 from dataclasses import dataclass, field
 from email.message import EmailMessage, Message
 from email.policy import default as default_policy
-from email.utils import getaddresses, parseaddr
-from html.parser import HTMLParser
+from email.utils import getaddresses
+from html import unescape
 
 log = logging.getLogger(__name__)
 
 # The longest comment passed on to the other players; mail is not the place for essays.
 MAX_COMMENT = 2000
+# Limits that keep reading linear in the size of the message, whatever it holds.  A header longer than
+# MAX_HEADER characters is cut there (an address header that long is unreadable); a line is examined
+# for quote marks only up to MAX_LINE characters, and only the first MAX_LINES lines are examined; a
+# message with more than MAX_PARTS MIME parts, or parts nested deeper than MAX_DEPTH, is not read.
+MAX_HEADER = 2000
+MAX_LINE = 1000
+MAX_LINES = 5000
+MAX_PARTS = 100
+MAX_DEPTH = 10
+# An attribution ("On Tuesday, alice <a@b> wrote:") is never longer than this, even wrapped.
+_MAX_ATTRIBUTION = 400
 
 # Lines that open the quoted part of a reply in the common mail clients, in several languages: "alice
-# wrote:", and "On <date>, alice <address> wrote:" / "Am <date> schrieb alice:", often wrapped.
+# wrote:", and "On <date>, alice <address> wrote:" / "Am <date> schrieb alice:", often wrapped.  The
+# patterns are literal alternatives without nested repetition, and only ever see lines cut to
+# _MAX_ATTRIBUTION characters, so they cannot backtrack their way into quadratic time.
 _VERBS = r"(wrote|writes|schrieb|a écrit|escribió|scrisse|schreef|skrev|napisał|написал\(а\)|написал)"
-_ATTRIBUTION = re.compile(rf"{_VERBS}\s*:\s*$", re.IGNORECASE)
-_ATTRIBUTION_LONG = re.compile(
-    rf"^(on|am|le|el|il|op|den|w dniu|\d{{1,4}}[./-])\b.*\b{_VERBS}\b.*:\s*$", re.IGNORECASE
-)
+_VERB_WORD = re.compile(rf"(?<!\w){_VERBS}(?!\w)", re.IGNORECASE)
+_VERB_AT_END = re.compile(rf"(?<!\w){_VERBS}[ \t]*:$", re.IGNORECASE)
+_OPENERS = re.compile(r"(on|am|le|el|il|op|den|w dniu)(?!\w)|\d{1,4}[./-]", re.IGNORECASE)
 _SEPARATORS = re.compile(
-    r"^(-{2,}\s*(original message|forwarded message|ursprüngliche nachricht|message d'origine)\s*-{2,}"
-    r"|_{10,}|-{10,})\s*$",
+    r"-{2,}[ \t]*(original message|forwarded message|ursprüngliche nachricht|message d'origine)[ \t]*-{2,}"
+    r"|_{10,}|-{10,}",
     re.IGNORECASE,
 )
-_HEADER_BLOCK = re.compile(r"^(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
+_HEADER_BLOCK = re.compile(r"(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_SENT_FROM = re.compile(r"^(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
+_SENT_FROM = re.compile(r"(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
+
+
+# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" at the start of a subject; matched at a position and
+# never searched for, so stripping any number of them takes linear time.
+_PREFIX = re.compile(
+    r"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{1,9}\])?\s*:|\[pbem\])\s*", re.IGNORECASE
+)
+
+
+def strip_prefixes(subject: str) -> str:
+    """The subject without any number of "Re:", "Fwd:" (in several languages) and "[pbem]" prefixes."""
+    pos = 0
+    while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
+        pos = found.end()
+    return subject[pos:].strip()
 
 
 @dataclass
 class Incoming:
-    """A stored message as the processor needs it."""
+    """A stored message as the processor needs it.
+
+    ``unreadable`` says why the message could not be read (broken beyond repair, or built to exhaust
+    the reader), in words for its sender; its text is then empty.  ``from_addr`` is '' when the From
+    header names no single address without doubt.
+    """
 
     message: Message
     message_id: str
@@ -48,37 +81,141 @@ class Incoming:
     subject: str
     recipients: list[str] = field(default_factory=list)
     text: str = ""
+    unreadable: str | None = None
+    from_ambiguous: bool = False
 
     def header(self, name: str) -> str:
         """A header's value as text ('' when absent or unreadable)."""
         return header_text(self.message, name)
 
 
+def _raw_header(message: Message, name: str) -> str | None:
+    """The first ``name`` header as it was written, cut to MAX_HEADER characters."""
+    wanted = name.lower()
+    for key, value in message.raw_items():
+        if key.lower() == wanted:
+            return str(value)[:MAX_HEADER]
+    return None
+
+
 def header_text(message: Message, name: str) -> str:
-    """``name``'s value, decoded, on one line; '' when absent or so broken it cannot be read."""
+    """``name``'s value, decoded, on one line; '' when absent or so broken it cannot be read.
+
+    Only the first MAX_HEADER characters are decoded, so a huge header costs no more than a normal one.
+    """
     try:
-        value = message.get(name)
+        raw = _raw_header(message, name)
+        if raw is None:
+            return ""
+        value = default_policy.header_fetch_parse(name, raw)
     except Exception:  # A header the parser chokes on reads as missing.
         return ""
-    return " ".join(str(value).split()) if value is not None else ""
+    return " ".join(str(value).split())
+
+
+def sender(message: Message) -> tuple[str, bool]:
+    """The From address, lowercased, and whether the header was ambiguous.
+
+    A From header is only trusted when it names exactly one address and two parsers agree on which:
+    ``alice@x <mallory@y>`` or ``alice@x, mallory@y`` would otherwise be read as alice by one program
+    and as mallory by another.  An ambiguous header gives ('', True); a missing one ('', False).
+    """
+    raw = _raw_header(message, "From")
+    if raw is None or not raw.strip():
+        return "", False
+    if len(raw) >= MAX_HEADER:
+        return "", True
+    unfolded = " ".join(raw.split())
+    try:
+        loose = [addr for _, addr in getaddresses([unfolded])]
+        strict = [a.addr_spec for a in default_policy.header_fetch_parse("From", raw).addresses]
+    except Exception:
+        return "", True
+    if len(loose) != 1 or len(strict) != 1 or loose[0].lower() != strict[0].lower() or "@" not in loose[0]:
+        return "", True
+    return loose[0].strip().lower(), False
+
+
+_BOUNDARY = re.compile(rb'boundary[ \t]*=[ \t]*"?([^";\r\n]{1,200})', re.IGNORECASE)
+
+
+def _too_complex(raw: bytes) -> str | None:
+    """Why a message has too many parts to read, judged from its bytes before it is parsed (the parser
+    itself recurses once per nested part)."""
+    lowered = raw.lower()
+    containers = lowered.count(b"multipart/") + lowered.count(b"message/")
+    if containers > MAX_PARTS:
+        return f"it has more than {MAX_PARTS} parts"
+    # Each part begins with a line "--BOUNDARY"; the parser is slow with very many of them.
+    lines = 0
+    for boundary in set(_BOUNDARY.findall(raw)[:MAX_PARTS]):
+        lines += raw.count(b"\n--" + boundary.strip())
+        if lines > 2 * MAX_PARTS + 2:
+            return f"it has more than {MAX_PARTS} parts"
+    return None
+
+
+def _check_structure(message: Message) -> str | None:
+    """Why a parsed message's structure is too big to read (too many parts, nested too deep), or None."""
+    count = 0
+    stack: list[tuple[Message, int]] = [(message, 0)]
+    while stack:
+        part, depth = stack.pop()
+        count += 1
+        if count > MAX_PARTS:
+            return f"it has more than {MAX_PARTS} parts"
+        if depth > MAX_DEPTH:
+            return f"its parts are nested more than {MAX_DEPTH} deep"
+        payload = part.get_payload() if part.is_multipart() else None
+        if isinstance(payload, list):
+            stack.extend((child, depth + 1) for child in payload if isinstance(child, Message))
+    return None
 
 
 def read(raw: bytes, rcpt_to: str = "") -> Incoming:
-    """Parse ``raw`` (never raises): sender, subject, the envelope or header recipients, and the text."""
-    message = email.message_from_bytes(raw, policy=default_policy)
-    from_addr = parseaddr(header_text(message, "From"))[1].strip().lower()
+    """Parse ``raw`` (never raises): sender, subject, the envelope or header recipients, and the text.
+
+    A message that cannot be read comes back with ``unreadable`` set and the headers that could be read.
+    """
+    unreadable = _too_complex(raw)
+    message: Message
+    try:
+        if unreadable is None:
+            message = email.message_from_bytes(raw, policy=default_policy)
+            unreadable = _check_structure(message)
+        if unreadable is not None:
+            message = email.parser.BytesParser(policy=default_policy).parsebytes(raw, headersonly=True)
+    except Exception as exc:  # The parser itself gave up (RecursionError, a broken header).
+        log.info("unreadable message: %s: %s", type(exc).__name__, exc)
+        unreadable = "it is not a well-formed mail message"
+        message = email.parser.BytesParser(policy=default_policy).parsebytes(
+            raw.split(b"\n\n", 1)[0][:64 * 1024], headersonly=True
+        )
+    from_addr, ambiguous = sender(message)
     recipients = [a.strip().lower() for a in rcpt_to.split(",") if a.strip()]
     if not recipients:
         # Piped in by `pbem ingest`: the MTA's headers say where the message was delivered.
         fields = [header_text(message, h) for h in ("Delivered-To", "X-Original-To", "To", "Cc")]
-        recipients = [addr.lower() for _, addr in getaddresses([f for f in fields if f]) if addr]
+        try:
+            recipients = [addr.lower() for _, addr in getaddresses([f for f in fields if f]) if addr]
+        except Exception:
+            recipients = []
+    text = ""
+    if unreadable is None:
+        try:
+            text = body_text(message)
+        except Exception as exc:  # A part that defeats every decoder: say so rather than guess.
+            log.info("unreadable body: %s: %s", type(exc).__name__, exc)
+            unreadable = "its text could not be decoded"
     return Incoming(
         message=message,
         message_id=header_text(message, "Message-ID"),
         from_addr=from_addr,
         subject=header_text(message, "Subject"),
         recipients=recipients,
-        text=body_text(message),
+        text=text,
+        unreadable=unreadable,
+        from_ambiguous=ambiguous,
     )
 
 
@@ -124,87 +261,96 @@ def _decoded(part: Message) -> str:
     if not isinstance(payload, bytes):
         raw = part.get_payload()
         return raw if isinstance(raw, str) else ""
-    charset = part.get_content_charset() or "utf-8"
     try:
+        charset = part.get_content_charset() or "utf-8"
         return payload.decode(charset, errors="replace")
-    except LookupError:
+    except (LookupError, ValueError):  # An unknown charset, or one with a NUL in its name.
         return payload.decode("utf-8", errors="replace")
 
 
-class _TextFromHTML(HTMLParser):
-    """HTML to text: blocks become lines, quoted blocks become ``>`` lines, scripts and styles vanish."""
-
-    _BLOCKS = {"p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "hr"}
-    _HIDDEN = {"script", "style", "head", "title"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.lines: list[str] = [""]
-        self.quote_depth = 0
-        self.hidden = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        classes = dict(attrs).get("class") or ""
-        if tag in self._HIDDEN:
-            self.hidden += 1
-        elif tag == "blockquote" or (tag == "div" and "quote" in classes):
-            self._break()
-            self.quote_depth += 1
-        elif tag in self._BLOCKS:
-            self._break()
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._HIDDEN:
-            self.hidden = max(0, self.hidden - 1)
-        elif tag == "blockquote":
-            self._break()
-            self.quote_depth = max(0, self.quote_depth - 1)
-        elif tag in self._BLOCKS:
-            self._break()
-
-    def handle_data(self, data: str) -> None:
-        if self.hidden:
-            return
-        if not self.lines[-1] and self.quote_depth:
-            self.lines[-1] = "> " * self.quote_depth
-        self.lines[-1] += " ".join(data.split()) if not data.isspace() else (" " if self.lines[-1] else "")
-
-    def _break(self) -> None:
-        self.lines.append("")
+# HTML is turned into text by a few regular-expression passes that each run in linear time (every
+# pattern stops at the next "<", or is bounded), so hostile markup cannot make the reader slow.
+_DECLARATIONS = re.compile(r"<!--.*?(?:-->|\Z)|<[!?][^<>]*>", re.DOTALL)
+_HIDDEN = re.compile(r"<(script|style|head|title)\b[^<>]*>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+# Quoted blocks: <blockquote>, and the <div class="…quote…"> some clients use (the class is looked for
+# among the tag's first 200 characters).
+_QUOTE_MARK = re.compile(r"<(/?)blockquote\b[^<>]*>|<div\b[^<>]{0,200}?quote[^<>]*>", re.IGNORECASE)
+_BLOCK_TAG = re.compile(r"</?(?:p|div|br|tr|li|h[1-6]|pre|table|hr)\b[^<>]*>", re.IGNORECASE)
+_ANY_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_SPACES = re.compile(r"[^\S\n]+")
+_LINE_EDGES = re.compile(r"^ | $", re.MULTILINE)
+_NON_EMPTY_LINE = re.compile(r"^(?=[^\n])", re.MULTILINE)
 
 
 def html_to_text(html: str) -> str:
     """The text a person sees in ``html``, one block per line, quotes marked with ``>``."""
-    parser = _TextFromHTML()
-    try:
-        parser.feed(html)
-        parser.close()
-    except Exception:  # HTMLParser is lenient; anything worse reads as no text.
-        return ""
-    lines = [line.strip() for line in parser.lines]
-    return "\n".join(lines)
+    html = _HIDDEN.sub("", _DECLARATIONS.sub("", html))
+    pieces: list[str] = []
+    depth = pos = 0
+    for mark in _QUOTE_MARK.finditer(html):
+        pieces.append(_flat(html[pos : mark.start()], depth))
+        pos = mark.end()
+        depth = max(0, depth - 1) if mark.group(1) == "/" else depth + 1
+    pieces.append(_flat(html[pos:], depth))
+    return "\n".join(pieces)
+
+
+def _flat(html: str, depth: int) -> str:
+    """A stretch of HTML without quote marks as lines of text, each marked ``>`` ``depth`` times."""
+    text = _ANY_TAG.sub("", _BLOCK_TAG.sub("\n", html))
+    text = _LINE_EDGES.sub("", _SPACES.sub(" ", unescape(text)))
+    return _NON_EMPTY_LINE.sub("> " * depth, text) if depth else text
+
+
+def _line(lines: list[str], i: int) -> str:
+    """Line ``i`` as the quote detection sees it: stripped, and cut to MAX_LINE characters."""
+    return lines[i][:MAX_LINE].strip()
+
+
+def _is_attribution(text: str, wrapped: bool) -> bool:
+    """Whether ``text`` is an attribution such as "alice wrote:" or (possibly ``wrapped`` over several
+    lines) "On Tue, 3 May, alice <a@b> wrote:"."""
+    if len(text) > _MAX_ATTRIBUTION or not text.endswith(":"):
+        return False
+    if not wrapped and _VERB_AT_END.search(text):
+        return True
+    return _OPENERS.match(text) is not None and _VERB_WORD.search(text) is not None
 
 
 def _quote_starts(lines: list[str], i: int) -> bool:
     """Whether line ``i`` opens the quoted part: a ``>`` line, an attribution ("On … wrote:", possibly
     wrapped over three lines), a separator, an Outlook header block, or a signature ``-- ``."""
-    line = lines[i].strip()
-    if line.startswith(">") or _SEPARATORS.match(line) or lines[i].rstrip("\n") in ("-- ", "--"):
+    line = _line(lines, i)
+    if not line:
+        return False
+    first = line[0]
+    if first == ">" or lines[i] in ("-- ", "--"):
         return True
-    if _ATTRIBUTION.search(line):
+    if first in "-_" and _SEPARATORS.fullmatch(line):
         return True
-    for wrapped in range(1, 4):
-        if _ATTRIBUTION_LONG.match(" ".join(s.strip() for s in lines[i : i + wrapped])):
-            return True
+    # An attribution ends with ":" on this line or one of the next two (cheap to rule out first).
+    end = min(i + 3, len(lines))
+    if any(lines[j].rstrip().endswith(":") for j in range(i, end)):
+        wrapped = ""
+        for j in range(i, end):
+            wrapped = f"{wrapped} {_line(lines, j)}".strip()
+            if len(wrapped) > _MAX_ATTRIBUTION:
+                break
+            if _is_attribution(wrapped, j > i):
+                return True
     # Outlook quotes with a block of headers: "From: …" then "Sent: …".
-    following_header = i + 1 < len(lines) and _HEADER_BLOCK.match(lines[i + 1].strip())
-    return bool(_HEADER_BLOCK.match(line) and following_header)
+    if ":" not in line or i + 1 >= len(lines):
+        return False
+    return bool(_HEADER_BLOCK.match(line) and _HEADER_BLOCK.match(_line(lines, i + 1)))
 
 
 def own_words(text: str) -> list[str]:
     """The lines the sender wrote above the quoted text (or, when they wrote under the quote, their
-    unquoted lines after it), without a signature or trailing "Sent from my phone" lines."""
-    lines = text.split("\n")
+    unquoted lines after it), without a signature or trailing "Sent from my phone" lines.
+
+    Only the first MAX_LINES lines are looked at: a command is never further down than that.
+    """
+    lines = text.split("\n", MAX_LINES)[:MAX_LINES]
     above: list[str] = []
     start = len(lines)
     for i in range(len(lines)):
@@ -215,13 +361,15 @@ def own_words(text: str) -> list[str]:
     if not any(s.strip() for s in above):
         # Written under the quote: the unquoted lines after it, up to a signature.
         above = []
+        written = False
         for i in range(start, len(lines)):
-            if lines[i] in ("-- ", "--") and any(s.strip() for s in above):
+            if lines[i] in ("-- ", "--") and written:
                 break
             if not _quote_starts(lines, i):
                 above.append(lines[i])
+                written = written or bool(lines[i].strip())
     words = [s.rstrip() for s in above]
-    while words and (not words[-1].strip() or _SENT_FROM.match(words[-1].strip())):
+    while words and (not words[-1].strip() or _SENT_FROM.match(words[-1][:MAX_LINE].strip())):
         words.pop()
     return words
 

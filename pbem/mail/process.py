@@ -19,26 +19,29 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from flask import Flask, current_app, render_template
-from sqlalchemy import select, update
+from sqlalchemy import event, func, select, update
+from sqlalchemy.orm import Session, SessionTransaction
 
 import games
 from pbem import notify, outbox, tokens
 from pbem.database import begin_write
 from pbem.extensions import db
-from pbem.mail import bounces, parse
+from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
     Answer,
     CommandError,
     looks_like_command,
     parse_reply,
     parse_subject,
+    redact,
     run_reply,
     run_subject,
     take_conditionals,
 )
-from pbem.models import Game, InboundMail, User, utcnow
+from pbem.models import Game, InboundMail, OutboxMail, User, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +102,11 @@ def process_one(row_id: int) -> bool:
     mail: parse.Incoming | None = None
     try:
         mail = parse.read(raw, rcpt_to)
-        outcome = _handle(mail, mail_from, bool(rcpt_to))
+        db.session.info[_ACTING_FOR] = row_id
+        try:
+            outcome = _handle(mail, mail_from, bool(rcpt_to))
+        finally:
+            db.session.info.pop(_ACTING_FOR, None)
         _finish(row_id, mail, outcome)
     except Exception as exc:
         log.exception("inbound message #%s could not be processed", row_id)
@@ -117,8 +124,8 @@ def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
     row.user_id = outcome.user.id if outcome.user is not None else None
     row.game_id = outcome.game.id if outcome.game is not None else None
     row.processed_at = utcnow()
-    if outcome.answer is not None:
-        _answer(mail, outcome)
+    if outcome.answer is not None and not _answer(mail, outcome):
+        row.note = (row.note + " (not answered: too many refusals to this address lately)")[:2000]
     db.session.commit()
     log.info("inbound #%s from %s: %s (%s)", row_id, mail.from_addr, outcome.status, outcome.note[:200])
 
@@ -143,14 +150,99 @@ def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
         log.exception("could not record the failure of inbound message #%s", row_id)
 
 
+# Knowing whether a message did anything, for a restart after a crash ---------------------------------
+
+_ACTING_FOR = "pbem_acting_for_inbound_mail"
+_WROTE = "pbem_acting_wrote"
+
+
+@event.listens_for(Session, "after_flush")
+def _note_flush(session: Session, _context: object) -> None:
+    if session.info.get(_ACTING_FOR) is not None:
+        session.info[_WROTE] = True
+
+
+@event.listens_for(Session, "before_commit")
+def _mark_acted(session: Session) -> None:
+    """The first commit that changes anything while a message is handled also stamps the message's
+    ``acted_at``, in the same transaction: after a crash, a message without it changed nothing."""
+    row_id = session.info.get(_ACTING_FOR)
+    if row_id is None:
+        return
+    if session.new or session.dirty or session.deleted or session.info.pop(_WROTE, False):
+        session.execute(
+            update(InboundMail).where(InboundMail.id == row_id, InboundMail.acted_at.is_(None))
+            .values(acted_at=utcnow())
+        )
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_flush(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_WROTE, None)
+
+
+def recover_interrupted(claimed_before: datetime) -> tuple[int, int]:
+    """Resolve messages a crash left "processing" (claimed before ``claimed_before``): one that changed
+    nothing is processed again from the start; one that did is marked "interrupted" and its sender told
+    to look (its answer was lost).  Returns (requeued, interrupted)."""
+    stuck = db.session.scalars(
+        select(InboundMail.id).where(InboundMail.status == "processing",
+                                     InboundMail.processed_at < claimed_before)
+        .order_by(InboundMail.id)
+    ).all()
+    db.session.rollback()
+    requeued = interrupted = 0
+    for row_id in stuck:
+        begin_write()
+        row = db.session.get(InboundMail, row_id)
+        if row is None or row.status != "processing":
+            db.session.rollback()
+            continue
+        if row.acted_at is None:
+            row.status, row.processed_at = "received", None
+            requeued += 1
+        else:
+            row.status, row.processed_at = "interrupted", utcnow()
+            row.note = "interrupted by a crash after it was acted on; its sender was told to look"
+            mail = parse.read(row.raw, row.rcpt_to)
+            if mail.from_addr and bounces.automatic(mail, None, mail_domain()) is None:
+                _answer(mail, Handling("interrupted", row.note, CommandError(
+                    "Your mail was acted on, but the server stopped before it could answer. Look at your "
+                    "game on the web (or send 'show') to see where it stands before sending anything again."
+                ), game=db.session.get(Game, row.game_id) if row.game_id else None))
+            interrupted += 1
+        db.session.commit()
+        log.warning("inbound #%s was left processing by a crash: %s", row_id, row.status)
+    return requeued, interrupted
+
+
+def stuck(older_than: timedelta = timedelta(minutes=10)) -> list[InboundMail]:
+    """Messages that need an operator: failed, interrupted, or processing for longer than it takes."""
+    return list(db.session.scalars(
+        select(InboundMail).where(
+            (InboundMail.status.in_(("failed", "interrupted")))
+            | ((InboundMail.status == "processing") & (InboundMail.processed_at < utcnow() - older_than))
+        ).order_by(InboundMail.id)
+    ))
+
+
 # Deciding what a message is ---------------------------------------------------------------------------
 
 
 def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     envelope = mail_from if by_smtp else _return_path(mail)
+    if mail.from_ambiguous:
+        # Whoever is named first may not be who sent it: act for nobody, and answer nobody.
+        return Handling("rejected", "the From header does not name one sender beyond doubt; not answered")
     reason = bounces.automatic(mail, envelope, mail_domain())
     if reason is not None:
         return Handling("ignored", reason)
+    if mail.unreadable is not None:
+        return Handling("rejected", f"unreadable: {mail.unreadable}", CommandError(
+            f"Your mail could not be read: {mail.unreadable}. Nothing was done. Send your command again "
+            "as a plain-text mail, without attachments."
+        ))
     for address in mail.recipients:
         token = tokens.reply_token_in(address)
         if token is not None:
@@ -216,7 +308,7 @@ def _subject_command(mail: parse.Incoming) -> Handling:
             command.args = ["add"]
         answer = run_subject(command, mail.from_addr, comment)
     except CommandError as exc:
-        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+        return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
     return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
 
@@ -224,11 +316,35 @@ def _subject_command(mail: parse.Incoming) -> Handling:
 # Answering ---------------------------------------------------------------------------------------------
 
 
-def _answer(mail: parse.Incoming, outcome: Handling) -> None:
-    """Write the one answer to ``mail`` into the outbox, threaded under it (and under the game)."""
+def _refusals_lately(address: str) -> tuple[int, int]:
+    """How many refusals went to ``address`` in the period of ``refused_answers_per_address``, and how
+    many are allowed."""
+    amount, period = keys.limit("refused_answers_per_address")
+    sent = db.session.scalar(
+        select(func.count(OutboxMail.id)).where(
+            OutboxMail.to_addr == address, OutboxMail.kind == "answer-error",
+            OutboxMail.created_at >= utcnow() - period,
+        )
+    ) or 0
+    return sent, amount
+
+
+def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
+    """Write the one answer to ``mail`` into the outbox, threaded under it (and under the game).
+
+    A refusal is not sent when the address has had its share of refusals lately (a forged sender must
+    not turn the server into a mail bomb); returns whether an answer was written.
+    """
     answer = outcome.answer
     assert answer is not None
     ok = isinstance(answer, Answer)
+    to_user = outcome.user if outcome.user is not None and outcome.user.email.lower() == mail.from_addr \
+        else None
+    to_addr = to_user.email if to_user is not None else mail.from_addr
+    if not ok:
+        sent, allowed = _refusals_lately(to_addr)
+        if sent >= allowed:
+            return False
     game = answer.game if answer.game is not None else outcome.game
     seat = answer.seat
     context: dict = {"message": answer.message, "ok": ok, "extra": getattr(answer, "extra", ""),
@@ -241,14 +357,13 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> None:
             seat = next((s for s in game.seats if s.id == seat.id), None)
         context["position"] = notify.position(game, engine, engine.load(game.state), seat)
     text = render_template("mail/answer.txt", **context)
-    subject = _redacted_subject(mail)
+    subject = _answer_subject(mail, by_reply=outcome.reply_to is not None)
     headers = {}
     if mail.message_id:
         references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
         headers = {"In-Reply-To": mail.message_id, "References": references}
     outbox.enqueue(
-        outcome.user if outcome.user is not None and outcome.user.email.lower() == mail.from_addr
-        else mail.from_addr,
+        to_user if to_user is not None else mail.from_addr,
         subject,
         text,
         kind="answer" if ok else "answer-error",
@@ -257,16 +372,15 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> None:
         reply_to=outcome.reply_to,
         headers=headers,
     )
+    return True
 
 
-def _redacted_subject(mail: parse.Incoming) -> str:
-    """"Re: " and the subject of the mail answered, with any mail key in it hidden."""
-    original = mail.subject or "your mail"
-    try:
-        said = parse_subject(original).said if looks_like_command(original) else original
-    except CommandError:
-        said = original
-    said = said[:200]
+def _answer_subject(mail: parse.Incoming, by_reply: bool) -> str:
+    """"Re: " and the subject of the mail answered.  A reply to a game mail keeps its subject (ours); a
+    command's subject is shown with its mail key hidden, or, when it could not be read, cut short."""
+    if not mail.subject:
+        return "Re: your mail"
+    said = (mail.subject if by_reply else redact(mail.subject))[:200]
     return said if said.lower().startswith("re:") else f"Re: {said}"
 
 
@@ -284,7 +398,14 @@ class Runner:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Start the thread (it processes what is waiting at once)."""
+        """Resolve what a crash left half done, then start the thread (it processes what is waiting at
+        once)."""
+        try:
+            with self.app.app_context():
+                recover_interrupted(utcnow())
+                db.session.remove()
+        except Exception:  # The database may be away: the thread's first pass tries again.
+            log.exception("could not look for messages left processing by a crash")
         self._stop.clear()
         self._wake.set()
         self._thread = threading.Thread(target=self._run, name="pbem-mail-process", daemon=True)

@@ -56,7 +56,7 @@ def store(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> 
         log.info("duplicate message %s ignored", key)
         return existing, False
     row = InboundMail(
-        message_id=key, raw=raw, mail_from=mail_from or "", rcpt_to=", ".join(rcpt_to or [])[:1000]
+        message_id=key, raw=raw, mail_from=mail_from or "", rcpt_to=", ".join(rcpt_to or [])
     )
     db.session.add(row)
     try:

@@ -9,12 +9,13 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from jinja2 import pass_context
 from jinja2.runtime import Context
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 import games
 from pbem import api, clock, results
 from pbem.api.errors import error_response, http_error, is_api_request
-from pbem.extensions import login_manager
+from pbem.extensions import db, login_manager
 
 
 def wants_json() -> bool:
@@ -69,6 +70,20 @@ def init_app(app: Flask) -> None:
         if wants_json():
             return jsonify(ok=False, code="csrf", message=message), 400
         return render_template("error.html", title="Form refused", message=message), 400
+
+    @app.errorhandler(OperationalError)
+    def database_busy(exc: OperationalError) -> tuple[object, int, dict[str, str]]:
+        # A database too busy to answer in time (or away for a moment) is the server's trouble, not a
+        # fault in the request: say so, and when to try again, rather than answer 500.
+        db.session.rollback()
+        app.logger.warning("database unavailable for %s %s: %s", request.method, request.path,
+                           type(exc.orig).__name__)
+        message = ("The server is very busy just now and could not do this; nothing was changed. "
+                   "Please try again in a few seconds.")
+        headers = {"Retry-After": "5"}
+        if wants_json():
+            return jsonify(ok=False, code="busy", message=message), 503, headers
+        return render_template("error.html", title="Busy, try again", message=message), 503, headers
 
     @app.errorhandler(429)
     def too_many(exc: HTTPException) -> tuple[object, int]:

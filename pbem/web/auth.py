@@ -10,8 +10,9 @@ from werkzeug.wrappers import Response
 
 from pbem import accounts, apitokens, clock, tokens, vacation
 from pbem.accounts import AccountError
+from pbem.database import begin_write
 from pbem.extensions import db, limiter
-from pbem.models import utcnow
+from pbem.models import User, utcnow
 from pbem.web.limits import per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
@@ -45,10 +46,13 @@ def verify(token: str) -> Response | tuple[str, int]:
     """Follow the link of a confirmation mail."""
     try:
         user = accounts.verify(token)
+    except accounts.LinkUsed as exc:
+        flash(exc.args[0], "info")
+        return redirect(url_for("auth.login"))
     except AccountError as exc:
         return render_template("auth/resend.html", error=exc.args[0]), 400
     login_user(user)
-    flash(f"Your address is confirmed. Welcome, {user.handle}!", "info")
+    flash(f"Your address is confirmed. Welcome, {user.handle}! Your mail key is on its way to you.", "info")
     return redirect(url_for("games.dashboard"))
 
 
@@ -126,6 +130,10 @@ def settings() -> str | Response | tuple[str, int]:
                 return render_template("auth/settings.html", error=exc.args[0], **_settings_context()), 400
             return render_template("auth/settings.html", new_token=token, new_token_name=row.name,
                                    **_settings_context())
+        if action == "mail-key":
+            # Shown once, on this page only: not in a flash message, which would travel in the cookie.
+            key = accounts.regenerate_mail_key(current_user._get_current_object())
+            return render_template("auth/settings.html", new_key=key, **_settings_context())
         try:
             message = _apply_setting(action)
         except AccountError as exc:
@@ -180,16 +188,17 @@ def _apply_setting(action: str) -> str:
     if action == "time-zone":
         accounts.set_time_zone(user, request.form.get("time_zone", ""))
         return f"Times are shown in {user.time_zone} now."
-    if action == "mail-key":
-        return f"Your new mail key is {accounts.regenerate_mail_key(user)}; the old one no longer works."
     if action == "renew-tokens":
+        begin_write()
+        user = db.session.get(User, user.id)
         tokens.renew(user)
         db.session.commit()
         return ("The reply addresses and move links of the mails you have had no longer work; "
                 "the mails from now on carry new ones.")
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
-        return "Your password is changed."
+        login_user(user)  # This session goes on under the new session token; every other one ends.
+        return "Your password is changed, and every other place signed in to your account is signed out."
     if action == "token-revoke":
         token_id = request.form.get("token", "")
         if not token_id.isdigit() or len(token_id) > 12:

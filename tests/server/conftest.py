@@ -143,3 +143,15 @@ def players(ctx: Flask) -> tuple[User, User, User]:
     users = tuple(create_user(h, f"{h}@example.org", verified=True) for h in ("alice", "bob", "carol"))
     db.session.commit()
     return users  # type: ignore[return-value]
+
+
+def give_mail_key(user: User) -> str:
+    """Give ``user`` a known mail key (stored hashed, as always) and return it."""
+    from pbem.database import begin_write
+    from pbem.models import hash_mail_key, new_mail_key
+
+    key = new_mail_key()
+    begin_write()
+    db.session.get(User, user.id).mail_key_hash = hash_mail_key(key)
+    db.session.commit()
+    return key

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from pbem import play
 from pbem.extensions import db
 from pbem.models import Game, Move, User
+from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import Postman, start_postman, text_of
 
 
@@ -135,17 +136,17 @@ def test_conditionals_by_subject_command(postman: Postman, players) -> None:
     alice, bob, carol = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    key = alice.mail_key
+    key = give_mail_key(alice)
     postman.command(alice.email, f"cambio conditionals {game.id} alice {key} if b1 then c4")
     postman.settle()
     answer = postman.last(alice.email, "Re: cambio conditionals")
     assert key not in str(answer["Subject"]) and "  if b1 then c4" in text_of(answer)
     postman.command(alice.email, f"cambio conditionals {game.id} alice {key}")
-    postman.command(bob.email, f"cambio conditionals {game.id} bob {bob.mail_key}")
+    postman.command(bob.email, f"cambio conditionals {game.id} bob {give_mail_key(bob)}")
     postman.settle()
     assert "if b1 then c4" in text_of(postman.last(alice.email, "Re: cambio conditionals"))
     assert "You have no conditional moves" in text_of(postman.last(bob.email, "Re: cambio conditionals"))
-    postman.command(carol.email, f"cambio conditionals {game.id} carol {carol.mail_key}")
+    postman.command(carol.email, f"cambio conditionals {game.id} carol {give_mail_key(carol)}")
     postman.settle()
     assert "You are not playing in Cambio" in text_of(postman.last(carol.email, "Re: cambio conditionals"))
     postman.command(alice.email, f"cambio conditionals {game.id} alice {key} clear")
@@ -156,11 +157,12 @@ def test_conditionals_by_subject_command(postman: Postman, players) -> None:
 def test_a_subject_move_takes_the_if_lines_of_its_body(postman: Postman, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
-    postman.command(alice.email, f"cambio move {game.id} alice {alice.mail_key} b4#1", "if b1 then c4\n")
+    key = give_mail_key(alice)
+    postman.command(alice.email, f"cambio move {game.id} alice {key} b4#1", "if b1 then c4\n")
     postman.settle()
     assert "Your conditional moves queued: if b1 then c4." in text_of(
         postman.last(alice.email, "Re: cambio move"))
-    postman.command(bob.email, f"cambio move {game.id} bob {bob.mail_key} b1")
+    postman.command(bob.email, f"cambio move {game.id} bob {give_mail_key(bob)} b1")
     postman.settle()
     assert record(game.id) == [("b4", "command"), ("b1", "command"), ("c4", "conditional")]
     assert "alice c4" in text_of(postman.last(bob.email, "Re: cambio move"))

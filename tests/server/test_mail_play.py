@@ -23,6 +23,7 @@ from pbem.extensions import db
 from pbem.mail import smtpd
 from pbem.models import Game, InboundMail, Move, User
 from tests.conftest import free_port
+from tests.server.conftest import give_mail_key
 
 # Cambio 3x3, two placements each: O places b3, X a2, O c2, X b1; O pushes c1^, X pushes c3< and wins
 # with a full line on rank 3 (see tests/server/test_play.py for the opening).
@@ -189,12 +190,12 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
     game = db.session.scalars(select(Game)).one()
     assert [s.user_id for s in game.seats] == [alice.id, None] and game.options["size"] == 3
 
-    postman.command(bob.email, f"cambio accept {game.id} bob {bob.mail_key}")
+    key = {alice.id: give_mail_key(alice), bob.id: give_mail_key(bob)}
+    postman.command(bob.email, f"cambio accept {game.id} bob {key[bob.id]}")
     postman.settle()
     accepted = postman.last(bob.email, f"Re: cambio accept {game.id}")
-    assert bob.mail_key not in str(accepted["Subject"]) and "has started" in text_of(accepted)
+    assert key[bob.id] not in str(accepted["Subject"]) and "has started" in text_of(accepted)
 
-    key = {alice.id: alice.mail_key, bob.id: bob.mail_key}
     for number, move in enumerate(GAME[:4], start=1):
         mover: User = [alice, bob][(number - 1) % 2]
         postman.command(mover.email, f"cambio move {game.id} {mover.handle} {key[mover.id]} {move}#{number}")
@@ -209,7 +210,7 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
 
     # A wrong key is refused and says so; a wrong game name too.
     postman.command(alice.email, f"cambio move {game.id} alice 00000000 c1^")
-    postman.command(alice.email, f"truchet move {game.id} alice {alice.mail_key} c1^")
+    postman.command(alice.email, f"truchet move {game.id} alice {key[alice.id]} c1^")
     postman.settle()
     assert "mail key for alice is wrong" in text_of(postman.last(alice.email, "Re: cambio move"))
     assert "is a game of Cambio" in text_of(postman.last(alice.email, "Re: truchet move"))
@@ -245,7 +246,7 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     assert "Vacation is on" in text_of(postman.last(alice.email, "Re: "))
     db.session.rollback()
     assert db.session.get(User, alice.id).on_vacation
-    postman.command(alice.email, f"vacation alice {alice.mail_key} off")
+    postman.command(alice.email, f"vacation alice {give_mail_key(alice)} off")
     postman.settle()
     assert "Welcome back" in text_of(postman.last(alice.email, "Re: vacation alice ********"))
 

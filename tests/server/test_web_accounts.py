@@ -8,6 +8,7 @@ import re
 from flask import Flask
 
 from pbem import outbox
+from pbem.accounts import check_mail_key
 from pbem.extensions import db
 from pbem.models import User
 from tests.server.webclient import WebClient
@@ -79,13 +80,16 @@ def test_settings_notification_and_mail_key(app: Flask, ctx: Flask, players) -> 
     alice = players[0]
     web = WebClient(app)
     web.sign_in(alice)
-    old_key = alice.mail_key
+    old_key = alice.mail_key_hash
     assert web.post("/settings", {"action": "notify", "notify": "digest"}).status_code == 302
     assert web.post("/settings", {"action": "notify", "notify": "never"}).status_code == 400
-    page = web.post("/settings", {"action": "mail-key"}, follow_redirects=True).get_data(as_text=True)
+    page = web.post("/settings", {"action": "mail-key"}).get_data(as_text=True)
+    key = re.search(r'id="mail-key">([a-z0-9]+)<', page).group(1)
     db.session.expire_all()
     alice = db.session.get(User, alice.id)
-    assert alice.notify == "digest" and alice.mail_key != old_key and alice.mail_key in page
+    assert alice.notify == "digest" and alice.mail_key_hash != old_key and check_mail_key(alice, key)
+    # Shown once: the page does not show it again.
+    assert key not in web.get("/settings").get_data(as_text=True)
     wrong = web.post("/settings", {"action": "password", "current": "nope", "password": "another one"})
     assert wrong.status_code == 400 and "not right" in wrong.get_data(as_text=True)
 

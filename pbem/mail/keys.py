@@ -1,0 +1,76 @@
+"""Limits on mail-key guessing: wrong keys are counted per account and per sender.
+
+Each wrong key is a row of :class:`~pbem.models.MailKeyFailure`, written in a transaction of its own so
+that it counts even though the command is refused.  Past ``mail_key_failures_per_account`` in the
+period, the account's key commands are paused for the period and its owner is told, once; past
+``mail_key_failures_per_sender``, that sender's key commands are refused (whoever they name).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from flask import current_app, render_template
+from limits import parse
+from sqlalchemy import func, select
+
+from pbem import clock, outbox
+from pbem.database import begin_write
+from pbem.extensions import db
+from pbem.models import MailKeyFailure, User, utcnow
+
+log = logging.getLogger(__name__)
+
+
+def limit(name: str) -> tuple[int, timedelta]:
+    """A [ratelimit] setting such as "5 per hour" as (how many, in what period)."""
+    item = parse(current_app.config["PBEM"]["ratelimit"][name])
+    return item.amount, timedelta(seconds=item.get_expiry())
+
+
+def _failures(since: datetime, **where: object) -> int:
+    query = select(func.count(MailKeyFailure.id)).where(MailKeyFailure.at >= since)
+    for column, value in where.items():
+        query = query.where(getattr(MailKeyFailure, column) == value)
+    return db.session.scalar(query) or 0
+
+
+def sender_blocked(sender: str) -> bool:
+    """Whether ``sender`` has sent too many wrong keys lately to be listened to."""
+    amount, period = limit("mail_key_failures_per_sender")
+    return _failures(utcnow() - period, sender=sender.lower()) >= amount
+
+
+def paused_until(user: User) -> datetime | None:
+    """Until when ``user``'s key commands are refused, or None when they are not."""
+    until = user.mail_key_paused_until
+    return until if until is not None and until > utcnow() else None
+
+
+def record_failure(user: User, sender: str) -> None:
+    """Count a wrong key for ``user`` from ``sender``; at the account's limit pause its key commands
+    and mail its owner (once a pause).  Commits in a transaction of its own."""
+    amount, period = limit("mail_key_failures_per_account")
+    begin_write()
+    user = db.session.get(User, user.id)
+    assert user is not None
+    now = utcnow()
+    db.session.add(MailKeyFailure(user_id=user.id, sender=sender.lower()[:320], at=now))
+    db.session.flush()
+    failures = _failures(now - period, user_id=user.id)
+    if failures >= amount and paused_until(user) is None:
+        user.mail_key_paused_until = now + period
+        outbox.enqueue(
+            user,
+            "[pbem] Mail commands for your account are paused",
+            render_template(
+                "mail/key_paused.txt", user=user, failures=failures, sender=sender[:200],
+                until=clock.format_time(user.mail_key_paused_until),
+                settings_url=current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + "/settings",
+            ),
+            kind="key-paused",
+        )
+        log.warning("mail commands for %s paused after %s wrong keys", user.handle, failures)
+    db.session.commit()
+

@@ -1,0 +1,101 @@
+"""The mail reader and the command parsers, fed anything: they never raise past their boundary and never
+take a second (of the thread's own processor time) on any input up to the size limit."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pbem.mail import commands, parse
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HEADERS = ["From", "To", "Cc", "Subject", "Message-ID", "Content-Type", "Content-Transfer-Encoding",
+           "Auto-Submitted", "Delivered-To", "MIME-Version"]
+PIECES = ["multipart/mixed; boundary=b", "text/html", "text/plain; charset=\"utf\x008\"", "base64",
+          "quoted-printable", "--b", "--b--", "=?utf-8?q?a?=", "=?x?b?", "<a@b>", "a@b, c@d", "alice@x <m@y>",
+          "On Mon, alice wrote:", "> quoted", "-- ", "<blockquote>", "<!--", "<div class=quote>", "b3 #7",
+          "cambio move 12 alice KEY b3", "Re: Fwd: ", "\r\n", "\n", " ", "\t", ":", "\x00", "é", "#"]
+
+
+def _as_bytes(headers_and_body: tuple[list[tuple[str, str]], str]) -> bytes:
+    headers, body = headers_and_body
+    return ("".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n" + body).encode("utf-8", "replace")
+
+
+def _message() -> st.SearchStrategy[bytes]:
+    header = st.tuples(st.sampled_from(HEADERS), st.lists(st.sampled_from(PIECES) | st.text(max_size=20),
+                                                          max_size=6).map("".join))
+    body = st.lists(st.sampled_from(PIECES) | st.text(max_size=40), max_size=60).map("".join)
+    return st.one_of(
+        st.binary(max_size=4000),
+        st.tuples(st.lists(header, max_size=8), body).map(_as_bytes),
+    )
+
+
+def _within_a_second(started: float) -> None:
+    assert time.thread_time() - started < 1.0
+
+
+@FUZZ
+@given(raw=_message(), rcpt=st.text(max_size=200))
+def test_the_mail_reader_reads_anything(raw: bytes, rcpt: str) -> None:
+    started = time.thread_time()
+    mail = parse.read(raw, rcpt)
+    assert isinstance(mail.text, str) and isinstance(mail.subject, str)
+    assert mail.from_addr == "" or "@" in mail.from_addr
+    parse.command_and_comment(mail.text)
+    _within_a_second(started)
+
+
+REPLY_WORDS = [*PIECES, "move", "resign", "draw", "offer", "accept", "show", "12", "#12", "if", "then"]
+
+
+@FUZZ
+@given(line=st.one_of(st.text(max_size=2000),
+                      st.lists(st.sampled_from(REPLY_WORDS), max_size=30).map(" ".join)))
+def test_the_reply_parser_only_refuses(line: str) -> None:
+    started = time.thread_time()
+    try:
+        command = commands.parse_reply(line)
+        assert command.verb
+    except commands.CommandError as exc:
+        assert exc.message
+    _within_a_second(started)
+
+
+SUBJECT_WORDS = ["help", "games", "vacation", "cambio", "truchet", "boxoff", "easyslider", "carreaux", "move",
+                 "show", "challenge", "accept", "decline", "resign", "draw", "offer", "conditionals", "clear",
+                 "12", "#12", "99999999999999999999", "alice", "KEY", "on", "off", "size=3", "days=x",
+                 "seat=9", "Re:", "Fwd:", "[pbem]", "a3v#7", "b3", "if", "then"]
+
+
+@FUZZ
+@given(line=st.one_of(st.text(max_size=2000), st.lists(st.sampled_from(SUBJECT_WORDS) | st.text(max_size=8),
+                                                        max_size=20).map(" ".join)))
+def test_the_subject_parser_only_refuses_and_never_shows_a_key(line: str) -> None:
+    started = time.thread_time()
+    shown = commands.redact(line)
+    try:
+        command = commands.parse_subject(line)
+    except commands.CommandError as exc:
+        assert exc.message
+        # A command that cannot be read is shown by its first two words only: the key may be anywhere.
+        if commands.looks_like_command(line):
+            assert len(shown.split()) <= 3
+    else:
+        if command.key and line.split().count(command.key) == 1:
+            assert command.key not in shown.split() and command.key not in command.said.split()
+    _within_a_second(started)
+
+
+def test_the_largest_inputs_are_quick() -> None:
+    started = time.thread_time()
+    for line in ("a" + " " * 1_000_000 + "#", "Re: " * 250_000, "#" * 1_000_000, "x " * 500_000):
+        for parser in (commands.parse_reply, commands.parse_subject):
+            with contextlib.suppress(commands.CommandError):
+                parser(line)
+        commands.redact(line)
+    assert time.thread_time() - started < 4.0  # Four inputs of a megabyte, each well under a second.

@@ -1,0 +1,263 @@
+"""Hostile and broken mail: nothing a sender writes makes the reader slow, crashes it, or leaks a key.
+
+The worst inputs we could build, each at the largest size the listener accepts, are read in well under a
+second of processor time (measured with the thread's own clock, so a busy machine does not flatter or
+fail the test); the listener keeps answering while one is processed; mail that cannot be read is
+answered once, plainly; a From header that names two people is refused; keys are never repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import smtplib
+import time
+from collections.abc import Callable, Iterator
+from email.message import EmailMessage
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem import play, tokens
+from pbem.extensions import db
+from pbem.mail import commands, parse
+from pbem.models import InboundMail
+from tests.server.conftest import give_mail_key
+from tests.server.test_mail_play import COMMANDS, Postman, moves_of, start_postman, text_of
+
+LIMIT = 1024 * 1024  # [smtpd] max_message_bytes
+HEAD = b"From: mallory@example.org\r\nTo: pbem@pbem.localhost\r\nSubject: hello\r\n"
+
+
+def _fill(unit: bytes, size: int = LIMIT - 4096) -> bytes:
+    return unit * (size // len(unit))
+
+
+def _nested(depth: int) -> bytes:
+    parts = b"".join(b"--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n" % (i, i + 1)
+                     for i in range(depth))
+    return HEAD + b"Content-Type: multipart/mixed; boundary=b0\r\n\r\n" + parts
+
+
+# Each builds a whole message of (nearly) the largest size accepted.
+WORST: dict[str, Callable[[], bytes]] = {
+    "attribution": lambda: HEAD + b"\r\nhello\r\non " + _fill(b"wrote "),
+    "attribution lines": lambda: HEAD + b"\r\n" + _fill(b"On a wrote wrote\r\n"),
+    "dashes": lambda: HEAD + b"\r\n" + _fill(b"-") + b"x",
+    "spaces before #": lambda: HEAD + b"\r\nb3" + _fill(b" ") + b"x",
+    "hashes": lambda: HEAD + b"\r\n" + _fill(b"# "),
+    "signature lines": lambda: HEAD + b"\r\n" + _fill(b"--\r\n"),
+    "quote lines": lambda: HEAD + b"\r\n" + _fill(b">\r\n"),
+    "header lines": lambda: HEAD + b"\r\n" + _fill(b"From: x\r\n"),
+    "html tags": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b"<p>x"),
+    "html unclosed tags": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b"<a "),
+    "html comments": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b"<!--"),
+    "html quotes": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b"<blockquote>"),
+    "html quote classes": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b'<div class="q">'),
+    "html lone <": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(b"<"),
+    "subject prefixes": lambda: HEAD.replace(b"Subject: hello", b"Subject: " + _fill(b"Re: ")) + b"\r\nx",
+    "subject encoded words": lambda: HEAD.replace(b"Subject: hello", b"Subject: " + _fill(b"=?utf-8?q?a?= "))
+    + b"\r\nx",
+    "from comments": lambda: HEAD.replace(b"From: mallory@example.org", b"From: " + _fill(b"(")) + b"\r\nx",
+    "long from": lambda: HEAD.replace(b"From: mallory@example.org", b"From: " + _fill(b"a") + b"@x.org")
+    + b"\r\nx",
+    "many recipients": lambda: HEAD.replace(b"To: pbem@pbem.localhost", b"To: " + _fill(b"a@b.c, "))
+    + b"\r\nx",
+    "nested multiparts": lambda: _nested(3000),
+    "many parts": lambda: HEAD + b"Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+    + _fill(b"--b\r\n\r\nx\r\n"),
+    "base64 garbage": lambda: HEAD + b"Content-Transfer-Encoding: base64\r\n\r\n" + _fill(b"!@#$"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORST))
+def test_the_worst_inputs_are_read_in_well_under_a_second(name: str) -> None:
+    raw = WORST[name]()
+    assert len(raw) <= LIMIT
+    started = time.thread_time()
+    mail = parse.read(raw, "pbem@pbem.localhost")
+    line, _comment = parse.command_and_comment(mail.text)
+    commands.redact(mail.subject)
+    commands.redact(line)
+    with contextlib.suppress(commands.CommandError):
+        commands.parse_reply(line)
+    assert time.thread_time() - started < 1.0, name
+
+
+@pytest.fixture
+def postman(app: Flask, ctx: Flask, sink) -> Iterator[Postman]:
+    """The real listener, its processor and the outbound sink."""
+    yield from start_postman(app, sink)
+
+
+def _statuses() -> list[str]:
+    db.session.rollback()
+    return [r.status for r in db.session.scalars(select(InboundMail).order_by(InboundMail.id))]
+
+
+def test_the_listener_answers_while_a_hostile_message_is_processed(postman: Postman) -> None:
+    """The message that froze the server for 27 s: the listener takes other mail meanwhile, at once.
+
+    SMTP lines are short, so the 700 KB line comes base64-encoded, as an attacker would send it."""
+    hostile = EmailMessage()
+    hostile["From"], hostile["To"], hostile["Subject"] = "mallory@example.org", COMMANDS, "hello"
+    hostile.set_content("hello\non " + "wrote " * 120_000, cte="base64")
+    assert len(hostile.as_bytes()) < LIMIT
+    postman.send(hostile)
+    delays = []
+    for i in range(5):
+        started = time.monotonic()
+        with smtplib.SMTP("127.0.0.1", postman.port, timeout=10) as client:
+            client.noop()
+            msg = EmailMessage()
+            msg["From"], msg["To"], msg["Subject"] = "carol@example.org", COMMANDS, "help"
+            msg["Message-ID"] = f"<help{i}@example.org>"
+            msg.set_content("\n")
+            client.send_message(msg)
+        delays.append(time.monotonic() - started)
+    assert max(delays) < 2.0, delays
+    postman.settle()
+    assert _statuses()[0] == "rejected"  # Answered: "I found no command".
+    assert len(postman.mails("carol@example.org")) == 5
+
+
+def test_mail_that_cannot_be_read_gets_one_plain_answer(postman: Postman) -> None:
+    postman.send_raw(_nested(3000), "mallory@example.org", COMMANDS)
+    nul_charset = (HEAD.replace(b"Subject: hello", b"Subject: help") + b'Content-Type: text/plain; '
+                   b'charset="utf\x008"\r\n\r\nhelp\r\n')
+    postman.send_raw(nul_charset.replace(b"mallory@", b"trent@"), "trent@example.org", COMMANDS)
+    automatic = _nested(3000).replace(b"Subject: hello", b"Subject: x\r\nAuto-Submitted: auto-replied")
+    postman.send_raw(automatic.replace(b"mallory@", b"robot@"), "robot@example.org", COMMANDS)
+    postman.settle()
+    assert _statuses() == ["rejected", "processed", "ignored"]
+    [answer] = postman.mails("mallory@example.org")
+    assert "could not be read" in text_of(answer) and "more than 100 parts" in text_of(answer)
+    [helped] = postman.mails("trent@example.org")
+    assert "mail commands of pbem" in text_of(helped)
+    assert postman.mails("robot@example.org") == []
+
+
+@pytest.mark.parametrize("header", [
+    "alice@example.org <mallory@evil.example>",
+    "alice@example.org, mallory@evil.example",
+    "<alice@example.org> mallory@evil.example",
+])
+def test_a_from_header_that_reads_two_ways_is_refused(postman: Postman, players, header: str) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = header, tokens.reply_address(game.id, 0, alice), "Re: move"
+    msg.set_content("b3\n")
+    postman.send(msg, mail_from="mallory@evil.example", to=str(msg["To"]))
+    postman.settle()
+    assert _statuses() == ["rejected"] and moves_of(game.id) == []
+    assert [m for m in postman.mails("alice@example.org") if str(m["Subject"]).startswith("Re:")] == []
+    assert postman.mails("mallory@evil.example") == []
+
+
+MALFORMED = [
+    "cambio move {game} alice {key}",                # short of words
+    "cambio move x{game} alice {key} b3",            # a bad game number
+    "cambio draw {game} alice {key} maybe",          # a bad draw answer
+    "cambio resign",                                 # (no key: nothing to hide)
+    "vacation alice {key} on off",                   # a bad vacation form
+    "cambio accept {game} alice {key} now please",   # a good form, a game that is not waiting
+    "cambio move {game} alice {key} zz9",            # an illegal move
+]
+
+
+def test_a_mail_key_is_never_repeated_nor_kept(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    key = give_mail_key(alice)
+    for form in MALFORMED:
+        postman.command(alice.email, form.format(game=game.id, key=key))
+    postman.settle()
+    answers = [m for m in postman.mails(alice.email) if str(m["Subject"]).startswith("Re:")]
+    assert len(answers) == len(MALFORMED)
+    for answer in answers:
+        assert key not in str(answer["Subject"]) and key not in answer.as_string(), answer["Subject"]
+    db.session.rollback()
+    notes = db.session.scalars(select(InboundMail.note)).all()
+    assert notes and all(key not in (note or "") for note in notes)
+
+
+AUTOMATIC_SUBJECTS = [
+    "Automatische Antwort: Re: [pbem] Cambio #1",
+    "Abwesenheitsnotiz: help",
+    "Réponse automatique : help",
+    "Fuera de la oficina: help",
+    "Fwd: Re: RE: AW: Out of Office: help",
+    "Re: Re: Re: Automatic reply: help",
+    "Risposta automatica: help",
+]
+
+
+def test_auto_replies_in_other_languages_are_never_answered(postman: Postman) -> None:
+    for i, subject in enumerate(AUTOMATIC_SUBJECTS):
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = f"away{i}@example.org", COMMANDS, subject
+        msg.set_content("I am away until Monday.\n")
+        postman.send(msg)
+    postman.settle()
+    assert _statuses() == ["ignored"] * len(AUTOMATIC_SUBJECTS)
+    assert all(postman.mails(f"away{i}@example.org") == [] for i in range(len(AUTOMATIC_SUBJECTS)))
+
+
+def test_a_reply_address_late_in_a_long_recipient_list_is_found(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    address = tokens.reply_address(game.id, 0, alice)
+    others = [f"someone.with.a.long.name{i}@example.org" for i in range(40)]
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = alice.email, ", ".join([*others, address]), "Re: your move"
+    msg.set_content("b3\n")
+    postman.send(msg, to=[*others, address])
+    postman.settle()
+    db.session.rollback()
+    row = db.session.scalars(select(InboundMail)).one()
+    assert len(row.rcpt_to) > 1000 and address.lower() in row.rcpt_to
+    assert moves_of(game.id) == ["b3"]
+
+
+def test_a_private_game_is_not_shown_to_a_stranger(postman: Postman, players) -> None:
+    alice, bob, carol = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    game.public = False
+    db.session.commit()
+    postman.command("stranger@example.org", f"cambio show {game.id}")
+    postman.command("stranger@example.org", f"truchet show {game.id}")
+    postman.command("stranger@example.org", "cambio show 9999")
+    postman.command(carol.email, f"cambio show {game.id} carol {give_mail_key(carol)}")
+    postman.settle()
+    texts = [text_of(m).split("\n\n")[0] for m in postman.mails("stranger@example.org")]
+    texts += [text_of(m).split("\n\n")[0] for m in postman.mails(carol.email)]
+    assert len(texts) == 4
+    # Nothing tells the private game from no game at all: not its name, players or position.
+    assert len({t.replace(str(game.id), "N").replace("9999", "N") for t in texts}) == 1, texts
+    assert all("Cambio" not in t and "alice" not in t for t in texts)
+
+
+def test_every_write_takes_the_lock_first() -> None:
+    """Every place that commits in the server takes the write lock first (pbem.database.begin_write)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "pbem"
+    offenders = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            source = ast.unparse(node)
+            locked = "begin_write()" in source or "locked_game(" in source
+            if "session.commit()" in source and not locked:
+                offenders.append(f"{path.relative_to(root.parent)}:{node.name}")
+    assert offenders == [], offenders
+
