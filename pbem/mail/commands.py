@@ -286,7 +286,7 @@ def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
         )
     if not user.verified:
         raise CommandError(
-            f"{user.handle} has not confirmed their address yet; follow the link in the welcome mail."
+            f"{user.handle} has not confirmed their address yet; follow the link in the confirmation mail."
         )
     return user
 

@@ -94,6 +94,8 @@ def test_mail_key_guessing_is_stopped_and_the_owner_told_once(postman: Postman, 
     assert len(told) == 1 and "wrong mail keys" in text_of(told[0])
     answers = [text_of(m) for m in postman.mails(alice.email) if str(m["Subject"]).startswith("Re:")]
     assert sum("is wrong" in a for a in answers) == 5 and "paused until" in answers[-1]
+    # The refusal says where the key really is (the help, too).
+    assert "mailed to you when you confirmed your address" in answers[0]
     assert db.session.scalar(select(func.count(MailKeyFailure.id))) == 5
     # A new key ends the pause.
     accounts.regenerate_mail_key(db.session.get(User, alice.id))
