@@ -147,7 +147,8 @@ def send_verification(user: User) -> None:
 
 
 def claim(placeholder: User, email: str, password_hash: str) -> User:
-    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits.
+    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits (the caller
+    holds the write lock, see :func:`sign_up`).
 
     Nothing of the account changes but its pending password (stored hashed), which the link is bound
     to: the handle and its games become the claimant's only when the link is followed, and a later
@@ -172,6 +173,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
 
 
 def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
+    """Make a placeholder account the claimant's; commits (the caller holds the write lock)."""
     if user is None or not user.placeholder:
         raise AccountError("This handle has been claimed already.")
     if data.get("c") != _reset_fingerprint(user):
