@@ -3,7 +3,7 @@
 Existing mail keys keep working: each is replaced by its hash.
 
 Revision ID: 0003
-Revises: 0004
+Revises: 0010
 Create Date: 2026-11-22 21:06:16.521527
 
 """
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0003'
-down_revision = '0004'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 
