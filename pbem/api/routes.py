@@ -13,7 +13,7 @@ from pbem import accounts, archive, challenges, clock, play
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
-from pbem.api.openapi import MAX_ID, operation
+from pbem.api.openapi import operation
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Seat, User
@@ -22,7 +22,7 @@ from pbem.web import dashboard, gameview, newgame
 
 def _game_for(user: User, game_id: int) -> Game:
     """The game, if the caller may see it; else a 404 that does not say whether it exists."""
-    game = db.session.get(Game, game_id) if game_id <= MAX_ID else None
+    game = db.session.get(Game, game_id)
     if game is None or not gameview.visible(game, user):
         raise ApiError(404, "no-game", f"There is no game #{game_id} (or it is not yours to see).")
     return game

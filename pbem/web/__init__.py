@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from flask import Flask, jsonify, render_template, request
 from flask_login import current_user
@@ -11,6 +12,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import IntegerConverter, Map
 
 import games
 from pbem import api, clock, results
@@ -38,8 +40,19 @@ def _local_time(context: Context, moment: datetime | None, date_only: bool = Fal
     return clock.format_time(moment, zone, date_only)
 
 
+class RowIdConverter(IntegerConverter):
+    """``<int:…>`` in every route: a number no database integer can hold names nothing, and is answered
+    404 like any other missing row (the database would otherwise refuse the query with an error)."""
+
+    def __init__(self, url_map: Map, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max", 2**31 - 1)
+        super().__init__(url_map, *args, **kwargs)
+
+
 def init_app(app: Flask) -> None:
     """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
+    # Before any route is added: the routes read the converter when they are registered.
+    app.url_map.converters["int"] = RowIdConverter
     from pbem.web import archive, auth, gameplay, gameview, links, mailbox, main, players
 
     app.add_template_filter(_game_title, "game_title")

@@ -191,6 +191,7 @@ def test_bad_requests_get_json_errors(server: str, tokens, ctx: Flask) -> None:
          "invalid"),
         (("POST", "/api/v1/games"), {"raw": b"{" + b" " * 70000 + b"}"}, 413, "too-large"),
         (("GET", "/api/v1/games/999"), {}, 404, "no-game"),
+        (("GET", "/api/v1/games/99999999999999999999"), {}, 404, "not-found"),
         (("GET", "/api/v1/games?limit=1000"), {}, 422, "invalid"),
         (("GET", "/api/v1/games?player=zed"), {}, 422, "invalid"),
         (("GET", "/api/v1/players/zed"), {}, 404, "no-player"),
@@ -287,6 +288,8 @@ def test_the_example_bot_plays_a_whole_game(server: str, tokens, ctx: Flask) -> 
 
 def test_the_api_page_is_linked_from_every_page(app: Flask, ctx: Flask) -> None:
     client = app.test_client()
+    # A game number past what the database holds is simply not found, on the web too.
+    assert client.get("/games/99999999999999999999").status_code == 404
     assert 'href="/api/"' in client.get("/").get_data(as_text=True)
     page = client.get("/api/").get_data(as_text=True)
     assert "POST /api/v1/games/{game_id}/moves" in page and "Authorization: Bearer" in page
