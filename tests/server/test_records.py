@@ -78,7 +78,8 @@ def test_a_running_game_of_hidden_moves_has_no_record_nor_replay(app: Flask, ctx
     web = WebClient(app)
     for path in (f"/games/{game.id}.json", f"/games/{game.id}.txt", f"/games/{game.id}/replay/0"):
         assert web.get(path).status_code == 404, path
-    assert 'id="replay"' not in web.get(f"/games/{game.id}?move=0").get_data(as_text=True)
+    page = web.get(f"/games/{game.id}?move=0").get_data(as_text=True)
+    assert 'id="replay"' not in page and f"/games/{game.id}.txt" not in page
 
 
 def board_after(game: Game, entries: int, seat: int | None = None) -> str:
@@ -97,6 +98,7 @@ def test_the_game_page_replays_any_position_without_javascript(app: Flask, ctx: 
     last = len(game.moves)
     web = WebClient(app)
     page = text_of(web.get(f"/games/{game.id}?move=1"))
+    assert f'href="/games/{game.id}.txt"' in page and f'href="/games/{game.id}.json"' in page
     assert 'id="replay-where" data-at="1"' in page
     assert board_after(game, 1) in page and board_after(game, 2) not in page
     assert "“opening thoughts”" in page
