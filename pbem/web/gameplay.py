@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
@@ -50,9 +50,10 @@ def _move_arg() -> int | None:
 
 # Pages ---------------------------------------------------------------------------
 
-# What the game page shows of a game, read with the game in three statements whatever the number of seats
-# and moves (read one by one when first touched, they cost a statement per player).
-PAGE_LOADS = (selectinload(Game.seats).joinedload(Seat.user), selectinload(Game.moves))
+# What the game page shows of a game, read in two statements whatever the number of seats and moves: the
+# game joined with its seats and their players, then its record (read one by one when first touched,
+# they would cost a statement per player).
+PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.moves))
 
 
 @bp.get("/games/<int:game_id>")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, render_template, send_from_directory
+from flask import Blueprint, current_app, render_template, send_from_directory, url_for
 from sqlalchemy import select
 from sqlalchemy.orm import defer, selectinload
 from werkzeug.wrappers import Response
@@ -29,7 +29,9 @@ def index() -> str:
         select(Game).where(Game.public.is_(True), Game.status == "finished")
         .order_by(Game.finished_at.desc()).limit(20).options(*players)
     ).all()
-    return render_template("index.html", engines=games.all(), active=active, finished=finished)
+    # The games' links, built once: url_for for each of 40 games would cost as much as reading them.
+    return render_template("index.html", engines=games.all(), active=active, finished=finished,
+                           game_path=url_for("games.game", game_id=0)[:-1])
 
 
 @bp.get("/favicon.ico")

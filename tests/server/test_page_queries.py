@@ -70,9 +70,9 @@ def test_the_game_page_reads_as_much_for_a_long_record_as_for_a_short_one(app: F
     play_moves(game_id, 12, seed=2)
     assert db.session.get(Game, game_id).ply >= 10
     assert [count(web, path) for web, path in pages] == short
-    # A visitor's page is read in three statements (the game, its seats with their players, its record)
+    # A visitor's page is read in two statements (the game with its seats and their players, its record)
     # and the transaction's start.
-    assert count(visitor, f"/games/{game_id}") <= 4
+    assert count(visitor, f"/games/{game_id}") <= 3
 
 
 def test_the_game_page_reads_as_much_for_three_players_as_for_two(app: Flask, ctx: Flask, players) -> None:
