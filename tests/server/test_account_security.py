@@ -151,10 +151,11 @@ def test_unconfirmed_accounts_expire_after_their_link(app: Flask, ctx: Flask, pl
         set_clock(None)
 
 
-def test_sign_in_cookies_are_lax_and_secure_when_asked(settings: dict) -> None:
+def test_sign_in_cookies_are_lax_and_secure_when_asked(settings: dict, tmp_path) -> None:
     from pbem import create_app
 
     settings["server"]["secure_cookies"] = True
+    settings["database"] = {"url": f"sqlite:///{tmp_path / 'cookies.db'}"}  # An app of its own.
     app = create_app(settings)
     with app.app_context():
         db.create_all()

@@ -64,7 +64,9 @@ def test_sign_ups_per_client_are_limited(app: Flask, ctx: Flask) -> None:
     assert answers[10].status_code == 429 and "Wait a while" in answers[10].get_data(as_text=True)
 
 
-def test_limits_are_read_from_the_settings(settings: dict) -> None:
+def test_limits_are_read_from_the_settings(settings: dict, tmp_path) -> None:
+    # An app of its own, on a database of its own (the limits do not depend on which).
+    settings["database"] = {"url": f"sqlite:///{tmp_path / 'limits.db'}"}
     settings["ratelimit"] = {"signup_per_ip": "1 per hour"}
     app = create_app(settings)
     with app.app_context():
@@ -92,12 +94,14 @@ def test_redis_storage_is_shared_by_workers(settings: dict, tmp_path) -> None:
     # A prefix of this run's own: the per-address limits count 127.0.0.1, which every run shares.
     settings["ratelimit"] = {"storage_uri": "redis://127.0.0.1:6379", "mail_link_per_address": "2 per hour",
                              "key_prefix": f"pbem-test-{uuid.uuid4().hex}"}
+    settings["database"] = {"url": f"sqlite:///{tmp_path / 'limits.db'}"}
     victim = f"{uuid.uuid4().hex}@example.org"
     first = create_app(settings)
     with first.app_context():
         db.create_all()
         assert WebClient(first).post("/reset", {"email": victim}).status_code == 200
         db.session.remove()
+        db.engine.dispose()
     second = create_app(settings)
     with second.app_context():
         web = WebClient(second)
