@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 import games
+from pbem.boards import drawn
 from pbem.models import Game, Move
 
 CACHED_GAMES = 64
@@ -52,11 +53,15 @@ def replayable(game: Game) -> bool:
     return game.status != "active" or not games.get(game.engine).simultaneous
 
 
+def _record_key(game: Game) -> tuple[Any, ...]:
+    """What names a game's record exactly: its id and version name it within one database; the seed,
+    creation time and length keep games of different databases (a test run's, say) apart."""
+    return (game.id, game.version, game.seed, game.created_at, len(game.moves))
+
+
 def states(game: Game) -> list[Any]:
     """The state before the first entry and after each entry of the record."""
-    # The game's id and version name its record within one database; the seed, creation time and length
-    # keep games of different databases (a test run's, say) apart.
-    key = (game.id, game.version, game.seed, game.created_at, len(game.moves))
+    key = _record_key(game)
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)
@@ -90,11 +95,14 @@ def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
     all_states = states(game)
     at = clamp(game, at)
     state = all_states[at]
+    def board(seat: int | None) -> Markup:
+        return drawn(("replay", _record_key(game), at, seat),
+                     lambda: engine.render_svg(state, seat, targets=False))
+
     if engine.simultaneous:
-        boards = [(names.get(s.number, f"seat {s.number + 1}"),
-                   Markup(engine.render_svg(state, s.number, targets=False))) for s in game.seats]
+        boards = [(names.get(s.number, f"seat {s.number + 1}"), board(s.number)) for s in game.seats]
     else:
-        boards = [("", Markup(engine.render_svg(state, None, targets=False)))]
+        boards = [("", board(None))]
     entry = game.moves[at - 1] if at else None
     who = names.get(entry.seat, f"seat {entry.seat + 1}") if entry else ""
     return Position(at, len(all_states) - 1, boards, entry, who)

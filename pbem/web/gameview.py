@@ -5,8 +5,6 @@ them.  Read-only: every change goes through :mod:`pbem.play` or :mod:`pbem.chall
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,15 +13,10 @@ from sqlalchemy import select
 
 import games
 from games.words import join_words
-from pbem import clock, conditional, notify, play, results, watching
+from pbem import boards, clock, conditional, notify, play, results, watching
 from pbem import replay as replay_service
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
-
-# How many drawn boards each process keeps (see board_svg): a few hundred positions of some 40 kB each.
-DRAWN_BOARDS = 256
-_drawn: OrderedDict[tuple[Any, ...], Markup] = OrderedDict()
-_drawn_lock = threading.Lock()
 
 # How the record names the server's actions.
 ACTION_WORDS = {
@@ -260,18 +253,9 @@ def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool 
     again)."""
     if stored is None:
         return Markup(engine.render_svg(state, seat, targets=targets))
-    key = (engine.slug, json.dumps(stored, sort_keys=True, separators=(",", ":")), seat, targets)
-    with _drawn_lock:
-        svg = _drawn.get(key)
-        if svg is not None:
-            _drawn.move_to_end(key)
-            return svg
-    svg = Markup(engine.render_svg(state, seat, targets=targets))
-    with _drawn_lock:
-        _drawn[key] = svg
-        while len(_drawn) > DRAWN_BOARDS:
-            _drawn.popitem(last=False)
-    return svg
+    position = json.dumps(stored, sort_keys=True, separators=(",", ":"))
+    return boards.drawn(("position", engine.slug, position, seat, targets),
+                        lambda: engine.render_svg(state, seat, targets=targets))
 
 
 def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
