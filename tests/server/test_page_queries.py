@@ -4,13 +4,14 @@ many players and games: a page that read each player or move on its own would sl
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from flask import Flask
 from sqlalchemy import event
 
-from pbem import challenges, play
+from pbem import challenges, play, replay
 from pbem.extensions import db
 from pbem.models import Game
 from tests.server.test_web_games import signed_in
@@ -129,3 +130,26 @@ def test_a_board_drawn_once_still_shows_each_viewer_their_own_targets(app: Flask
     after = web_c.get(path).get_data(as_text=True)
     assert after.count("<svg") == before.count("<svg") and after != before
     assert 'id="my-board"' in web_w.get(path).get_data(as_text=True)
+
+
+def test_the_replay_shows_each_position_once_drawn_as_the_engine_draws_it(app: Flask, ctx: Flask,
+                                                                        players) -> None:
+    """Stepping through a finished game shows a new board at each entry, the same one when asked again,
+    and each the board the engine draws for that position."""
+    alice, bob, _ = players
+    game_id = challenges.new_game(alice, "cambio", [alice, bob], seed=5).id
+    challenges.accept(game_id, bob)
+    play_moves(game_id, 4)
+    play.resign(game_id, db.session.get(Game, game_id).seats[0].user, "web")
+    visitor = WebClient(app)
+    svg = re.compile(r"<svg.*?</svg>", re.S)
+    game = db.session.get(Game, game_id)
+    engine = play.engine_of(game)
+    states = replay.states(game)
+    seen = []
+    for at in range(len(states)):
+        board = svg.search(visitor.get(f"/games/{game_id}?move={at}").get_data(as_text=True)).group(0)
+        assert board == str(engine.render_svg(states[at], None, targets=False))
+        assert svg.search(visitor.get(f"/games/{game_id}?move={at}").get_data(as_text=True)).group(0) == board
+        seen.append(board)
+    assert len(set(seen[:5])) == 5  # Four placements: five different boards.
