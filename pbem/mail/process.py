@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 import games
 from pbem import notify, outbox, tokens
-from pbem.database import begin_write
+from pbem.database import begin_write, is_postgresql
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
@@ -67,12 +67,16 @@ def mail_domain() -> str:
 
 
 def process_pending(limit: int = 500) -> int:
-    """Process every stored message still waiting (oldest first); returns how many this call handled."""
-    waiting = db.session.scalars(
-        select(InboundMail.id).where(InboundMail.status == "received").order_by(InboundMail.id).limit(limit)
-    ).all()
-    db.session.rollback()
-    return sum(process_one(row_id) for row_id in waiting)
+    """Process stored messages while any wait (oldest first, up to ``limit``); returns how many this call
+    handled.  Several processors may run this at once: each takes the next message no other holds."""
+    handled = 0
+    while handled < limit:
+        row_id = _claim_next()
+        if row_id is None:
+            break
+        _handle_claimed(row_id)
+        handled += 1
+    return handled
 
 
 def after_store() -> None:
@@ -92,10 +96,36 @@ def _claim(row_id: int) -> bool:
     return claimed == 1
 
 
+def _claim_next() -> int | None:
+    """Take the oldest waiting message for this processor; None when nothing waits."""
+    begin_write()
+    query = (
+        select(InboundMail.id).where(InboundMail.status == "received").order_by(InboundMail.id).limit(1)
+    )
+    if is_postgresql():
+        # Processors running side by side each take a different message, rather than queueing for the
+        # lock of the same one.  (On SQLite the write lock taken above already serialises the choice.)
+        query = query.with_for_update(skip_locked=True)
+    row_id = db.session.scalar(query)
+    if row_id is not None:
+        db.session.execute(
+            update(InboundMail).where(InboundMail.id == row_id)
+            .values(status="processing", processed_at=utcnow())
+        )
+    db.session.commit()
+    return row_id
+
+
 def process_one(row_id: int) -> bool:
     """Claim and handle one stored message; False when another processor had it already."""
     if not _claim(row_id):
         return False
+    _handle_claimed(row_id)
+    return True
+
+
+def _handle_claimed(row_id: int) -> None:
+    """Handle a message this processor has claimed: act on it, record the outcome and answer it."""
     row = db.session.get(InboundMail, row_id)
     assert row is not None
     raw, mail_from, rcpt_to = row.raw, row.mail_from, row.rcpt_to
@@ -112,7 +142,6 @@ def process_one(row_id: int) -> bool:
         log.exception("inbound message #%s could not be processed", row_id)
         db.session.rollback()
         _fail(row_id, mail, f"{type(exc).__name__}: {exc}")
-    return True
 
 
 def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
@@ -388,40 +417,48 @@ def _answer_subject(mail: parse.Incoming, by_reply: bool) -> str:
 
 
 class Runner:
-    """Processes stored messages in a thread of its own, so the listener answers the sending MTA as soon
-    as a message is stored.  It is woken after each store, looks again every ``interval`` seconds, and on
-    start processes whatever an earlier run left "received"."""
+    """Processes stored messages in threads of their own, so the listener answers the sending MTA as soon
+    as a message is stored.  The threads are woken after each store, look again every ``interval``
+    seconds, and on start process whatever an earlier run left "received".
 
-    def __init__(self, app: Flask, interval: float = 30.0) -> None:
+    There are ``[smtpd] workers`` of them: each takes the next message no other holds, so while one waits
+    for the database (a commit on PostgreSQL waits for the disk), the others go on."""
+
+    def __init__(self, app: Flask, interval: float = 30.0, workers: int | None = None) -> None:
         self.app, self.interval = app, interval
+        self.workers = workers or app.config["PBEM"]["smtpd"]["workers"]
         self._wake, self._stop = threading.Event(), threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Resolve what a crash left half done, then start the thread (it processes what is waiting at
+        """Resolve what a crash left half done, then start the threads (they process what is waiting at
         once)."""
         try:
             with self.app.app_context():
                 recover_interrupted(utcnow())
                 db.session.remove()
-        except Exception:  # The database may be away: the thread's first pass tries again.
+        except Exception:  # The database may be away: the threads' first pass tries again.
             log.exception("could not look for messages left processing by a crash")
         self._stop.clear()
         self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="pbem-mail-process", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"pbem-mail-process-{n}", daemon=True)
+            for n in range(self.workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def wake(self) -> None:
-        """A message was stored: look now."""
+        """A message was stored: look now (every waiting thread wakes; those that find nothing sleep)."""
         self._wake.set()
 
     def stop(self) -> None:
-        """Finish the message in hand and stop."""
+        """Finish the messages in hand and stop."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(30)
-            self._thread = None
+        for thread in self._threads:
+            thread.join(30)
+        self._threads = []
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -7,6 +7,7 @@ import os
 import smtplib
 import subprocess
 import sys
+import threading
 
 from flask import Flask
 from sqlalchemy import select
@@ -14,7 +15,7 @@ from sqlalchemy import select
 from pbem import outbox, play, tokens
 from pbem.extensions import db
 from pbem.mail import process, receive, smtpd
-from pbem.models import InboundMail
+from pbem.models import InboundMail, OutboxMail
 from tests.conftest import free_port
 from tests.server.test_inbound import run_ingest
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
@@ -85,3 +86,32 @@ def test_lmtp_delivery_from_an_mta_is_processed(app: Flask, ctx: Flask, players)
     finally:
         listener.stop()
     assert moves_of(game.id) == ["b3"]
+
+
+def test_processors_side_by_side_take_each_message_once(app: Flask, ctx: Flask, players) -> None:
+    """The listener's worker threads (``[smtpd] workers``) each take the next message no other holds:
+    every message is handled and answered exactly once, however the threads interleave."""
+    alice, bob, _ = players
+    played = [play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2}) for _ in range(12)]
+    db.session.commit()
+    for game in played:
+        to = tokens.reply_address(game.id, 0, alice)
+        receive.store(reply_mail(alice.email, to, "b3").as_bytes(), alice.email, [to])
+    handled: list[int] = []
+
+    def processor() -> None:
+        with app.app_context():
+            handled.append(process.process_pending())
+            db.session.remove()
+
+    threads = [threading.Thread(target=processor) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sum(handled) == 12
+    db.session.rollback()
+    assert all(moves_of(game.id) == ["b3"] for game in played)
+    assert [r.status for r in db.session.scalars(select(InboundMail))] == ["processed"] * 12
+    answers = db.session.scalars(select(OutboxMail).where(OutboxMail.kind == "answer")).all()
+    assert sorted(a.game_id for a in answers) == sorted(game.id for game in played)
