@@ -7,6 +7,7 @@ listener's :class:`pbem.mail.process.Runner` thread, which is woken after each s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -15,6 +16,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 
+from pbem.extensions import db
 from pbem.mail import process, receive
 
 log = logging.getLogger(__name__)
@@ -28,13 +30,17 @@ class StoreHandler:
         self.runner = runner
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        """Store the message; 250 when stored (or already stored), 451 on a temporary failure."""
+        """Store the message; 250 when stored (or already stored), 451 on a temporary failure.
+
+        The store runs in a worker thread: waiting for the database's write lock must not stop the
+        listener's event loop, which serves every other connection meanwhile.
+        """
         raw = envelope.original_content or envelope.content or b""
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
+        mail_from, rcpt_tos = str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos]
         try:
-            with self.app.app_context():
-                receive.store(raw, str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos])
+            await asyncio.get_running_loop().run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
         except receive.MalformedMessage as exc:
             return f"554 5.6.0 {exc}"
         except Exception:
@@ -43,6 +49,13 @@ class StoreHandler:
         if self.runner is not None:
             self.runner.wake()
         return "250 2.0.0 Message accepted"
+
+    def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> None:
+        with self.app.app_context():
+            try:
+                receive.store(raw, mail_from, rcpt_tos)
+            finally:
+                db.session.remove()
 
 
 class _ListenerController(Controller):
