@@ -193,6 +193,33 @@ def import_records(path: TextIO) -> None:
         sys.exit(EX_DATAERR)
 
 
+@main.command()
+@click.option("--inbound-minutes", default=10, show_default=True, type=click.IntRange(1),
+              help="Inbound mail waiting or stuck longer than this is a problem.")
+@click.option("--outbox-minutes", default=30, show_default=True, type=click.IntRange(1),
+              help="An unsent mail older than this is a problem.")
+@click.option("--sweep-minutes", default=10, show_default=True, type=click.IntRange(1),
+              help="A reminder or deadline due longer than this is a problem.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, as_json: bool) -> None:
+    """Print what to monitor: stuck inbound mail, the outbox's age, the sweep's lag (exit 1 on a problem)."""
+    import json
+    from datetime import timedelta
+
+    from pbem import status as health
+
+    app = _app()
+    with app.app_context():
+        found = health.check(health.Limits(
+            inbound=timedelta(minutes=inbound_minutes), outbox=timedelta(minutes=outbox_minutes),
+            sweep=timedelta(minutes=sweep_minutes),
+        ))
+    click.echo(json.dumps(found.to_dict(), indent=2) if as_json else "\n".join(found.lines()))
+    if found.problems:
+        sys.exit(1)
+
+
+# Mail ---------------------------------------------------------------------------
 
 
 @main.command()
