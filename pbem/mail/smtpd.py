@@ -30,7 +30,8 @@ class StoreHandler:
         self.runner = runner
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        """Store the message; 250 when stored (or already stored), 451 on a temporary failure.
+        """Store the message; 250 when stored (or already stored), 451 on a temporary failure (over LMTP,
+        one answer per recipient).
 
         The store runs in a worker thread: waiting for the database's write lock must not stop the
         listener's event loop, which serves every other connection meanwhile.
@@ -42,13 +43,19 @@ class StoreHandler:
         try:
             await asyncio.get_running_loop().run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
         except receive.MalformedMessage as exc:
-            return f"554 5.6.0 {exc}"
+            status = f"554 5.6.0 {exc}"
         except Exception:
             log.exception("could not store a message from %s", envelope.mail_from)
-            return "451 4.3.0 Temporary failure storing the message; please retry"
-        if self.runner is not None:
-            self.runner.wake()
-        return "250 2.0.0 Message accepted"
+            status = "451 4.3.0 Temporary failure storing the message; please retry"
+        else:
+            status = "250 2.0.0 Message accepted"
+            if self.runner is not None:
+                self.runner.wake()
+        if isinstance(server, LMTP):
+            # LMTP answers DATA once per recipient (RFC 2033): an MTA such as Postfix that hands one
+            # message to several of our addresses waits for every answer.  The message is stored once.
+            return "\r\n".join([status] * max(1, len(envelope.rcpt_tos)))
+        return status
 
     def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> None:
         with self.app.app_context():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import smtplib
+import socket
 import subprocess
 import sys
 import threading
@@ -115,3 +116,42 @@ def test_processors_side_by_side_take_each_message_once(app: Flask, ctx: Flask, 
     assert [r.status for r in db.session.scalars(select(InboundMail))] == ["processed"] * 12
     answers = db.session.scalars(select(OutboxMail).where(OutboxMail.kind == "answer")).all()
     assert sorted(a.game_id for a in answers) == sorted(game.id for game in played)
+
+
+def test_lmtp_answers_each_recipient_of_one_message(app: Flask, ctx: Flask, players) -> None:
+    """An MTA hands one message to two of our addresses in one LMTP transaction and waits for two answers
+    after the data (RFC 2033); the message is stored, and acted on, once."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    to = tokens.reply_address(game.id, 0, alice)
+    port = free_port()
+    listener = smtpd.controller(app, "127.0.0.1", port, lmtp=True)
+    listener.start()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            replies = conn.makefile("rb")
+
+            def say(line: bytes) -> bytes:
+                conn.sendall(line + b"\r\n")
+                answer = replies.readline()
+                while answer[3:4] == b"-":  # The lines of a multi-line answer.
+                    answer = replies.readline()
+                return answer
+
+            assert replies.readline().startswith(b"220")
+            assert say(b"LHLO mta.example.org").startswith(b"250")
+            assert say(f"MAIL FROM:<{alice.email}>".encode()).startswith(b"250")
+            assert say(f"RCPT TO:<{to}>".encode()).startswith(b"250")
+            assert say(b"RCPT TO:<pbem@pbem.localhost>").startswith(b"250")
+            assert say(b"DATA").startswith(b"354")
+            body = reply_mail(alice.email, to, "b3 #1").as_bytes().replace(b"\n", b"\r\n")
+            first = say(body + b".")
+            second = replies.readline()
+            assert first.startswith(b"250") and second.startswith(b"250"), (first, second)
+            assert say(b"QUIT").startswith(b"221")
+        Postman(None, port).settle()
+    finally:
+        listener.stop()
+    assert moves_of(game.id) == ["b3"]
+    assert len(db.session.scalars(select(InboundMail)).all()) == 1
