@@ -1,0 +1,343 @@
+"""The real MTA: Debian's Postfix, configured for a mail domain exactly as docs/DEPLOY.md says, hands mail
+to `pbem smtpd --lmtp`; the server's own mail goes out through the same Postfix.
+
+A challenge and a whole short game are played by mail sent into Postfix on port 25.  In the middle the
+listener is stopped: Postfix keeps what arrives in its queue and delivers it when the listener is back,
+and nothing is lost or done twice.
+
+Postfix runs as a private instance (its own configuration and queue directories, removed afterwards),
+so the test changes nothing of the machine's mail system; it needs root (Postfix's master starts as
+root) and a free port 25, and is skipped with the reason otherwise.  `.ci/run` installs Postfix.
+"""
+
+from __future__ import annotations
+
+import email
+import fcntl
+import json
+import os
+import re
+import shutil
+import smtplib
+import socket
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from email.message import EmailMessage, Message
+from email.policy import default as default_policy
+from email.utils import make_msgid
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from pbem.extensions import db
+from pbem.models import Game, InboundMail, OutboxMail
+from tests.conftest import ROOT, free_port
+from tests.server.conftest import PG_ADMIN_URL
+from tests.server.processes import PBEM, Processes, environment, wait_for_port
+from tests.server.test_mail_play import GAME, moves_of, text_of
+
+DOMAIN = "pbem.test"
+COMMANDS = f"pbem@{DOMAIN}"
+DEPLOY_MD = ROOT / "docs" / "DEPLOY.md"
+# Concurrent test runs on one machine take turns: there is one port 25.
+LOCK = Path(tempfile.gettempdir()) / "pbem-postfix-test.lock"
+POSTFIX = shutil.which("postfix") or "/usr/sbin/postfix"
+
+pytestmark = [
+    pytest.mark.skipif(not Path(POSTFIX).exists(),
+                       reason="Postfix is not installed (`.ci/run` installs Debian's postfix package)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="Postfix's master process must be started as root"),
+]
+
+
+def deploy_block(name: str) -> str:
+    """The text of the block marked ``<!-- name -->`` in docs/DEPLOY.md: what an operator copies."""
+    found = re.search(rf"<!-- {re.escape(name)} -->\s*```[a-z]*\n(.*?)```", DEPLOY_MD.read_text(), re.S)
+    assert found, f"docs/DEPLOY.md has no block marked <!-- {name} -->"
+    return found.group(1)
+
+
+class Postfix:
+    """A private Postfix instance: configuration and queue under ``root``, listening on 127.0.0.1:25."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.etc = root / "etc"
+
+    def run(self, *argv: str) -> str:
+        """Run a Postfix command for this instance; its output."""
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{' '.join(argv)}: {done.stdout}{done.stderr}\n{self.log()}"
+        return done.stdout
+
+    def configure(self, listener_port: int, relay_port: int) -> None:
+        """The test's instance, then the lines of docs/DEPLOY.md for the mail domain and the listener."""
+        for sub in ("etc", "spool", "data"):
+            (self.root / sub).mkdir()
+        shutil.chown(self.root / "data", "postfix")
+        shutil.copy("/etc/postfix/master.cf", self.etc / "master.cf")
+        # What makes this a private instance on loopback; and retry timers of seconds, not minutes, so
+        # that a message deferred while the listener is down comes through quickly.
+        (self.etc / "main.cf").write_text(f"""\
+compatibility_level = 3.6
+queue_directory = {self.root}/spool
+data_directory = {self.root}/data
+maillog_file = {self.root}/maillog
+maillog_file_prefixes = {self.root}
+mail_owner = postfix
+setgid_group = postdrop
+myhostname = mta.{DOMAIN}
+mydestination =
+inet_interfaces = 127.0.0.1
+inet_protocols = ipv4
+mynetworks = 127.0.0.0/8
+alias_maps =
+alias_database =
+relayhost = [127.0.0.1]:{relay_port}
+queue_run_delay = 1s
+minimal_backoff_time = 1s
+maximal_backoff_time = 2s
+""")
+        self.run("postconf", "-c", str(self.etc), "-F", "*/*/chroot = n")
+
+        def ours(text: str) -> str:
+            text = text.replace("pbem.example.org", DOMAIN).replace("/etc/postfix", str(self.etc))
+            return text.replace("127.0.0.1:2525", f"127.0.0.1:{listener_port}")
+
+        lines = [line for line in deploy_block("postfix-main.cf").splitlines() if line.strip()
+                 and not line.startswith("#")]
+        self.run("postconf", "-c", str(self.etc), "-e", *(ours(line) for line in lines))
+        (self.etc / "transport").write_text(ours(deploy_block("postfix-transport")))
+        self.run("postmap", "-c", str(self.etc), str(self.etc / "transport"))
+
+    def start(self) -> None:
+        """Start the instance and wait for its SMTP service on port 25."""
+        self.run(POSTFIX, "-c", str(self.etc), "start")
+        wait_for_port(25, seconds=30)
+
+    def stop(self) -> None:
+        """Stop the instance (its queue is thrown away with the directory)."""
+        subprocess.run([POSTFIX, "-c", str(self.etc), "stop"], capture_output=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+
+    def flush(self) -> None:
+        """`postqueue -f`: try every deferred message now."""
+        self.run("postqueue", "-c", str(self.etc), "-f")
+
+    def queue(self) -> list[dict]:
+        """The messages in the queue (`postqueue -j`)."""
+        return [json.loads(line) for line in self.run("postqueue", "-c", str(self.etc), "-j").splitlines()]
+
+    def log(self) -> str:
+        """The instance's mail log."""
+        path = self.root / "maillog"
+        return path.read_text(errors="replace")[-6000:] if path.exists() else ""
+
+
+def port_25_free() -> bool:
+    """Whether nothing listens on 127.0.0.1:25."""
+    try:
+        with socket.create_connection(("127.0.0.1", 25), timeout=1):
+            return False
+    except OSError:
+        return True
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> Iterator[str]:
+    """One database: PostgreSQL when the run has one (as a deployment would), else a SQLite file."""
+    if PG_ADMIN_URL:
+        from tests.server.conftest import create_pg_database, drop_pg_database
+
+        url = create_pg_database("pbem_postfix")
+        yield url
+        drop_pg_database(url)
+    else:
+        yield f"sqlite:///{tmp_path / 'pbem.db'}"
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> dict:
+    """The server's settings for this mail domain, sending its own mail through Postfix on port 25."""
+    return {
+        "server": {"instance_path": str(tmp_path / "instance")},
+        "database": {"url": db_url},
+        "mail": {"domain": DOMAIN, "smtp_host": "127.0.0.1", "smtp_port": 25},
+    }
+
+
+@pytest.fixture
+def postfix(sink) -> Iterator[Postfix]:
+    """A private Postfix on port 25 relaying outbound mail to the sink (the players' mail servers)."""
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not port_25_free():
+            pytest.skip("port 25 is taken by another mail server on this machine")
+        root = Path(tempfile.mkdtemp(prefix="pbem-postfix-"))
+        root.chmod(0o755)  # Postfix's daemons run as the postfix user and must reach their queue.
+        mta = Postfix(root)
+        mta.listener_port = free_port()
+        try:
+            mta.configure(mta.listener_port, sink.port)
+            mta.start()
+            yield mta
+        finally:
+            mta.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+class Players:
+    """The players' side: mail sent into Postfix on port 25, mail read from the sink."""
+
+    def __init__(self, sink) -> None:
+        self.sink = sink
+        self.sent: list[str] = []
+
+    def send(self, msg: EmailMessage, to: list[str] | None = None) -> str:
+        """Hand ``msg`` to Postfix over SMTP on port 25; its Message-ID."""
+        if "Message-ID" not in msg:
+            msg["Message-ID"] = make_msgid(domain="players.example.org")
+        with smtplib.SMTP("127.0.0.1", 25, timeout=20) as client:
+            client.send_message(msg, to_addrs=to)
+        self.sent.append(str(msg["Message-ID"]))
+        return str(msg["Message-ID"])
+
+    def command(self, sender: str, subject: str) -> str:
+        """A pbmserv-style command to the server's address."""
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = sender, COMMANDS, subject
+        msg.set_content("\n")
+        return self.send(msg)
+
+    def reply(self, original: Message, sender: str, first_line: str, cc: str | None = None) -> EmailMessage:
+        """A reply to ``original``'s Reply-To, quoting it (not yet sent)."""
+        msg = EmailMessage()
+        msg["From"], msg["To"] = sender, str(original["Reply-To"])
+        if cc:
+            msg["Cc"] = cc
+        msg["Subject"] = "Re: " + str(original["Subject"])
+        msg["In-Reply-To"] = str(original["Message-ID"])
+        msg["Message-ID"] = make_msgid(domain="players.example.org")
+        quoted = "\n".join("> " + line for line in text_of(original).splitlines())
+        msg.set_content(f"{first_line}\n\nOn Mon, 3 Mar 2025, pbem <{COMMANDS}> wrote:\n{quoted}\n")
+        return msg
+
+    def mails(self, to: str | None = None) -> list[Message]:
+        """What the players' mail servers received, oldest first."""
+        return [email.message_from_bytes(m.as_bytes(), policy=default_policy) for m in self.sink.messages(to)]
+
+    def wait_for(self, to: str, match: Callable[[Message], bool], what: str, seconds: float = 30) -> Message:
+        """The first mail to ``to`` that ``match`` accepts, waiting for it to arrive."""
+        deadline = time.monotonic() + seconds
+        while True:
+            found = [m for m in self.mails(to) if match(m)]
+            if found:
+                return found[-1]
+            assert time.monotonic() < deadline, (
+                f"no {what} for {to} within {seconds} s; got {[str(m['Subject']) for m in self.mails(to)]}"
+            )
+            time.sleep(0.1)
+
+    def answer_to(self, to: str, message_id: str) -> Message:
+        """The server's answer to the message ``message_id``."""
+        return self.wait_for(to, lambda m: str(m["In-Reply-To"]) == message_id, f"answer to {message_id}")
+
+    def request(self, to: str, number: int) -> Message:
+        """The move request for move ``number``."""
+        return self.wait_for(to, lambda m: f"your move (move {number})" in str(m["Subject"])
+                             and not str(m["Subject"]).startswith("Re:"), f"request for move {number}")
+
+
+def test_a_game_by_mail_through_postfix_survives_a_listener_restart(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
+) -> None:
+    alice, bob, _ = players
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1")
+    listen = [*PBEM, "smtpd", "--lmtp", "--port", str(postfix.listener_port)]
+    try:
+        listener = procs.start("listener", listen, env)
+        procs.start("scheduler", [*PBEM, "scheduler"], env)
+        wait_for_port(postfix.listener_port, listener)
+        post = Players(sink)
+
+        challenge_id = post.command(alice.email, "cambio challenge alice bob size=3 placements=2")
+        assert "has been sent the challenge" in text_of(post.answer_to(alice.email, challenge_id))
+        challenge = post.wait_for(bob.email, lambda m: "challenges you" in str(m["Subject"]), "challenge")
+        assert str(challenge["Reply-To"]).endswith(f"@{DOMAIN}")
+        accept = post.reply(challenge, bob.email, "accept")
+        post.send(accept)
+        assert "has started" in text_of(post.answer_to(bob.email, str(accept["Message-ID"])))
+        db.session.rollback()
+        game_id = db.session.scalars(select(Game.id)).one()
+
+        movers = [alice, bob]
+        for number, move in enumerate(GAME, start=1):
+            mover = movers[(number - 1) % 2]
+            request = post.request(mover.email, number)
+            # Reply-all: to the game's reply address and, in copy, the server's command address, which
+            # Postfix hands to the listener as one message with two recipients.
+            cc = COMMANDS if number == 1 else None
+            reply = post.reply(request, mover.email, f"{move} #{number}", cc=cc)
+            if number == 3:
+                # The listener stops; the move, the same mail sent twice, and a command wait in Postfix.
+                procs.stop(listener)
+                post.send(reply)
+                post.send(reply)
+                show_id = post.command(bob.email, f"cambio show {game_id}")
+                deferred = wait_until(lambda: len([m for m in postfix.queue() if any(
+                    r.get("delay_reason") for r in m["recipients"])]) == 3, "Postfix to defer the three")
+                assert deferred and moves_of(game_id) == GAME[:2]
+                listener = procs.start("listener-again", listen, env)
+                wait_for_port(postfix.listener_port, listener)
+                postfix.flush()
+                assert f"Cambio #{game_id} is in play" in text_of(post.answer_to(bob.email, show_id))
+            else:
+                post.send(reply)
+            answer = post.answer_to(mover.email, str(reply["Message-ID"]))
+            assert f"Your move {move} (move {number})" in text_of(answer)
+            assert moves_of(game_id) == GAME[:number]
+        for player in (alice, bob):
+            post.wait_for(player.email, lambda m: "game over" in str(m["Subject"]), "result")
+
+        # Everything settles: Postfix's queue empty, every mail in sent and answered once, every mail
+        # out delivered once.
+        wait_until(lambda: not postfix.queue() and not unsent(), "Postfix's queue and the outbox to empty")
+        db.session.rollback()
+        assert moves_of(game_id) == GAME
+        assert db.session.get(Game, game_id).status == "finished"
+        stored = db.session.scalars(select(InboundMail)).all()
+        assert sorted(r.message_id for r in stored) == sorted(set(post.sent))
+        assert {r.status for r in stored} == {"processed"}
+        delivered = Counter(str(m["Message-ID"]) for m in post.mails())
+        assert set(delivered.values()) == {1}
+        assert set(delivered) == set(db.session.scalars(select(OutboxMail.message_id)))
+        answers = Counter(str(m["In-Reply-To"]) for m in post.mails() if str(m["Subject"]).startswith("Re:"))
+        assert all(answers[message_id] == 1 for message_id in set(post.sent)), answers
+    except BaseException:
+        print(procs.logs())
+        print(postfix.log())
+        raise
+    finally:
+        procs.stop_all()
+
+
+def unsent() -> int:
+    """Mails still in the outbox."""
+    db.session.rollback()
+    return len(db.session.scalars(select(OutboxMail.id).where(OutboxMail.sent_at.is_(None))).all())
+
+
+def wait_until(condition: Callable[[], bool], what: str, seconds: float = 30) -> bool:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.2)
+    return True
