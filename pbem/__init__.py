@@ -27,6 +27,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         static_folder=str(PROJECT_ROOT / "pbem" / "static"),
     )
     app.config.update(config_module.flask_config(settings))
+    proxies = settings["server"]["trusted_proxies"]
+    if proxies:
+        # Behind a reverse proxy the peer is the proxy: take the client's address and scheme from the
+        # headers the trusted proxies add, and from no one else.
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies
+        )
 
     from pbem import database
     from pbem.extensions import csrf, db, limiter, login_manager, mail, migrate

@@ -135,6 +135,9 @@ def _check(settings: Settings) -> None:
     if not 0 <= digest_hour <= 23:
         raise ConfigError(f"scheduler.digest_hour must be an hour from 0 to 23, not {digest_hour}.")
     _check_limits(settings["ratelimit"])
+    if not 0 <= settings["server"]["trusted_proxies"] <= 5:
+        raise ConfigError("server.trusted_proxies must be the number of reverse proxies in front of the web "
+                          "workers, 0 to 5 (usually 0, or 1 behind nginx).")
     ratings = settings["ratings"]
     if not 0 < ratings["tau"] <= 5:
         raise ConfigError(f"ratings.tau must be above 0 (0.3 to 1.2 are usual), not {ratings['tau']}.")

@@ -118,3 +118,25 @@ def test_a_misspelt_limit_stops_the_server_at_start(settings: dict) -> None:
     settings["ratelimit"] = {"signin_per_ip": "ten per minute"}
     with pytest.raises(ConfigError, match=r"ratelimit\.signin_per_ip"):
         create_app(settings)
+
+
+def test_behind_a_reverse_proxy_each_client_has_its_own_count(settings: dict, app: Flask) -> None:
+    """With `server.trusted_proxies = 1` the limits count the address nginx forwards, not nginx's own;
+    without it a forwarded address is ignored, so a client cannot pick one to escape its limit."""
+    settings["ratelimit"] = {"signup_per_ip": "1 per hour"}
+
+    def sign_up(web: WebClient, handle: str, client: str) -> int:
+        form = {"handle": handle, "email": f"{handle}@example.org", "password": "long enough"}
+        return web.post("/signup", form, headers={"X-Forwarded-For": client}).status_code
+
+    for proxies, expected in ((1, [200, 200, 429]), (0, [200, 429, 429])):
+        settings["server"]["trusted_proxies"] = proxies
+        app = create_app(settings)
+        with app.app_context():
+            db.create_all()
+            web = WebClient(app)
+            answers = [sign_up(web, f"{name}{proxies}", client) for name, client in
+                       (("dora", "203.0.113.7"), ("eve", "198.51.100.2"), ("fay", "198.51.100.2"))]
+            assert answers == expected, (proxies, answers)
+            db.session.remove()
+            db.engine.dispose()

@@ -55,7 +55,7 @@ class WebClient:
         data = dict(data or {})
         if csrf:
             data.setdefault("csrf_token", self.token())
-        headers = {"Accept": "application/json"} if json else {}
+        headers = {**({"Accept": "application/json"} if json else {}), **kwargs.pop("headers", {})}
         return self._request("post", path, data=data, headers=headers, **kwargs)
 
     def sign_in(self, user: User, password: str = "correct horse") -> TestResponse:
