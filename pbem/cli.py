@@ -36,6 +36,9 @@ def _logging(verbose: bool = False) -> None:
     )
     # aiosmtpd logs every connection at INFO; our own handlers log what matters.
     logging.getLogger("mail.log").setLevel(logging.WARNING)
+    # APScheduler logs every run of every job at INFO (the outbox every few seconds); our jobs log what
+    # they did, and APScheduler still logs a job that fails or is missed.
+    logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
 
 
 @click.group()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import sqlalchemy as sa
+from aiosmtpd.controller import Controller
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import outbox
+from pbem import devmail, outbox
 from pbem.extensions import db
 from pbem.models import OutboxMail, set_clock, utcnow
 
@@ -80,3 +82,31 @@ def test_mails_of_a_game_thread_together(ctx: Flask, sink, players) -> None:
     assert {m["References"] for m in mails} == {f"<game-{game.id}@pbem.localhost>"}
     assert len({m["Message-ID"] for m in mails}) == 2
     assert db.session.scalars(select(OutboxMail).where(OutboxMail.sent_at.is_(None))).all() == []
+
+
+def test_a_write_by_another_process_while_sending_does_not_stop_the_mail_being_marked_sent(
+    app: Flask, ctx: Flask, sink_port: int, tmp_path
+) -> None:
+    """Another process (the listener, a move) writes while the deliverer talks to the mail server: the
+    mail is still marked sent, so it is not sent again when its claim lapses."""
+    first, second = queue_one(), queue_one("bob@example.org")
+    elsewhere = sa.create_engine(app.config["SQLALCHEMY_DATABASE_URI"])
+
+    class WritingMeanwhile(devmail.MaildirHandler):
+        async def handle_DATA(self, server, session, envelope) -> str:
+            with elsewhere.begin() as conn:
+                conn.execute(sa.text("UPDATE outbox_mail SET subject = subject || '.' WHERE id = :id"),
+                             {"id": second})
+            return await super().handle_DATA(server, session, envelope)
+
+    server = Controller(WritingMeanwhile(tmp_path / "kept"), hostname="127.0.0.1", port=sink_port)
+    server.start()
+    try:
+        assert outbox.deliver_due() == (2, 0)
+        assert outbox.deliver_due() == (0, 0)
+    finally:
+        server.stop()
+        elsewhere.dispose()
+    db.session.rollback()
+    assert all(db.session.get(OutboxMail, i).sent_at is not None for i in (first, second))
+    assert len(devmail.messages(tmp_path / "kept")) == 2

@@ -308,7 +308,8 @@ def test_a_game_by_mail_through_postfix_survives_a_listener_restart(
 
         # Everything settles: Postfix's queue empty, every mail in sent and answered once, every mail
         # out delivered once.
-        wait_until(lambda: not postfix.queue() and not unsent(), "Postfix's queue and the outbox to empty")
+        wait_until(lambda: not postfix.queue() and not unsent(),
+                   lambda: f"Postfix's queue {postfix.queue()} and the outbox {unsent()} to empty")
         db.session.rollback()
         assert moves_of(game_id) == GAME
         assert db.session.get(Game, game_id).status == "finished"
@@ -328,16 +329,20 @@ def test_a_game_by_mail_through_postfix_survives_a_listener_restart(
         procs.stop_all()
 
 
-def unsent() -> int:
-    """Mails still in the outbox."""
+def unsent() -> list[tuple]:
+    """Mails still in the outbox: kind, recipient, next attempt."""
     db.session.rollback()
-    return len(db.session.scalars(select(OutboxMail.id).where(OutboxMail.sent_at.is_(None))).all())
+    query = (select(OutboxMail.kind, OutboxMail.to_addr, OutboxMail.next_attempt_at)
+             .where(OutboxMail.sent_at.is_(None)))
+    return [tuple(row) for row in db.session.execute(query)]
 
 
-def wait_until(condition: Callable[[], bool], what: str, seconds: float = 30) -> bool:
+def wait_until(condition: Callable[[], bool], what: str | Callable[[], str], seconds: float = 30) -> bool:
     """Poll ``condition`` until it holds; fail naming ``what`` after ``seconds``."""
     deadline = time.monotonic() + seconds
     while not condition():
-        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        assert time.monotonic() < deadline, (
+            f"waited {seconds} s for {what if isinstance(what, str) else what()}"
+        )
         time.sleep(0.2)
     return True
