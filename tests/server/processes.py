@@ -68,6 +68,11 @@ class Process:
         self._out.flush()
         return self.log.read_text(errors="replace")
 
+    def terminate(self) -> None:
+        """SIGTERM, as systemd stops a unit."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+
     def stop(self, seconds: float = 20) -> None:
         """SIGTERM, as systemd stops a unit; SIGKILL if it does not stop in time."""
         if self.popen.poll() is None:
@@ -99,7 +104,9 @@ class Processes:
         self.running.remove(process)
 
     def stop_all(self) -> None:
-        """Stop every process still running."""
+        """Stop every process still running (all told at once, then each waited for)."""
+        for process in self.running:
+            process.terminate()
         for process in reversed(self.running):
             process.stop()
         self.running.clear()
