@@ -1,10 +1,11 @@
 """Past one machine, on PostgreSQL: two web servers (gunicorn), two mail listeners and two schedulers,
 started from the ExecStart lines of the units in deploy/, share one database.
 
-Every move of several games is raced by players on both web servers and by mail to both listeners at
-once (each attempt confirming the move number it saw); meanwhile deadlines and reminders fall due, so
-both schedulers sweep the same seats and deliver the same outbox.  Every move is applied once, every
-reminder and timeout happens once, every mail is sent once, and every mail in is answered once.
+Every move of several games is raced by players on both web servers, by mail to both listeners and by
+API clients on both servers at once (each attempt confirming the move number it saw); meanwhile
+deadlines and reminders fall due, so both schedulers sweep the same seats and deliver the same outbox.
+Every move is applied once, every reminder and timeout happens once, every mail is sent once, and every
+mail in is answered once.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import sqlalchemy as sa
 from flask import Flask
 from sqlalchemy import func, select, text, update
 
-from pbem import accounts, play, tokens
+from pbem import accounts, apitokens, play, tokens
 from pbem.extensions import db
 from pbem.models import Game, InboundMail, Move, OutboxMail, Seat, User, utcnow
 from tests.conftest import ROOT, free_port
@@ -117,6 +118,31 @@ class WebPlayer:
                 return json.loads(answer.read())
         except urllib.error.HTTPError as refused:
             return json.loads(refused.read())
+
+
+class ApiPlayer:
+    """A program playing for a player through the JSON API with the player's token."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.base, self.token = base, token
+
+    def move(self, game_id: int, move: str, number: int) -> dict[str, Any]:
+        """POST a move confirmed for move ``number``; the JSON answer with ``ok`` added."""
+        request = urllib.request.Request(
+            self.base + f"/api/v1/games/{game_id}/moves",
+            json.dumps({"move": move, "expect": number}).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with self.opener().open(request, timeout=30) as answer:
+                return {"ok": True, **json.loads(answer.read())}
+        except urllib.error.HTTPError as refused:
+            return {"ok": False, **json.loads(refused.read())}
+
+    @staticmethod
+    def opener() -> urllib.request.OpenerDirector:
+        """A plain HTTP opener (no cookies: the token is the credential)."""
+        return urllib.request.build_opener()
 
 
 def mail_move(port: int, user: User, to: str, text: str) -> str:
@@ -241,6 +267,12 @@ def test_two_of_each_process_apply_every_move_reminder_timeout_and_mail_once(
         at_once([web[u.id, i % 2].sign_in for i, u in enumerate(users[: 2 * RACED_GAMES])])
         for player in web.values():
             player.token = player.csrf("/settings")
+        # Each player's program has an API token and talks to both servers.
+        api: dict[tuple[int, int], ApiPlayer] = {}
+        for user in users[: 2 * RACED_GAMES]:
+            _, token = apitokens.create(db.session.get(User, user.id), "race bot")
+            for n in range(2):
+                api[user.id, n] = ApiPlayer(bases[n], token)
         print(f"signed in at {time.monotonic() - began:.1f} s")
 
         # Every move of every raced game: from both web servers and to both listeners at once.  Which
@@ -253,20 +285,24 @@ def test_two_of_each_process_apply_every_move_reminder_timeout_and_mail_once(
                 seat = game.seats[(number - 1) % 2]
                 reply_to = tokens.reply_address(game_id, seat.number, seat.user)
                 line = f"{move} #{number}"
-                four = [partial(web[seat.user_id, n].move, game_id, move, number) for n in range(2)]
-                four += [partial(mail_move, port, seat.user, reply_to, line) for port in lmtp_ports]
-                if (i + number) % 2:
-                    # The web goes first (both servers at once), the mails a moment later.
-                    attempts += [*four[:2], *(partial(later, call) for call in four[2:])]
-                else:
-                    # The mails go first (to both listeners at once); the web answers once one is played.
-                    attempts += [partial(once_played, watcher, game_id, number, call) for call in four[:2]]
-                    attempts += four[2:]
+                webs = [partial(web[seat.user_id, n].move, game_id, move, number) for n in range(2)]
+                mails = [partial(mail_move, port, seat.user, reply_to, line) for port in lmtp_ports]
+                apis = [partial(api[seat.user_id, n].move, game_id, move, number) for n in range(2)]
+                turn = (i + number) % 3
+                first, *rest = [(webs, mails, apis)[(turn + k) % 3] for k in range(3)]
+                # One channel goes first (both of its servers or listeners at once).  The others follow a
+                # moment later, or, after mail going first, once the mail has played (a web or API
+                # answer is so quick that a mail would otherwise never win).
+                attempts += first
+                for calls in rest:
+                    attempts += [partial(once_played, watcher, game_id, number, call) if first is mails
+                                 else partial(later, call) for call in calls]
             results = at_once(attempts)
             assert not [r for r in results if isinstance(r, Exception)], results
             sent_mail += [r for r in results if isinstance(r, str)]
             for answer in (r for r in results if isinstance(r, dict) and not r["ok"]):
                 assert answer["code"] in {"stale", "not-your-turn", "over"}, answer
+            assert sum(1 for r in results if isinstance(r, dict) and r["ok"]) <= RACED_GAMES
             wait_until(lambda n=number: all(db.session.get(Game, g).ply == n for g in raced),
                        f"move {number}")
             print(f"move {number} at {time.monotonic() - began:.1f} s")
@@ -309,7 +345,7 @@ def test_two_of_each_process_apply_every_move_reminder_timeout_and_mail_once(
         # Each applied move was applied through one channel; the others were refused.
         vias = Counter(m.via for m in db.session.scalars(select(Move).where(Move.game_id.in_(raced))))
         assert sum(vias.values()) == RACED_GAMES * len(GAME)
-        assert set(vias) == {"web", "mail"}, vias
+        assert set(vias) == {"web", "mail", "api"}, vias
         print("moves applied by channel:", dict(vias))
     except BaseException:
         print(procs.logs())
