@@ -120,10 +120,11 @@ def test_a_misspelt_limit_stops_the_server_at_start(settings: dict) -> None:
         create_app(settings)
 
 
-def test_behind_a_reverse_proxy_each_client_has_its_own_count(settings: dict, app: Flask) -> None:
+def test_behind_a_reverse_proxy_each_client_has_its_own_count(settings: dict, tmp_path) -> None:
     """With `server.trusted_proxies = 1` the limits count the address nginx forwards, not nginx's own;
     without it a forwarded address is ignored, so a client cannot pick one to escape its limit."""
     settings["ratelimit"] = {"signup_per_ip": "1 per hour"}
+    # The proxy's headers are read before any database is; one SQLite file per setting will do.
 
     def sign_up(web: WebClient, handle: str, client: str) -> int:
         form = {"handle": handle, "email": f"{handle}@example.org", "password": "long enough"}
@@ -131,6 +132,7 @@ def test_behind_a_reverse_proxy_each_client_has_its_own_count(settings: dict, ap
 
     for proxies, expected in ((1, [200, 200, 429]), (0, [200, 429, 429])):
         settings["server"]["trusted_proxies"] = proxies
+        settings["database"]["url"] = f"sqlite:///{tmp_path / f'proxies{proxies}.db'}"
         app = create_app(settings)
         with app.app_context():
             db.create_all()
