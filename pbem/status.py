@@ -6,7 +6,7 @@ exits 1 so that a monitoring system can run it as a check.
 
 - Inbound: a message still "received" after the limit means no processor is running (or all are
   failing); one left "processing" after the limit was cut short mid-way and waits for an operator; a
-  "failed" one in the last day is a fault of the server's own.
+  "failed" (or "interrupted") one in the last day is a fault of the server's own.
 - Outbox: the oldest mail not yet sent.  Past the limit the deliverer is not running or the outbound
   MTA refuses (its last error is shown).
 - Sweep: the seat whose reminder or deadline has been due longest.  A sweep runs every
@@ -144,18 +144,19 @@ def _inbound(status: Status, now: datetime, limits: Limits) -> None:
             f"inbound message(s) {_ids(status.inbound_stuck)} stopped in the middle of processing; look at "
             "each in the inbound_mail table (raw message and note) and at its game before acting on it."
         )
-    status.inbound_failed = db.session.scalar(
-        select(func.count(InboundMail.id)).where(InboundMail.status == "failed")
-    ) or 0
+    # A message interrupted by a crash after it had acted needs an operator as much as a failed one.
+    failed = InboundMail.status.in_(("failed", "interrupted"))
+    status.inbound_failed = db.session.scalar(select(func.count(InboundMail.id)).where(failed)) or 0
     status.inbound_failed_recently = list(db.session.scalars(
         select(InboundMail.id)
-        .where(InboundMail.status == "failed", InboundMail.processed_at >= now - FAILED_WINDOW)
+        .where(failed, InboundMail.processed_at >= now - FAILED_WINDOW)
         .order_by(InboundMail.id.desc())
     ))
     if status.inbound_failed_recently:
         status.problems.append(
             f"inbound message(s) {_ids(status.inbound_failed_recently)} failed in the last day (a fault of "
-            "the server; the note in the inbound_mail table says which); their senders were told."
+            "the server, or a crash after acting; the note in the inbound_mail table says which, and "
+            "`pbem mail process --stuck` lists them); their senders were told."
         )
 
 
