@@ -14,9 +14,10 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from email.utils import formataddr
+from typing import Any
 
 from flask import current_app
 from flask_mail import Message
@@ -144,31 +145,61 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
     ).all()
     db.session.rollback()
     sent = failed = 0
-    for row_id in due:
-        try:
-            if not _claim(row_id, now, cfg["claim_seconds"]):
+    connection = _Connection(cfg["smtp_timeout_seconds"])
+    try:
+        for row_id in due:
+            try:
+                if not _claim(row_id, now, cfg["claim_seconds"]):
+                    continue
+            except Exception:  # The database is away: the next run tries again; nothing was sent.
+                db.session.rollback()
+                log.exception("outbox %s could not be claimed; left for the next run", row_id)
                 continue
-        except Exception:  # The database is away: the next run tries again; nothing was sent.
-            db.session.rollback()
-            log.exception("outbox %s could not be claimed; left for the next run", row_id)
-            continue
-        row = db.session.get(OutboxMail, row_id)
-        assert row is not None
-        message = _message(row)
-        try:
-            with _smtp_timeout(cfg["smtp_timeout_seconds"]), mail.connect() as connection:
+            row = db.session.get(OutboxMail, row_id)
+            assert row is not None
+            message = _message(row)
+            try:
                 connection.send(message)
-        except (smtplib.SMTPException, OSError) as exc:
-            attempts = row.attempts + 1
-            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
-            _record(row_id, attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
-                    claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
-            log.warning("outbox %s to %s failed (attempt %s): %s", row_id, row.to_addr, attempts, exc)
-            failed += 1
-            continue
-        _record(row_id, attempts=row.attempts + 1, sent_at=utcnow(), last_error=None)
-        sent += 1
+            except (smtplib.SMTPException, OSError) as exc:
+                connection.close()
+                attempts = row.attempts + 1
+                delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
+                _record(row_id, attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
+                        claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
+                log.warning("outbox %s to %s failed (attempt %s): %s", row_id, row.to_addr, attempts, exc)
+                failed += 1
+                continue
+            _record(row_id, attempts=row.attempts + 1, sent_at=utcnow(), last_error=None)
+            sent += 1
+    finally:
+        connection.close()
     return sent, failed
+
+
+class _Connection:
+    """The run's one SMTP connection: opened for the first mail and used for the rest, since opening one
+    per mail (greeting, EHLO, perhaps STARTTLS and AUTH) costs more than sending it.  After a failure it is
+    closed, and the next mail opens a fresh one: a refusal may have left the session in any state."""
+
+    def __init__(self, timeout_seconds: float) -> None:
+        self.timeout_seconds = timeout_seconds
+        self._open: Any = None
+
+    def send(self, message: Message) -> None:
+        """Send ``message``, connecting first when there is no connection."""
+        with _smtp_timeout(self.timeout_seconds):
+            if self._open is None:
+                self._open = mail.connect()
+                self._open.__enter__()
+            self._open.send(message)
+
+    def close(self) -> None:
+        """Say goodbye to the server, if connected; a connection that broke is just dropped."""
+        if self._open is None:
+            return
+        with suppress(smtplib.SMTPException, OSError):
+            self._open.__exit__(None, None, None)
+        self._open = None
 
 
 def _record(row_id: int, tries: int = 5, **values: object) -> None:

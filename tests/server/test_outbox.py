@@ -110,3 +110,45 @@ def test_a_write_by_another_process_while_sending_does_not_stop_the_mail_being_m
     db.session.rollback()
     assert all(db.session.get(OutboxMail, i).sent_at is not None for i in (first, second))
     assert len(devmail.messages(tmp_path / "kept")) == 2
+
+
+class _CountingServer:
+    """An SMTP server that keeps which connection each accepted mail came over, and refuses one
+    recipient (as a real server refuses an unknown user)."""
+
+    def __init__(self, refuse: str) -> None:
+        self.refuse = refuse
+        self.accepted: list[tuple[int, list[str]]] = []
+        self.connections = 0
+
+    async def handle_RCPT(self, server, session, envelope, address: str, rcpt_options) -> str:
+        if address == self.refuse:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope) -> str:
+        if not hasattr(session, "pbem_number"):  # The first mail of this connection.
+            self.connections += 1
+            session.pbem_number = self.connections
+        self.accepted.append((session.pbem_number, list(envelope.rcpt_tos)))
+        return "250 OK"
+
+
+def test_one_run_sends_over_one_connection_and_a_refusal_loses_nothing(ctx: Flask, sink_port: int) -> None:
+    server = _CountingServer(refuse="nobody@example.org")
+    controller = Controller(server, hostname="127.0.0.1", port=sink_port)
+    controller.start()
+    try:
+        addresses = ["a@example.org", "b@example.org", "nobody@example.org", "c@example.org", "d@example.org"]
+        for address in addresses:
+            queue_one(address)
+        assert outbox.deliver_due() == (4, 1)
+    finally:
+        controller.stop()
+    delivered = [rcpt[0] for _session, rcpt in server.accepted]
+    assert delivered == ["a@example.org", "b@example.org", "c@example.org", "d@example.org"]
+    # One connection before the refusal, a fresh one after it: not one per mail.
+    assert len({session for session, _rcpt in server.accepted}) == 2
+    refused = db.session.scalar(select(OutboxMail).where(OutboxMail.to_addr == "nobody@example.org"))
+    assert refused.sent_at is None and refused.attempts == 1 and "No such user" in refused.last_error
