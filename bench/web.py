@@ -133,7 +133,7 @@ def measure(url: str, label: str, seconds: int) -> None:
                    PBEM_DATABASE_URL=url, PBEM_CONFIG=str(ROOT / "config" / "default.toml"),
                    PYTHONPATH=str(ROOT), PBEM_RATELIMIT_ENABLED="false")
         port, bare_port = free_port(), free_port()
-        server = gunicorn("pbem:create_app()", port, env)
+        server = gunicorn("pbem.wsgi:app", port, env)
         pages = [("game page", f"/games/{active}"), ("/", "/")]
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/archive", timeout=5) as answer:

@@ -375,7 +375,7 @@ def scheduler() -> None:
 @click.option("--port", default=5000, show_default=True, type=int)
 def web(host: str, port: int) -> None:
     """Serve the web pages with the built-in server (use a WSGI server such as gunicorn in production:
-    ``gunicorn 'pbem:create_app()'``)."""
+    ``gunicorn pbem.wsgi:app``)."""
     _logging()
     app = _app()
     app.run(host=host, port=port, threaded=True, use_reloader=False)
