@@ -16,7 +16,7 @@ from limits import parse
 from sqlalchemy import func, select
 
 from pbem import clock, outbox
-from pbem.database import begin_write
+from pbem.database import begin_write, is_postgresql
 from pbem.extensions import db
 from pbem.models import MailKeyFailure, User, utcnow
 
@@ -53,10 +53,20 @@ def record_failure(user: User, sender: str) -> None:
     and mail its owner (once a pause).  Commits in a transaction of its own."""
     amount, period = limit("mail_key_failures_per_account")
     begin_write()
+    sender = sender.lower()[:320]
+    if is_postgresql():
+        # Processors work side by side: the sender's count is read and written under a lock of its own,
+        # as BEGIN IMMEDIATE does on SQLite, so that a burst of guesses is counted exactly.
+        db.session.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"mail-key:{sender}"))))
+    if sender_blocked(sender):
+        # Another processor counted this sender's last allowed guess meanwhile; this one was refused as
+        # wrong all the same, and the sender stays blocked for the period.
+        db.session.rollback()
+        return
     user = db.session.get(User, user.id)
     assert user is not None
     now = utcnow()
-    db.session.add(MailKeyFailure(user_id=user.id, sender=sender.lower()[:320], at=now))
+    db.session.add(MailKeyFailure(user_id=user.id, sender=sender, at=now))
     db.session.flush()
     failures = _failures(now - period, user_id=user.id)
     if failures >= amount and paused_until(user) is None:
