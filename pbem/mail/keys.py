@@ -63,7 +63,9 @@ def record_failure(user: User, sender: str) -> None:
         # wrong all the same, and the sender stays blocked for the period.
         db.session.rollback()
         return
-    user = db.session.get(User, user.id)
+    # The account's row is locked too (FOR UPDATE on PostgreSQL), so two wrong keys counted at once
+    # cannot both find the account unpaused and both tell its owner.
+    user = db.session.get(User, user.id, with_for_update=True, populate_existing=True)
     assert user is not None
     now = utcnow()
     db.session.add(MailKeyFailure(user_id=user.id, sender=sender, at=now))

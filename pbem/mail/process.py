@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import Flask, current_app, render_template
-from sqlalchemy import event, func, select, update
+from sqlalchemy import event, func, select, text, update
 from sqlalchemy.orm import Session, SessionTransaction
 
 import games
@@ -349,6 +349,10 @@ def _refusals_lately(address: str) -> tuple[int, int]:
     """How many refusals went to ``address`` in the period of ``refused_answers_per_address``, and how
     many are allowed."""
     amount, period = keys.limit("refused_answers_per_address")
+    if is_postgresql():
+        # Workers answering the same address at once count one after the other (until commit); on
+        # SQLite the write lock already does this.
+        db.session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:address))"), {"address": address})
     sent = db.session.scalar(
         select(func.count(OutboxMail.id)).where(
             OutboxMail.to_addr == address, OutboxMail.kind == "answer-error",
