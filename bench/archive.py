@@ -12,33 +12,24 @@ their end through the move path, then times requests through the Flask test clie
   with an ending and a date range, and a move-count range;
 - replay page: ``/games/<id>?move=N`` of the played games at a random position.
 
-Target: p99 under 50 ms for each.  It prints wall-clock times and the CPU time the process used (the
-server's own, without the database server's).  Figures of 22 Nov 2026 on the 2-core development box,
-300 requests each, taken while about ten other processes kept both cores busy (load average 9-11), so
-the wall-clock times are several times what the same box gives idle:
+Target: p99 under 50 ms for each.  Figures on the 2-core development box, nothing else running, 300
+requests of each, the collector's start-up objects frozen as in a served process (``pbem.wsgi``):
 
-    sqlite         wall median    p99   CPU median    p99
-    first page         36.4 ms  227.3      12.5 ms   73.4
-    deep page          37.5 ms  241.9      11.6 ms   70.5
-    filtered page      37.1 ms  233.4      11.7 ms   73.8
-    replay page        21.8 ms  230.4       7.4 ms   68.1
-    postgresql
-    first page         65.5 ms  483.1      18.2 ms   93.5
-    deep page          65.7 ms  406.8      18.5 ms   95.6
-    filtered page      52.1 ms  316.3      16.6 ms   94.8
-    replay page        27.6 ms  194.8      10.1 ms   86.5
+                     SQLite: median     p99    PostgreSQL: median     p99
+    first page             11.2 ms    18.2                 12.9 ms    14.1
+    deep page              11.4 ms    16.2                 13.3 ms    14.9
+    filtered page          11.4 ms    14.2                 12.7 ms    15.5
+    replay page             5.9 ms    23.1                  6.8 ms    14.0
 
 The deep page (the 1,000th) costs what the first does: keyset paging reads the same 51 index entries
-wherever it starts.  The p99 is Python's full garbage collection (about 110,000 long-lived objects,
-scanned every few hundred requests): with the collector off the same loaded run gives the first page a
-CPU p99 of 15.6 ms (wall 55 ms, the rest waiting for a core).  A server process can spare itself that
-by ``gc.freeze()`` once started.  On a quiet machine every case's p99 should be well under 50 ms; on
-this loaded one the target is not shown.
+wherever it starts.  Without the freeze, Python's full garbage collection over the ~110,000 long-lived
+objects lands in a request every few hundred and makes the p99 (62-70 ms on SQLite in the same setting).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -202,6 +193,10 @@ def run(url: str, label: str) -> None:
                         for g in (rng.choice(played) for _ in range(REQUESTS))],
     }
     client = app.test_client()
+    # As a served process does (pbem.wsgi): what exists once started is frozen out of the collector's
+    # full passes, which would otherwise walk it every few hundred requests and make the p99.
+    gc.collect()
+    gc.freeze()
     print(f"{label}: {GAMES} games filled in {filled:.1f} s; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     print(f"  {'':<14} {'wall median':>11} {'p99':>7}   {'CPU median':>10} {'p99':>7}")
@@ -210,6 +205,7 @@ def run(url: str, label: str) -> None:
         verdict = "ok" if p99(wall) < 50 else "over 50 ms"
         print(f"  {name:<14} {statistics.median(wall):8.1f} ms {p99(wall):7.1f}   "
               f"{statistics.median(cpu):7.1f} ms {p99(cpu):7.1f}   {verdict}", flush=True)
+    gc.unfreeze()
     with app.app_context():
         db.session.remove()
         db.engine.dispose()

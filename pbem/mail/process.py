@@ -425,12 +425,16 @@ class Runner:
     as a message is stored.  The threads are woken after each store, look again every ``interval``
     seconds, and on start process whatever an earlier run left "received".
 
-    There are ``[smtpd] workers`` of them: each takes the next message no other holds, so while one waits
-    for the database (a commit on PostgreSQL waits for the disk), the others go on."""
+    On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
+    while one waits for the database (a commit waits for the disk), the others go on."""
 
     def __init__(self, app: Flask, interval: float = 30.0, workers: int | None = None) -> None:
         self.app, self.interval = app, interval
-        self.workers = workers or app.config["PBEM"]["smtpd"]["workers"]
+        settings = app.config["PBEM"]
+        # SQLite lets one writer in at a time, and a writer kept waiting sleeps in SQLite's busy handler:
+        # more threads there only make the latency worse (measured by bench/mail.py), so one.
+        on_sqlite = settings["database"]["url"].startswith("sqlite")
+        self.workers = workers or (1 if on_sqlite else settings["smtpd"]["workers"])
         self._wake, self._stop = threading.Event(), threading.Event()
         self._threads: list[threading.Thread] = []
 
