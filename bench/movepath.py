@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from bench.scratch import ScratchDatabases
+from bench.scratch import ScratchDatabases, analyse
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -64,9 +64,7 @@ def setup(url: str) -> None:
             play.create_game("cambio", [alice, bob], {"size": 5}, created_by=alice, seed=seed)
         db.session.commit()
         db.session.remove()
-        if db.engine.dialect.name == "postgresql":
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("ANALYZE")
+        analyse(db.engine)
         db.engine.dispose()
 
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
-from bench.scratch import ScratchDatabases
+from bench.scratch import ScratchDatabases, analyse
 from pbem import create_app, sweep
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, set_clock
@@ -107,11 +107,7 @@ def fill_database(url: str, total: int, due: int) -> float:
         fill(total, due)
         filled = time.perf_counter() - started
         db.session.remove()
-        if db.engine.dialect.name == "postgresql":
-            # A live database has planner statistics; a freshly filled one has none until autovacuum
-            # gets round to it, and the sweep would be timed against plans made blind.
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("ANALYZE")
+        analyse(db.engine)
         db.engine.dispose()
     return filled
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 
-from bench.scratch import ScratchDatabases, free_port
+from bench.scratch import ScratchDatabases, analyse, free_port
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -89,9 +89,7 @@ def fill(url: str, tmp: str) -> int:
             sa.select(Game.id).where(Game.status == "active", Game.engine == "truchet")
         )
         db.session.remove()
-        if db.engine.dialect.name == "postgresql":
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("ANALYZE")
+        analyse(db.engine)
         db.engine.dispose()
     return active
 
