@@ -109,13 +109,8 @@ def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
 
 
 def _last_move(game: Game) -> Move | None:
-    """The game's last engine move: one added in this transaction, else the last one stored.
-
-    Read without loading the whole record and without flushing (a flush per game would undo the
-    batching of the sweep's timeouts)."""
-    pending = [m for m in db.session.new if isinstance(m, Move) and m.game_id == game.id and m.kind == "move"]
-    if pending:
-        return max(pending, key=lambda m: m.number)
+    """The game's last engine move: one recorded in this transaction (the move path notes it), else the
+    last one stored, read without loading the whole record."""
     prefetched = transaction_cache("last_moves")
     if game.id in prefetched:
         return prefetched[game.id]

@@ -16,9 +16,9 @@ from pbem.models import OutboxMail, set_clock, utcnow
 
 
 def queue_one(to: str = "alice@example.org") -> int:
-    row = outbox.enqueue(to, "[pbem] Test: hello", "The board\n  a b c\n", kind="test")
+    row_id = outbox.enqueue(to, "[pbem] Test: hello", "The board\n  a b c\n", kind="test")
     db.session.commit()
-    return row.id
+    return row_id
 
 
 def test_a_queued_mail_is_delivered_with_its_message_id(ctx: Flask, sink) -> None:
