@@ -102,13 +102,14 @@ def run(real_url: str, floor_url: str, label: str, moves_per_game: int) -> None:
     """Play the games on ``real_url`` through the move path and the floor on ``floor_url``; print."""
     app = _app(real_url)
     floor_engine = sa.create_engine(floor_url)
+    synchronous = app.config["PBEM"]["database"]["sqlite_synchronous"].upper()  # As the server commits.
     if floor_engine.dialect.name == "sqlite":
         @event.listens_for(floor_engine, "connect")
         def _sqlite(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None
             dbapi_connection.execute("PRAGMA journal_mode=WAL")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
-            dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+            dbapi_connection.execute(f"PRAGMA synchronous={synchronous}")
     rng = random.Random(7)
     real_times: list[float] = []
     floor_times: list[float] = []
@@ -149,6 +150,8 @@ def run(real_url: str, floor_url: str, label: str, moves_per_game: int) -> None:
     real, bare = statistics.median(real_times), statistics.median(floor_times)
     p90 = statistics.quantiles(real_times, n=10)[-1]
     bare_p90 = statistics.quantiles(floor_times, n=10)[-1]
+    if floor_engine.dialect.name == "sqlite":
+        label = f"{label} {synchronous.lower()}"  # The commit's wait for the disk weighs on both sides.
     print(f"{label:<11} {len(real_times):>6} {1000 * real:>9.2f} {1000 * p90:>8.2f} {1000 * bare:>9.2f} "
           f"{1000 * bare_p90:>8.2f} {real / bare:>7.2f}x {statistics.mean(statements):>6.1f} "
           f"{statistics.mean(written):>6.1f}", flush=True)

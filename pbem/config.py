@@ -149,6 +149,8 @@ def _check(settings: Settings) -> None:
         port = settings[section]["port"]
         if not 0 <= port <= 65535:
             raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
+    if settings["database"]["sqlite_synchronous"].lower() not in ("full", "normal"):
+        raise ConfigError('database.sqlite_synchronous must be "full" or "normal".')
     if not 1 <= settings["smtpd"]["workers"] <= 64:
         raise ConfigError(f"smtpd.workers must be between 1 and 64, not {settings['smtpd']['workers']}.")
 

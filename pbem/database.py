@@ -1,6 +1,7 @@
 """Database set-up that SQLAlchemy does not do by itself: SQLite pragmas and write transactions.
 
-SQLite runs in WAL mode with foreign keys on and a busy timeout.  Its default deferred transactions
+SQLite runs in WAL mode with foreign keys on, a busy timeout, and (by default) ``synchronous=FULL``, so
+that a commit is on the disk before anyone is told it happened.  Its default deferred transactions
 would let two writers both read a game and then fail when the second tries to write; the move path
 therefore begins its transaction with ``BEGIN IMMEDIATE`` (see :func:`begin_write`), so that writers
 queue for the lock and the second one reads the game as the first left it.  On PostgreSQL the same
@@ -26,10 +27,14 @@ def init_app(app: Flask) -> None:
     with app.app_context():
         engine = db.engine
         if engine.dialect.name == "sqlite":
-            _install_sqlite_hooks(engine, app.config["PBEM"]["database"]["sqlite_busy_timeout_ms"])
+            settings = app.config["PBEM"]["database"]
+            _install_sqlite_hooks(engine, settings["sqlite_busy_timeout_ms"], settings["sqlite_synchronous"])
 
 
-def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
+def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str) -> None:
+    # "FULL" or "NORMAL", checked by the configuration; a pragma takes no bound parameter.
+    synchronous = "FULL" if synchronous.lower() == "full" else "NORMAL"
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin (see do_begin).
@@ -38,7 +43,7 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

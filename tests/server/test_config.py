@@ -49,3 +49,28 @@ def test_the_shipped_files_load() -> None:
     example = config.CONFIG_DIR / "production.example.toml"
     settings = config.load(environ={"PBEM_CONFIG": str(example), "PBEM_SERVER_SECRET_KEY": "from-env"})
     assert settings["database"]["url"].startswith("postgresql")
+
+
+@pytest.mark.parametrize(("setting", "pragma"), [(None, 2), ("normal", 1), ("FULL", 2)])
+def test_sqlite_commits_reach_the_disk_unless_told_otherwise(tmp_path: Path, setting: str | None,
+                                                             pragma: int) -> None:
+    # A stored mail has been acknowledged to the sending MTA, so by default a commit waits for the disk
+    # (synchronous=FULL is 2 in SQLite's answer, NORMAL is 1).
+    from sqlalchemy import text
+
+    from pbem import create_app
+    from pbem.extensions import db
+
+    database = {"url": f"sqlite:///{tmp_path}/sync.db"}
+    if setting is not None:
+        database["sqlite_synchronous"] = setting
+    app = create_app({"server": {"secret_key": "s", "instance_path": str(tmp_path)}, "database": database})
+    with app.app_context():
+        assert db.session.execute(text("PRAGMA synchronous")).scalar() == pragma
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_an_unknown_sqlite_synchronous_is_refused() -> None:
+    with pytest.raises(ConfigError, match='sqlite_synchronous must be "full" or "normal"'):
+        config.load(environ={"PBEM_SERVER_SECRET_KEY": "s", "PBEM_DATABASE_SQLITE_SYNCHRONOUS": "off"})
