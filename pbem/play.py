@@ -160,12 +160,7 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
 _GAME_ID = bindparam("game_id", type_=Integer)
 _TOP = select(db.func.max(Move.number)).where(Move.game_id == _GAME_ID).scalar_subquery()
 _WATCHED = exists().where(Watch.game_id == _GAME_ID)
-_RECORD_TOP = select(_TOP, _WATCHED)
-_LOCK_GAME = (
-    select(Game).where(Game.id == _GAME_ID).with_for_update()
-    .options(selectinload(Game.seats).joinedload(Seat.user))
-    .execution_options(populate_existing=True)
-)
+_LOCK_GAME = select(Game.id).where(Game.id == _GAME_ID).with_for_update()
 _READ_GAME = (
     select(Game, _TOP, _WATCHED).where(Game.id == _GAME_ID)
     .options(joinedload(Game.seats).joinedload(Seat.user))
@@ -178,14 +173,12 @@ def _read_locked(game_id: int) -> Game | None:
     # What every path below needs: the game, its seats and their players, the number of its last record
     # entry, and whether anybody watches it (most games have no watcher, and a query for none per move
     # would cost as much as the move's own writes).
-    if is_postgresql():
-        # A statement that waits for a row lock sees everything but that row as it was when it began, so
-        # what depends on the lock is read by statements after it (selectinload's is one).
-        game = db.session.execute(_LOCK_GAME, {"game_id": game_id}).scalar_one_or_none()
-        row = None if game is None else (game, *db.session.execute(_RECORD_TOP, {"game_id": game_id}).one())
-    else:
-        # BEGIN IMMEDIATE took the lock before this statement began: one statement reads it all.
-        row = db.session.execute(_READ_GAME, {"game_id": game_id}).unique().one_or_none()
+    # A statement that waits for a row lock sees every other row as it was when it began, so on
+    # PostgreSQL the lock is taken first by a statement of its own, and what depends on it read after.
+    if is_postgresql() and db.session.execute(_LOCK_GAME, {"game_id": game_id}).first() is None:
+        return None
+    # On SQLite, BEGIN IMMEDIATE took the lock before this statement.
+    row = db.session.execute(_READ_GAME, {"game_id": game_id}).unique().one_or_none()
     if row is None:
         return None
     game, top, anybody_watching = row
