@@ -3,6 +3,8 @@ and delivered exactly once when it comes back."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 from datetime import timedelta
 
 import sqlalchemy as sa
@@ -152,3 +154,27 @@ def test_one_run_sends_over_one_connection_and_a_refusal_loses_nothing(ctx: Flas
     assert len({session for session, _rcpt in server.accepted}) == 2
     refused = db.session.scalar(select(OutboxMail).where(OutboxMail.to_addr == "nobody@example.org"))
     assert refused.sent_at is None and refused.attempts == 1 and "No such user" in refused.last_error
+
+
+def test_a_mail_reads_as_written_whatever_its_text(ctx: Flask, sink) -> None:
+    """Non-ASCII subjects and text, a line break in a subject, a line longer than SMTP allows: the mail
+    read back has the same words, its subject on one line, and no line over 998 octets."""
+    text = "Your move, Zoë: a3\n" + "é" * 1200 + "\n. a line with a dot\n  indented  \n"
+    html = "<p>Your move, Zoë</p>\n<p>" + "x" * 2000 + "</p>\n"
+    outbox.enqueue("alice@example.org", "Ré: the game\nof   Zoë " + "long " * 30, text, kind="test",
+                   body_html=html, reply_to="play+token@pbem.localhost",
+                   headers={"In-Reply-To": "<a@example.org>", "References": "<game-1@x> <a@example.org>"})
+    db.session.commit()
+    assert outbox.deliver_due() == (1, 0)
+    [kept] = sink.messages("alice@example.org")
+    raw = kept.as_bytes()
+    assert max(len(line) for line in raw.splitlines()) <= 998
+    received = email.message_from_bytes(raw, policy=email.policy.default)
+    assert received["Subject"] == "Ré: the game of Zoë" + " long" * 30
+    assert received["Reply-To"] == "play+token@pbem.localhost"
+    assert received["In-Reply-To"] == "<a@example.org>"
+    assert received["References"] == "<game-1@x> <a@example.org>"
+    assert received["Auto-Submitted"] == "auto-generated"
+    assert received.get_body(preferencelist=("plain",)).get_content().replace("\r\n", "\n") == text
+    assert received.get_body(preferencelist=("html",)).get_content().replace("\r\n", "\n") == html
+    assert not [part for part in received.walk() if part.defects]
