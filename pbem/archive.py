@@ -244,21 +244,27 @@ class Page:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# The seats an archive query joins, made once: making an alias costs more than the query.
+_FIRST = aliased(Seat, name="first_seat")
+_EARLIER = aliased(Seat, name="earlier_seat")
+_SECOND = aliased(Seat, name="second_seat")
+_UNDRAWN = aliased(Seat, name="undrawn_seat")
+_SOME = aliased(Seat, name="result_seat")
+
+
 def archive_query(filters: Filters) -> tuple[Select[tuple[Game]], tuple[Any, Any]]:
     """The SELECT of the games matching ``filters`` (unordered, unpaged) and the two columns of its
     order key: (finish time, game id)."""
     query = select(Game).where(Game.status == "finished", Game.public == true())
+    first, earlier, second, other, some = _FIRST, _EARLIER, _SECOND, _UNDRAWN, _SOME
     if filters.players:
-        first = aliased(Seat, name="first_seat")
         key = (first.finished_at, first.game_id)
         query = query.join(first, first.game_id == Game.id).where(
             first.user_id == filters.players[0].id, first.finished_at.is_not(None))
         # A player holding two seats of one game is listed once, by their first seat.
-        earlier = aliased(Seat, name="earlier_seat")
         query = query.where(~exists().where(earlier.game_id == first.game_id,
                                             earlier.user_id == first.user_id, earlier.number < first.number))
         if len(filters.players) == 2:
-            second = aliased(Seat, name="second_seat")
             # The seats of one game share its finish time, so the opponent's seat is found by equality
             # on the whole of ix_seat_archive.
             query = query.where(exists().where(
@@ -269,10 +275,8 @@ def archive_query(filters: Filters) -> tuple[Select[tuple[Game]], tuple[Any, Any
     else:
         key = (Game.finished_at, Game.id)
         if filters.result == "draw":
-            other = aliased(Seat, name="undrawn_seat")
             query = query.where(~exists().where(other.game_id == Game.id, other.result != "draw"))
         elif filters.result:
-            some = aliased(Seat, name="result_seat")
             query = query.where(exists().where(some.game_id == Game.id, some.result == filters.result))
     if filters.engine:
         query = query.where(Game.engine == filters.engine)
@@ -291,11 +295,10 @@ def archive_query(filters: Filters) -> tuple[Select[tuple[Game]], tuple[Any, Any
     return query, key
 
 
-def search(filters: Filters, after: int | None = None, before: int | None = None,
-           limit: int | None = None) -> Page:
-    """A page of the archive: up to ``limit`` games newest first, after the game ``after`` or before
-    the game ``before`` (ids from a previous page's cursors).  Raises :class:`ArchiveError` for a
-    cursor that is not a finished game."""
+def page_query(filters: Filters, after: int | None = None, before: int | None = None,
+               limit: int | None = None) -> tuple[Select[tuple[Game]], int]:
+    """The SELECT of a page of the archive (see :func:`search`), ordered as its games are read, with
+    one game more than the page shows (whether there are more), and the page's size."""
     limit = max(1, min(limit or PAGE_SIZE, MAX_PAGE_SIZE))
     query, key = archive_query(filters)
     cursor_id = after if after is not None else before
@@ -308,11 +311,25 @@ def search(filters: Filters, after: int | None = None, before: int | None = None
                                 "That page no longer exists; start again from the newest games."})
         mark = tuple_(cursor.finished_at, cursor.id)
         query = query.where(tuple_(*key) < mark if after is not None else tuple_(*key) > mark)
-    backwards = before is not None and after is None
-    order = (key[0].asc(), key[1].asc()) if backwards else (key[0].desc(), key[1].desc())
+    order = (key[0].asc(), key[1].asc()) if _backwards(after, before) else (key[0].desc(), key[1].desc())
+    return query.order_by(*order).limit(limit + 1), limit
+
+
+def _backwards(after: int | None, before: int | None) -> bool:
+    """Whether a page is read from its oldest game up (the page before a cursor)."""
+    return before is not None and after is None
+
+
+def search(filters: Filters, after: int | None = None, before: int | None = None,
+           limit: int | None = None) -> Page:
+    """A page of the archive: up to ``limit`` games newest first, after the game ``after`` or before
+    the game ``before`` (ids from a previous page's cursors).  Raises :class:`ArchiveError` for a
+    cursor that is not a finished game."""
+    query, limit = page_query(filters, after, before, limit)
+    cursor_id = after if after is not None else before
+    backwards = _backwards(after, before)
     # A page shows no boards: the stored states (the biggest column) stay unread.
-    query = query.order_by(*order).limit(limit + 1).options(
-        defer(Game.state), selectinload(Game.seats).joinedload(Seat.user))
+    query = query.options(defer(Game.state), selectinload(Game.seats).joinedload(Seat.user))
     found = list(db.session.scalars(query))
     more = len(found) > limit
     found = found[:limit]

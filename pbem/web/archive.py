@@ -9,7 +9,7 @@ import games
 from pbem import accounts, archive, feeds, records, replay, results, standings
 from pbem.extensions import db
 from pbem.models import Game
-from pbem.web import gameview
+from pbem.web import gameview, pagecache
 
 bp = Blueprint("archive", __name__)
 
@@ -29,7 +29,20 @@ def _page() -> tuple[archive.Page | None, archive.Filters | None, dict[str, str]
     return page, filters, {}
 
 
+def _stamp() -> object | None:
+    """What a visitor's archive page is made of: its filters' players and the games it lists (see
+    :mod:`pbem.web.pagecache`); None (not kept) for filters in error."""
+    try:
+        filters = archive.parse_filters(request.args)
+        query, _limit = archive.page_query(filters, after=_cursor("after"), before=_cursor("before"))
+    except archive.ArchiveError:
+        return None
+    return ([p.id for p in filters.players], filters.params(),
+            pagecache.list_stamp(query.with_only_columns(Game.id, Game.version)))
+
+
 @bp.get("/archive")
+@pagecache.for_visitors(_stamp)
 def index() -> tuple[str, int] | str:
     """Finished public games, newest first, filtered by the GET parameters and paged by cursor."""
     page, filters, errors = _page()

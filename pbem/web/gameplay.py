@@ -18,7 +18,7 @@ from pbem.extensions import db
 from pbem.models import Game, Seat, User
 from pbem.play import PlayError
 from pbem.web import dashboard as dashboard_service
-from pbem.web import gameview, newgame, wants_json
+from pbem.web import gameview, newgame, pagecache, wants_json
 
 bp = Blueprint("games", __name__)
 
@@ -57,6 +57,7 @@ PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.mo
 
 
 @bp.get("/games/<int:game_id>")
+@pagecache.for_visitors(pagecache.game_stamp)
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
@@ -64,6 +65,7 @@ def game(game_id: int) -> str:
 
 
 @bp.get("/games/<int:game_id>/live")
+@pagecache.for_visitors(pagecache.game_stamp)
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())

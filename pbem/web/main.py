@@ -2,33 +2,52 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, current_app, render_template, send_from_directory, url_for
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import defer, selectinload
 from werkzeug.wrappers import Response
 
 import games
 from pbem.extensions import db
 from pbem.models import Game, Seat
+from pbem.web import pagecache
 
 bp = Blueprint("main", __name__)
 
+# How many games each of the front page's lists shows.
+LISTED = 20
+
+
+def _lists(*columns: Any) -> tuple[Select[Any], Select[Any]]:
+    """The front page's two lists, of ``columns``: the active public games, latest change first, and
+    the latest finished ones (both walk the index ``ix_game_front``)."""
+    active = select(*columns).where(Game.public.is_(True), Game.status == "active") \
+        .order_by(Game.updated_at.desc()).limit(LISTED)
+    finished = select(*columns).where(Game.public.is_(True), Game.status == "finished") \
+        .order_by(Game.finished_at.desc()).limit(LISTED)
+    return active, finished
+
+
+# The lists' games by id and version, for the stamp of a visitor's page (built once).
+_LISTED = _lists(Game.id, Game.version)
+
+
+def _stamp() -> object:
+    """What a visitor's front page is made of: its two lists (see :mod:`pbem.web.pagecache`)."""
+    return pagecache.list_stamp(*_LISTED)
+
 
 @bp.get("/")
+@pagecache.for_visitors(_stamp)
 def index() -> str:
     """The front page: the games, the active public games and the latest finished ones."""
     # Each list names the players of its games: their seats and handles are read with it, in two
     # statements for all its games rather than two per game.  The lists never show a position, so the
     # games' stored states (the largest column) are left unread.
     players = (selectinload(Game.seats).joinedload(Seat.user), defer(Game.state))
-    active = db.session.scalars(
-        select(Game).where(Game.public.is_(True), Game.status == "active").order_by(Game.updated_at.desc())
-        .limit(20).options(*players)
-    ).all()
-    finished = db.session.scalars(
-        select(Game).where(Game.public.is_(True), Game.status == "finished")
-        .order_by(Game.finished_at.desc()).limit(20).options(*players)
-    ).all()
+    active, finished = (db.session.scalars(query.options(*players)).all() for query in _lists(Game))
     # The games' links, built once: url_for for each of 40 games would cost as much as reading them.
     return render_template("index.html", engines=games.all(), active=active, finished=finished,
                            game_path=url_for("games.game", game_id=0)[:-1])

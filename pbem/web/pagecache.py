@@ -1,0 +1,221 @@
+"""Public pages as a visitor who is not signed in sees them, kept ready in each web process.
+
+Rendering the game page, the front page or the archive reads rows into model objects, words the
+results and runs the templates: most of a request's time.  A visitor without a session sees the same
+bytes as every other such visitor, for as long as what the page is made of stays the same.  So each of
+those pages names a *stamp*: one cheap read of everything its words can depend on (rows as tuples, no
+model objects), and the page rendered for a URL is kept with the stamp it was rendered under.  The next
+visitor's request reads the stamp again and gets the kept bytes only when it is equal; any change the
+page would show makes it differ, and the page is rendered afresh.  Nothing has to be told to forget a
+page, so web processes need not share anything: each reads the stamp from the database every time.
+
+What a stamp must hold, and why the stamps below hold enough:
+
+- a game's row is covered by its ``version``: it is SQLAlchemy's version counter, raised by every
+  UPDATE of the row the ORM sends (and nothing updates games without the ORM);
+- its record grows only by new rows (moves are never changed): their number and highest id cover it;
+- the lists show, of the seats, who holds each and how each finished; the game page also the players'
+  vacations and the clocks: those columns are read;
+- time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
+  and the game page's stamp holds those very words.
+
+The stamp is kept with the page and compared whole (no digest that two stamps could share).
+
+Only visitors qualify: a GET or HEAD with no session content at all (no sign-in, no flashed message,
+no form token) and no user loaded by any other means.  A page is kept only when rendering it wrote
+nothing into the session and set no cookie, answered 200, and is not too large; so a page carrying a
+form token or a message for one visitor is never kept, let alone served to another.  Each process keeps
+at most :data:`MAX_BYTES` of pages, the least recently used going first, one page per URL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from types import SimpleNamespace
+from typing import Any, cast
+
+from flask import current_app, g, request, session
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
+from sqlalchemy import Select, bindparam, func, select
+
+from pbem import clock
+from pbem.extensions import db
+from pbem.models import Game, Move, Seat, User
+
+# What one process keeps at most, pages and their URLs together, and the largest page it keeps.
+MAX_BYTES = 32 * 2**20
+MAX_PAGE_BYTES = 2**20
+
+_EXTENSION = "pbem_page_cache"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page as rendered: the stamp it was rendered under, its bytes and the headers its view gave."""
+
+    stamp: object
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+
+
+class PageCache:
+    """Pages by URL, each with the stamp it was rendered under; bounded by bytes, least recently used
+    first out."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._pages: OrderedDict[str, Page] = OrderedDict()
+        self._bytes = 0
+        # Threaded servers (``pbem web``) share the process's pages between threads.
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    @property
+    def size(self) -> int:
+        """The bytes held: pages and their URLs."""
+        return self._bytes
+
+    def get(self, url: str, stamp: object) -> Page | None:
+        """The page kept for ``url`` if it was rendered under ``stamp``."""
+        with self._lock:
+            page = self._pages.get(url)
+            if page is None or page.stamp != stamp:
+                return None
+            self._pages.move_to_end(url)
+            return page
+
+    def put(self, url: str, page: Page) -> None:
+        """Keep ``page`` for ``url`` (in place of any older one), forgetting the least recently used
+        pages beyond the bound."""
+        cost = len(page.body) + len(url)
+        if cost > MAX_PAGE_BYTES:
+            return
+        with self._lock:
+            old = self._pages.pop(url, None)
+            if old is not None:
+                self._bytes -= len(old.body) + len(url)
+            self._pages[url] = page
+            self._bytes += cost
+            while self._bytes > self.max_bytes:
+                gone_url, gone = self._pages.popitem(last=False)
+                self._bytes -= len(gone.body) + len(gone_url)
+
+
+def cache_of(app: Any = None) -> PageCache:
+    """The pages kept by ``app`` (the current app by default); each app keeps its own."""
+    app = app or current_app
+    cache = app.extensions.get(_EXTENSION)
+    if cache is None:
+        cache = app.extensions.setdefault(_EXTENSION, PageCache())
+    return cast(PageCache, cache)
+
+
+def _visitor() -> bool:
+    """Whether the request is a visitor's that every other visitor would be answered alike."""
+    return request.method in ("GET", "HEAD") and not session and not current_user.is_authenticated
+
+
+def _keepable(response: Any) -> bool:
+    """Whether a rendered answer is the same for every visitor: nothing was written to the session
+    (a form token, a message) and no cookie set."""
+    return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
+            and not session.modified and "Set-Cookie" not in response.headers and "csrf_token" not in g)
+
+
+View = Callable[..., ResponseReturnValue]
+
+
+def for_visitors(stamp: Callable[..., object | None]) -> Callable[[View], View]:
+    """Keep the view's page for visitors under ``stamp``, called with the view's arguments; a stamp of
+    None means the page is not to be kept (a private game, say) and the view answers as always."""
+
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def serve(**kwargs: Any) -> ResponseReturnValue:
+            if not _visitor():
+                return view(**kwargs)
+            read = stamp(**kwargs)
+            if read is None:
+                return view(**kwargs)
+            cache = cache_of()
+            page = cache.get(request.url, read)
+            if page is not None:
+                return current_app.response_class(page.body, headers=list(page.headers))
+            response = current_app.make_response(view(**kwargs))
+            if _keepable(response):
+                cache.put(request.url, Page(read, response.get_data(), tuple(response.headers.items())))
+            return response
+
+        return serve
+
+    return decorate
+
+
+# Stamps -----------------------------------------------------------------------------------------------
+# The statements are built once: building one costs more than SQLite takes to answer it.
+
+# What the lists show of a game's seats: each seat's player and how the seat finished.
+_LIST_PLAYERS = (
+    select(Seat.game_id, Seat.number, Seat.user_id, Seat.result, User.handle)
+    .outerjoin(User, Seat.user_id == User.id)
+    .where(Seat.game_id.in_(bindparam("ids", expanding=True))).order_by(Seat.game_id, Seat.number)
+)
+
+# What the game page shows of a game besides its record and position (which its version covers): its
+# seats, their players, clocks and results; its record's length.
+_GAME = (
+    select(Game.version, Game.public, Game.status, Game.time_control,
+           select(func.count(Move.id)).where(Move.game_id == Game.id).scalar_subquery(),
+           select(func.max(Move.id)).where(Move.game_id == Game.id).scalar_subquery(),
+           Seat.number, Seat.user_id, Seat.deadline, Seat.result, User.handle, User.vacation_since)
+    .outerjoin(Seat, Seat.game_id == Game.id).outerjoin(User, Seat.user_id == User.id)
+    .where(Game.id == bindparam("game_id")).order_by(Seat.number)
+)
+
+
+def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
+    """The rows of a stamp's statement, as tuples: read on the session's connection (in its
+    transaction) without the ORM's layers, since no model object is made."""
+    return [tuple(row) for row in db.session.connection().execute(statement, parameters or {})]
+
+
+def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None) -> str:
+    """The words of a running clock exactly as the page writes them for a visitor (in UTC): the seat is
+    handed to :func:`pbem.clock.status` with just what that reads, from the stamp's row."""
+    seat = SimpleNamespace(deadline=deadline, user=user, game=SimpleNamespace(time_control=time_control))
+    return clock.status(cast(Seat, seat), "UTC")
+
+
+def game_stamp(game_id: int) -> object | None:
+    """What a visitor's game page is made of: the game's version, its record's length, its seats and
+    players, and the words of its running clocks.  None (not kept) for a game a visitor cannot see, or
+    one not yet started or called off, whose page reads its challenges too."""
+    rows = _read(_GAME, {"game_id": game_id})
+    if not rows:
+        return None
+    _version, public, status, time_control, *_ = rows[0]
+    if not public or status not in ("active", "finished"):
+        return None
+    clocks = []
+    if status == "active":
+        for *_game, _number, user_id, deadline, _result, handle, vacation_since in rows:
+            if deadline is not None:
+                holder = None if user_id is None else SimpleNamespace(vacation_since=vacation_since,
+                                                                      handle=handle)
+                clocks.append(_clock_words(time_control, deadline, holder))
+    return (rows, clocks)
+
+
+def list_stamp(*queries: Select[Any]) -> object:
+    """What lists of games are made of: each listed game's id and version, in each list's order, and
+    their seats' players and results.  Each query selects its games' ``Game.id`` and ``Game.version``."""
+    listed = [_read(query) for query in queries]
+    ids = sorted({row[0] for rows in listed for row in rows})
+    return (listed, _read(_LIST_PLAYERS, {"ids": ids}) if ids else [])
