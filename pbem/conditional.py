@@ -107,7 +107,9 @@ def _opponent(game: Game, seat: Seat) -> Seat:
     return next(s for s in game.seats if s.number != seat.number)
 
 
-def _owner_seat(game: Game, user: User, seat_number: int | None) -> Seat:
+def owner_seat(game: Game, user: User, seat_number: int | None = None) -> Seat:
+    """The user's seat in ``game`` (``seat_number`` picks among several), whose lines they manage; a
+    PlayError when they do not play in it."""
     mine = [s for s in game.seats
             if s.user_id == user.id and (seat_number is None or s.number == seat_number)]
     if not mine:
@@ -206,7 +208,7 @@ def queue(game_id: int, user: User, texts: list[str], seat: int | None = None) -
 
     with play.locked_game(game_id) as game:
         engine = play.engine_of(game)
-        owner = _owner_seat(game, user, seat)
+        owner = owner_seat(game, user, seat)
         add_lines(game, engine, play.state_of(game), owner, texts)
         return list(owner.conditionals or [])
 
@@ -219,7 +221,7 @@ def delete(game_id: int, user: User, text: str | None = None, seat: int | None =
     from pbem import play  # The move path imports this module; import late.
 
     with play.locked_game(game_id) as game:
-        owner = _owner_seat(game, user, seat)
+        owner = owner_seat(game, user, seat)
         lines = owner.conditionals or []
         if text is None:
             kept: list[Line] = []
@@ -242,7 +244,7 @@ def preview(game: Game, user: User, text: str, seat: int | None = None) -> dict[
     from pbem import play  # The move path imports this module; import late.
 
     engine = play.engine_of(game)
-    owner = _owner_seat(game, user, seat)
+    owner = owner_seat(game, user, seat)
     state = play.state_of(game)
     _check_can_queue(game, engine, owner, state)
     opponent = _opponent(game, owner)

@@ -9,7 +9,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem import accounts, archive, challenges, clock, play
+from pbem import accounts, archive, challenges, clock, conditional, play
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
@@ -210,3 +210,40 @@ def draw(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     action = {"offer": play.offer_draw, "accept": play.accept_draw, "decline": play.decline_draw}
     action[body["action"]](_game_for(user, game_id).id, user, "api")
     return _fresh_game(user, game_id)
+
+
+# Conditional moves ---------------------------------------------------------------------------
+
+
+def _lines(user: User, game_id: int, seat: int | None) -> dict[str, Any]:
+    """The caller's lines in the game, as written; refused when they do not play in it."""
+    owner = conditional.owner_seat(_game_for(user, game_id), user, seat)
+    return {"lines": [conditional.describe(line) for line in owner.conditionals or []]}
+
+
+@operation("/v1/games/<int:game_id>/conditionals", "GET", "My conditional lines",
+           response=s.ConditionalLinesSchema, errors=(403, 404))
+def my_conditionals(user: User, game_id: int) -> dict[str, Any]:
+    """The conditional lines you have queued in this game. Nobody else, your opponent least of all, can
+    read them."""
+    return _lines(user, game_id, None)
+
+
+@operation("/v1/games/<int:game_id>/conditionals", "POST", "Queue conditional lines",
+           body=s.ConditionalQueueSchema, response=s.ConditionalLinesSchema, status=201,
+           errors=(400, 403, 404, 409))
+def queue_conditionals(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Queue answers to your opponent's next moves while they are to move: "if c4 then d4" plays d4 for
+    you the moment they play c4. Every move of a line is checked when it is queued (400 with the reason);
+    lines sharing a beginning must agree. Answers all your lines."""
+    conditional.queue(_game_for(user, game_id).id, user, body["lines"], body.get("seat"))
+    return _lines(user, game_id, body.get("seat"))
+
+
+@operation("/v1/games/<int:game_id>/conditionals", "DELETE", "Delete conditional lines",
+           query=s.ConditionalDeleteSchema, response=s.ConditionalLinesSchema, errors=(400, 403, 404))
+def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict[str, Any]:
+    """Delete the line given as ``line`` and every line it begins, or every line when ``line`` is
+    omitted. Answers the lines left."""
+    conditional.delete(_game_for(user, game_id).id, user, query.get("line"), query.get("seat"))
+    return _lines(user, game_id, query.get("seat"))

@@ -9,6 +9,7 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from pbem.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
+from pbem.conditional import MAX_LINE_TEXT, MAX_LINES
 
 MAX_MOVE = 500
 MAX_COMMENT = 2000
@@ -259,3 +260,31 @@ class DrawSchema(Schema):
     """Offer a draw, or answer the opponent's offer."""
 
     action = fields.String(required=True, validate=validate.OneOf(("offer", "accept", "decline")))
+
+
+class ConditionalLinesSchema(Schema):
+    """Your conditional lines in a game: answers played for you the moment your opponent's move matches."""
+
+    lines = fields.List(fields.String(), required=True, metadata={
+        "description": 'Each line as written: "if c4 then d4 then e3 then f5" answers c4 with d4, then e3 '
+                       "with f5. Only you ever see them."})
+
+
+class ConditionalQueueSchema(Schema):
+    """Lines to queue, each checked move by move in the position it reaches."""
+
+    lines = fields.List(fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT)), required=True,
+                        validate=validate.Length(min=1, max=MAX_LINES), metadata={
+                            "description": '"if c4 then d4 …" (the if may be left out); if one is '
+                                           "refused, none is queued."})
+    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
+        "description": "Which of your seats, when you hold several."})
+
+
+class ConditionalDeleteSchema(Schema):
+    """Which lines to delete: one and every line it begins, or all."""
+
+    line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
+        "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
+    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
+        "description": "Which of your seats, when you hold several."})

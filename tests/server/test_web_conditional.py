@@ -96,3 +96,36 @@ def test_the_api_never_shows_a_players_lines_to_anyone_else(
     status, answer = Client(server, tokens["bob"]).call("POST", path + "/moves", {"move": "b1", "expect": 2})
     assert status == 201 and [m["text"] for m in answer["game"]["record"]] == ["b4", "b1", "c4"]
     assert "if c1" not in json.dumps(answer) and "then" not in json.dumps(answer)
+
+
+def test_a_player_manages_their_lines_through_the_api_and_nobody_else_reads_them(
+    server: str, tokens, ctx: Flask, players  # noqa: F811 (the API's fixtures, imported above)
+) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    path = f"/api/v1/games/{game.id}/conditionals"
+    api_alice, api_bob, api_carol = (Client(server, tokens[h]) for h in ("alice", "bob", "carol"))
+    status, refused = api_alice.call("POST", path, {"lines": ["if b1 then c4"]})
+    assert status == 400 and "It is your move" in refused["error"]  # Nothing to answer yet.
+    play.submit(game.id, alice, "b4", "web")
+
+    status, queued = api_alice.call("POST", path, {"lines": ["b1 then c4 then c1 then d2", "if b2 then c4"]})
+    assert status == 201 and queued["lines"] == ["if b1 then c4 then c1 then d2", "if b2 then c4"]
+    status, refused = api_alice.call("POST", path, {"lines": ["if c1 then c4", "if a1 then c4"]})
+    assert status == 400 and "a1 is a corner" in refused["error"]
+    assert api_alice.call("GET", path) == (200, queued)  # A refused batch queues none of its lines.
+    assert api_bob.call("GET", path) == (200, {"lines": []})  # His own: none; hers are not his to read.
+    status, stranger = api_carol.call("GET", path)
+    assert status == 403 and stranger["code"] == "not-seated" and "b1" not in json.dumps(stranger)
+    status, stranger = api_carol.call("DELETE", path)
+    assert status == 403
+    status, missing = api_alice.call("DELETE", path + "?line=if+e1")
+    assert status == 400 and missing["code"] == "no-line"
+
+    status, left = api_alice.call("DELETE", path + "?line=if+b2")
+    assert status == 200 and left["lines"] == ["if b1 then c4 then c1 then d2"]
+    status, moved = api_bob.call("POST", f"/api/v1/games/{game.id}/moves", {"move": "b1", "expect": 2})
+    assert status == 201 and [m["text"] for m in moved["game"]["record"]] == ["b4", "b1", "c4"]
+    assert api_alice.call("GET", path) == (200, {"lines": ["if c1 then d2"]})  # The line moved on.
+    status, cleared = api_alice.call("DELETE", path)
+    assert status == 200 and cleared["lines"] == []
