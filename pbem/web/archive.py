@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from typing import Any
+
 from flask import Blueprint, Response, abort, render_template, request, url_for
 from flask_login import current_user
 
@@ -29,16 +32,31 @@ def _page() -> tuple[archive.Page | None, archive.Filters | None, dict[str, str]
     return page, filters, {}
 
 
+# The stamp's statements of the pages without a cursor, by filters: building them costs more than
+# running them.  The filters' players are in the key by id, so a statement is never reused for another.
+_STAMP_STATEMENTS: OrderedDict[object, tuple[Any, Any]] = OrderedDict()
+_STAMP_STATEMENTS_KEPT = 64
+
+
 def _stamp() -> object | None:
     """What a visitor's archive page is made of: its filters' players and the games it lists (see
     :mod:`pbem.web.pagecache`); None (not kept) for filters in error."""
+    after, before = _cursor("after"), _cursor("before")
     try:
         filters = archive.parse_filters(request.args)
-        query, _limit = archive.page_query(filters, after=_cursor("after"), before=_cursor("before"))
+        key = (tuple(p.id for p in filters.players), tuple(sorted(filters.params().items())))
+        statements = _STAMP_STATEMENTS.get(key) if after is None and before is None else None
+        if statements is None:
+            query, _limit = archive.page_query(filters, after=after, before=before)
+            listed = query.with_only_columns(Game.id, Game.version)
+            statements = (listed, pagecache.players_of(listed))
+            if after is None and before is None:
+                _STAMP_STATEMENTS[key] = statements
+                while len(_STAMP_STATEMENTS) > _STAMP_STATEMENTS_KEPT:
+                    _STAMP_STATEMENTS.popitem(last=False)
     except archive.ArchiveError:
         return None
-    return ([p.id for p in filters.players], filters.params(),
-            pagecache.list_stamp(query.with_only_columns(Game.id, Game.version)))
+    return (key, pagecache.list_stamp(statements[0], players=statements[1]))
 
 
 @bp.get("/archive")

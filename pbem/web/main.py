@@ -30,13 +30,14 @@ def _lists(*columns: Any) -> tuple[Select[Any], Select[Any]]:
     return active, finished
 
 
-# The lists' games by id and version, for the stamp of a visitor's page (built once).
+# The lists' games by id and version, and their players, for the stamp of a visitor's page (built once).
 _LISTED = _lists(Game.id, Game.version)
+_PLAYERS = pagecache.players_of(*_LISTED)
 
 
 def _stamp() -> object:
     """What a visitor's front page is made of: its two lists (see :mod:`pbem.web.pagecache`)."""
-    return pagecache.list_stamp(*_LISTED)
+    return pagecache.list_stamp(*_LISTED, players=_PLAYERS)
 
 
 @bp.get("/")

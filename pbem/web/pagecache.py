@@ -41,7 +41,7 @@ from typing import Any, cast
 from flask import current_app, g, request, session
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, func, select, union_all
 
 from pbem import clock
 from pbem.extensions import db
@@ -162,11 +162,7 @@ def for_visitors(stamp: Callable[..., object | None]) -> Callable[[View], View]:
 # The statements are built once: building one costs more than SQLite takes to answer it.
 
 # What the lists show of a game's seats: each seat's player and how the seat finished.
-_LIST_PLAYERS = (
-    select(Seat.game_id, Seat.number, Seat.user_id, Seat.result, User.handle)
-    .outerjoin(User, Seat.user_id == User.id)
-    .where(Seat.game_id.in_(bindparam("ids", expanding=True))).order_by(Seat.game_id, Seat.number)
-)
+_LIST_PLAYERS = (Seat.game_id, Seat.number, Seat.user_id, Seat.result, User.handle)
 
 # What the game page shows of a game besides its record and position (which its version covers): its
 # seats, their players, clocks and results; its record's length.
@@ -181,9 +177,9 @@ _GAME = (
 
 
 def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
-    """The rows of a stamp's statement, as tuples: read on the session's connection (in its
-    transaction) without the ORM's layers, since no model object is made."""
-    return [tuple(row) for row in db.session.connection().execute(statement, parameters or {})]
+    """The rows of a stamp's statement (compared as tuples): read at once on the session's connection
+    (in its transaction) without the ORM's layers, since no model object is made."""
+    return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
 
 
 def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None) -> str:
@@ -213,9 +209,19 @@ def game_stamp(game_id: int) -> object | None:
     return (rows, clocks)
 
 
-def list_stamp(*queries: Select[Any]) -> object:
+def players_of(*queries: Select[Any]) -> Select[Any]:
+    """The statement reading the seats and players of the games the ``queries`` list (each selects
+    ``Game.id`` and ``Game.version``), for :func:`list_stamp`.  The games are found by the lists' own
+    queries, not by a list of ids: on PostgreSQL each id would be a parameter of its own."""
+    lists = [select(query.subquery().c.id) for query in queries]
+    ids = union_all(*lists) if len(lists) > 1 else lists[0]
+    return (select(*_LIST_PLAYERS).outerjoin(User, Seat.user_id == User.id)
+            .where(Seat.game_id.in_(ids)).order_by(Seat.game_id, Seat.number))
+
+
+def list_stamp(*queries: Select[Any], players: Select[Any] | None = None) -> object:
     """What lists of games are made of: each listed game's id and version, in each list's order, and
-    their seats' players and results.  Each query selects its games' ``Game.id`` and ``Game.version``."""
+    their seats' players and results.  Each query selects its games' ``Game.id`` and ``Game.version``;
+    ``players`` is their :func:`players_of`, when the caller made it once for every request."""
     listed = [_read(query) for query in queries]
-    ids = sorted({row[0] for rows in listed for row in rows})
-    return (listed, _read(_LIST_PLAYERS, {"ids": ids}) if ids else [])
+    return (listed, _read(players if players is not None else players_of(*queries)))

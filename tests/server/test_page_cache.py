@@ -88,6 +88,7 @@ def test_the_front_page_and_the_archive_show_new_and_finished_games(app: Flask, 
     front = _page(visitor, "/")
     assert f"/games/{first}" in front and _page(visitor, "/") == front
     assert "No finished games" in _page(visitor, "/archive")
+    assert "No finished games" in _page(visitor, "/archive?player=bob&game=cambio")
     second = _active_game(alice, carol)
     assert f"/games/{second}" in _page(visitor, "/")
     play.resign(first, bob, "web")
@@ -95,6 +96,8 @@ def test_the_front_page_and_the_archive_show_new_and_finished_games(app: Flask, 
     assert "alice vs bob — " in front
     archive = _page(visitor, "/archive")
     assert f'data-game="{first}"' in archive and f'data-game="{second}"' not in archive
+    assert f'data-game="{first}"' in _page(visitor, "/archive?player=bob&game=cambio")
+    assert "No finished games" in _page(visitor, "/archive?player=carol&game=cambio")
     # A game that starts when its last seat is taken joins the list.
     third = challenges.new_game(carol, "cambio", [carol, bob], seed=4).id
     assert f"/games/{third}" not in _page(visitor, "/")
