@@ -13,9 +13,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 from email.message import EmailMessage, Message
+from email.policy import EmailPolicy
 from email.policy import default as default_policy
 from email.utils import getaddresses
+from functools import lru_cache
 from html import unescape
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,38 @@ _SEPARATORS = re.compile(
 _HEADER_BLOCK = re.compile(r"(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SENT_FROM = re.compile(r"(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
+
+
+# Header values are parsed by the modern policy, and each parsed value is kept: the parser and the search
+# for a message's text read its Content-Type a dozen times, and most headers' values (Content-Type,
+# MIME-Version, a player's From) repeat from one message to the next.  Only short values are kept, so a
+# hostile message cannot fill the memory with its headers.
+_KEEP_VALUES_UP_TO = 300
+
+
+@lru_cache(maxsize=2048)
+def _parsed_header(name: str, value: str) -> Any:
+    return default_policy.header_fetch_parse(name, value)
+
+
+def fetch_header(name: str, value: str) -> Any:
+    """``value`` (a header's text as it was written) parsed as the modern policy does."""
+    if len(value) > _KEEP_VALUES_UP_TO:
+        return default_policy.header_fetch_parse(name, value)
+    return _parsed_header(name, value)
+
+
+class _ReadingPolicy(EmailPolicy):
+    """The default policy (parsed header objects, ``get_body``), reading each header value once."""
+
+    def header_fetch_parse(self, name: str, value: str) -> Any:
+        """The parsed header (see :func:`fetch_header`)."""
+        if hasattr(value, "name"):
+            return value
+        return fetch_header(name, value)
+
+
+READING_POLICY = _ReadingPolicy()
 
 
 # One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" at the start of a subject; matched at a position and
@@ -107,7 +142,7 @@ def header_text(message: Message, name: str) -> str:
         raw = _raw_header(message, name)
         if raw is None:
             return ""
-        value = default_policy.header_fetch_parse(name, raw)
+        value = fetch_header(name, raw)
     except Exception:  # A header the parser chokes on reads as missing.
         return ""
     return " ".join(str(value).split())
@@ -128,7 +163,7 @@ def sender(message: Message) -> tuple[str, bool]:
     unfolded = " ".join(raw.split())
     try:
         loose = [addr for _, addr in getaddresses([unfolded])]
-        strict = [a.addr_spec for a in default_policy.header_fetch_parse("From", raw).addresses]
+        strict = [a.addr_spec for a in fetch_header("From", raw).addresses]
     except Exception:
         return "", True
     if len(loose) != 1 or len(strict) != 1 or loose[0].lower() != strict[0].lower() or "@" not in loose[0]:
@@ -181,14 +216,14 @@ def read(raw: bytes, rcpt_to: str = "") -> Incoming:
     message: Message
     try:
         if unreadable is None:
-            message = email.message_from_bytes(raw, policy=default_policy)
+            message = email.message_from_bytes(raw, policy=READING_POLICY)
             unreadable = _check_structure(message)
         if unreadable is not None:
-            message = email.parser.BytesParser(policy=default_policy).parsebytes(raw, headersonly=True)
+            message = email.parser.BytesParser(policy=READING_POLICY).parsebytes(raw, headersonly=True)
     except Exception as exc:  # The parser itself gave up (RecursionError, a broken header).
         log.info("unreadable message: %s: %s", type(exc).__name__, exc)
         unreadable = "it is not a well-formed mail message"
-        message = email.parser.BytesParser(policy=default_policy).parsebytes(
+        message = email.parser.BytesParser(policy=READING_POLICY).parsebytes(
             raw.split(b"\n\n", 1)[0][:64 * 1024], headersonly=True
         )
     from_addr, ambiguous = sender(message)

@@ -20,10 +20,11 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from flask import Flask, current_app, render_template
-from sqlalchemy import event, func, select, text, update
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy import bindparam, event, func, inspect, select, text, update
+from sqlalchemy.orm import Session
 
 import games
 from pbem import notify, outbox, tokens
@@ -71,10 +72,10 @@ def process_pending(limit: int = 500) -> int:
     handled.  Several processors may run this at once: each takes the next message no other holds."""
     handled = 0
     while handled < limit:
-        row_id = _claim_next()
-        if row_id is None:
+        claimed = _claim_next()
+        if claimed is None:
             break
-        _handle_claimed(row_id)
+        _handle_claimed(claimed)
         handled += 1
     return handled
 
@@ -84,79 +85,127 @@ def after_store() -> None:
     process_pending()
 
 
-def _claim(row_id: int) -> bool:
+# The processor writes the inbound row through its table: it keeps no object of it, and the ORM's
+# bookkeeping (load, change, flush, expire) cost more than the statements.
+_TABLE = InboundMail.__table__
+_C = _TABLE.c
+
+
+@dataclass
+class _Claimed:
+    """A message this processor has claimed: what it needs to act on it."""
+
+    id: int
+    raw: bytes
+    mail_from: str
+    rcpt_to: str
+
+
+def _claimed(statement: Any, **params: object) -> _Claimed | None:
+    """Run a claiming UPDATE in a write transaction of its own; the message it took, if any."""
+    begin_write()
+    row = db.session.connection().execute(statement, {"now": utcnow(), **params}).one_or_none()
+    db.session.commit()
+    return None if row is None else _Claimed(*row)
+
+
+# The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
+# processor needs, so that taking a message and reading it are one statement.
+_TAKE = (
+    update(_TABLE).values(status="processing", processed_at=bindparam("now"))
+    .returning(_C.id, _C.raw, _C.mail_from, _C.rcpt_to)
+)
+_TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
+_QUEUE = _TABLE.alias("waiting")  # The table again, in the subquery: not correlated with the UPDATE.
+_WAITING = select(_QUEUE.c.id).where(_QUEUE.c.status == "received").order_by(_QUEUE.c.id).limit(1)
+_TAKE_NEXT = _TAKE.where(_C.id == _WAITING.scalar_subquery(), _C.status == "received")
+# On PostgreSQL processors running side by side each take a different message, rather than queueing for
+# the lock of the same one.  (On SQLite the write lock taken first already serialises the choice.)
+_TAKE_NEXT_PG = _TAKE.where(
+    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
+)
+
+
+def _claim(row_id: int) -> _Claimed | None:
     """Take the message for this processor, unless another one has taken it already."""
-    begin_write()
-    claimed = db.session.execute(
-        update(InboundMail)
-        .where(InboundMail.id == row_id, InboundMail.status == "received")
-        .values(status="processing", processed_at=utcnow())
-    ).rowcount
-    db.session.commit()
-    return claimed == 1
+    return _claimed(_TAKE_ONE, row_id=row_id)
 
 
-def _claim_next() -> int | None:
+def _claim_next() -> _Claimed | None:
     """Take the oldest waiting message for this processor; None when nothing waits."""
-    begin_write()
-    query = (
-        select(InboundMail.id).where(InboundMail.status == "received").order_by(InboundMail.id).limit(1)
-    )
     if is_postgresql():
-        # Processors running side by side each take a different message, rather than queueing for the
-        # lock of the same one.  (On SQLite the write lock taken above already serialises the choice.)
-        query = query.with_for_update(skip_locked=True)
-    row_id = db.session.scalar(query)
-    if row_id is not None:
-        db.session.execute(
-            update(InboundMail).where(InboundMail.id == row_id)
-            .values(status="processing", processed_at=utcnow())
-        )
-    db.session.commit()
-    return row_id
+        return _claimed(_TAKE_NEXT_PG)
+    # On SQLite whether anything waits is read first, without the write lock: a processor woken with
+    # nothing left to do must not queue for the database's one lock behind the listener's stores.
+    waiting = db.session.connection().execute(_WAITING).first()
+    db.session.rollback()
+    return None if waiting is None else _claimed(_TAKE_NEXT)
 
 
 def process_one(row_id: int) -> bool:
     """Claim and handle one stored message; False when another processor had it already."""
-    if not _claim(row_id):
+    claimed = _claim(row_id)
+    if claimed is None:
         return False
-    _handle_claimed(row_id)
+    _handle_claimed(claimed)
     return True
 
 
-def _handle_claimed(row_id: int) -> None:
+def _handle_claimed(claimed: _Claimed) -> None:
     """Handle a message this processor has claimed: act on it, record the outcome and answer it."""
-    row = db.session.get(InboundMail, row_id)
-    assert row is not None
-    raw, mail_from, rcpt_to = row.raw, row.mail_from, row.rcpt_to
+    row_id = claimed.id
     mail: parse.Incoming | None = None
+    session = db.session()
+    # What this processor commits while acting (the move, its game, seats and players) is what the answer
+    # shows: the objects keep it through the commit instead of being read back, in the next transaction,
+    # row by row.  Only for this message: the next one starts from a session that reads everything anew.
+    session.expire_on_commit = False
     try:
-        mail = parse.read(raw, rcpt_to)
-        db.session.info[_ACTING_FOR] = row_id
+        mail = parse.read(claimed.raw, claimed.rcpt_to)
+        session.info[_ACTING_FOR] = row_id
         try:
-            outcome = _handle(mail, mail_from, bool(rcpt_to))
+            outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
         finally:
-            db.session.info.pop(_ACTING_FOR, None)
+            session.info.pop(_ACTING_FOR, None)
         _finish(row_id, mail, outcome)
     except Exception as exc:
         log.exception("inbound message #%s could not be processed", row_id)
-        db.session.rollback()
+        session.rollback()
         _fail(row_id, mail, f"{type(exc).__name__}: {exc}")
+    finally:
+        session.expire_on_commit = True
+        session.expire_all()
+
+
+def _identity(obj: User | Game | None) -> int | None:
+    """The id of a loaded object without reading it again (a commit since has expired its attributes)."""
+    if obj is None:
+        return None
+    identity = inspect(obj).identity
+    return identity[0] if identity else obj.id
 
 
 def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
     """Record the outcome and write the answer in one transaction."""
+    # The reads since the action end with a commit, not with the rollback begin_write would do: that
+    # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
+    db.session.commit()
     begin_write()
-    row = db.session.get(InboundMail, row_id)
-    assert row is not None
-    row.status, row.note = outcome.status, outcome.note[:2000]
-    row.user_id = outcome.user.id if outcome.user is not None else None
-    row.game_id = outcome.game.id if outcome.game is not None else None
-    row.processed_at = utcnow()
+    note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
-        row.note = (row.note + " (not answered: too many refusals to this address lately)")[:2000]
+        note += " (not answered: too many refusals to this address lately)"
+    db.session.connection().execute(_RECORD_OUTCOME, {
+        "row_id": row_id, "outcome": outcome.status, "outcome_note": note[:2000],
+        "of_user": _identity(outcome.user), "of_game": _identity(outcome.game), "now": utcnow(),
+    })
     db.session.commit()
     log.info("inbound #%s from %s: %s (%s)", row_id, mail.from_addr, outcome.status, outcome.note[:200])
+
+
+_RECORD_OUTCOME = update(_TABLE).where(_C.id == bindparam("row_id")).values(
+    status=bindparam("outcome"), note=bindparam("outcome_note"), user_id=bindparam("of_user"),
+    game_id=bindparam("of_game"), processed_at=bindparam("now"),
+)
 
 
 def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
@@ -182,33 +231,25 @@ def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
 # Knowing whether a message did anything, for a restart after a crash ---------------------------------
 
 _ACTING_FOR = "pbem_acting_for_inbound_mail"
-_WROTE = "pbem_acting_wrote"
-
-
-@event.listens_for(Session, "after_flush")
-def _note_flush(session: Session, _context: object) -> None:
-    if session.info.get(_ACTING_FOR) is not None:
-        session.info[_WROTE] = True
 
 
 @event.listens_for(Session, "before_commit")
 def _mark_acted(session: Session) -> None:
-    """The first commit that changes anything while a message is handled also stamps the message's
-    ``acted_at``, in the same transaction: after a crash, a message without it changed nothing."""
+    """Every commit while a message is handled also stamps the message's ``acted_at``, in the same
+    transaction: after a crash, a message without it changed nothing.  Every commit, not only those the
+    session saw changes in: the move path writes some rows by plain statements, which the session does
+    not see, and a stamp too many only means a person is asked to look rather than the message run again.
+    """
     row_id = session.info.get(_ACTING_FOR)
     if row_id is None:
         return
-    if session.new or session.dirty or session.deleted or session.info.pop(_WROTE, False):
-        session.execute(
-            update(InboundMail).where(InboundMail.id == row_id, InboundMail.acted_at.is_(None))
-            .values(acted_at=utcnow())
-        )
+    session.connection().execute(_STAMP_ACTED, {"row_id": row_id, "now": utcnow()})
 
 
-@event.listens_for(Session, "after_transaction_end")
-def _forget_flush(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_WROTE, None)
+_STAMP_ACTED = (
+    update(_TABLE).where(_C.id == bindparam("row_id"), _C.acted_at.is_(None))
+    .values(acted_at=bindparam("now"))
+)
 
 
 def recover_interrupted(claimed_before: datetime) -> tuple[int, int]:

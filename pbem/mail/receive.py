@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from pbem.database import begin_write
 from pbem.extensions import db
@@ -28,11 +29,20 @@ class MalformedMessage(ValueError):
     """The bytes are not a mail message at all (no headers)."""
 
 
+# A Message-ID as nearly every mail program writes it: read as it is, it is what the parser would make of
+# it, without the parser's cost (about as much as storing the message).
+_PLAIN_ID = re.compile(r"<[!-;=?-~]{1,253}>")
+
+
 def message_key(raw: bytes) -> str:
     """The message's deduplication key: its Message-ID, or a hash of the bytes."""
     try:
         headers = BytesHeaderParser(policy=default_policy).parsebytes(raw)
-        message_id = str(headers.get("Message-ID", "") or "").strip()
+        written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()
+        if _PLAIN_ID.fullmatch(written):
+            message_id = written
+        else:
+            message_id = str(headers.get("Message-ID", "") or "").strip()
     except Exception:  # A header the parser cannot read is treated like a missing one.
         message_id = ""
     if message_id and len(message_id) <= MAX_ID_LENGTH:
@@ -45,27 +55,42 @@ def store(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> 
 
     Raises :class:`MalformedMessage` for bytes that have no header block at all.
     """
+    row_id, new = store_message(raw, mail_from, rcpt_to)
+    row = db.session.get(InboundMail, row_id)
+    assert row is not None
+    return row, new
+
+
+# Storing writes through the table, by one INSERT that does nothing for a key already stored: the
+# listener stores every message while its sender waits, and an ORM object cost more than the statement.
+_TABLE = InboundMail.__table__
+_INSERTS = {
+    dialect: module.insert(_TABLE).on_conflict_do_nothing(index_elements=["message_id"])
+    .returning(_TABLE.c.id)
+    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_FIND = select(_TABLE.c.id).where(_TABLE.c.message_id == bindparam("key"))
+
+
+def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> tuple[int, bool]:
+    """Store ``raw`` unless it is already stored; returns the row's id and whether it is new.
+
+    Raises :class:`MalformedMessage` for bytes that have no header block at all.
+    """
     if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
         raise MalformedMessage("The message has no headers.")
     key = message_key(raw)
-    # Take the write lock before looking (BEGIN IMMEDIATE on SQLite): a read that later turns into a write
-    # fails at once, without waiting, when the processor has written in between.
+    # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
     begin_write()
-    existing = db.session.scalar(select(InboundMail).where(InboundMail.message_id == key))
-    if existing is not None:
-        log.info("duplicate message %s ignored", key)
-        return existing, False
-    row = InboundMail(
-        message_id=key, raw=raw, mail_from=mail_from or "", rcpt_to=", ".join(rcpt_to or [])
-    )
-    db.session.add(row)
-    try:
-        db.session.commit()
-    except IntegrityError:
-        # Another receiver stored the same message a moment ago.
+    connection = db.session.connection()
+    row_id = connection.execute(_INSERTS[connection.dialect.name], {
+        "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
+    }).scalar()
+    if row_id is None:  # Stored before, by this receiver or another one a moment ago.
+        row_id = connection.execute(_FIND, {"key": key}).scalar_one()
         db.session.rollback()
-        existing = db.session.scalar(select(InboundMail).where(InboundMail.message_id == key))
-        assert existing is not None
-        return existing, False
-    log.info("stored message %s from %s as #%s", key, mail_from, row.id)
-    return row, True
+        log.info("duplicate message %s ignored", key)
+        return row_id, False
+    db.session.commit()
+    log.info("stored message %s from %s as #%s", key, mail_from, row_id)
+    return row_id, True

@@ -60,7 +60,7 @@ class StoreHandler:
     def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> None:
         with self.app.app_context():
             try:
-                receive.store(raw, mail_from, rcpt_tos)
+                receive.store_message(raw, mail_from, rcpt_tos)
             finally:
                 db.session.remove()
 
