@@ -476,7 +476,12 @@ class Runner:
         # more threads there only make the latency worse (measured by bench/mail.py), so one.
         on_sqlite = settings["database"]["url"].startswith("sqlite")
         self.workers = workers or (1 if on_sqlite else settings["smtpd"]["workers"])
-        self._wake, self._stop = threading.Event(), threading.Event()
+        # Wake-ups owed to the threads, at most one per thread: each stored message wakes one thread (not
+        # all, which would send every idle one to look for work one of them takes), and however many
+        # arrive while all are busy, each thread looks once more and finds them all.
+        self._owed = 0
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -489,7 +494,7 @@ class Runner:
         except Exception:  # The database may be away: the threads' first pass tries again.
             log.exception("could not look for messages left processing by a crash")
         self._stop.clear()
-        self._wake.set()
+        self._owe(self.workers)
         self._threads = [
             threading.Thread(target=self._run, name=f"pbem-mail-process-{n}", daemon=True)
             for n in range(self.workers)
@@ -498,21 +503,28 @@ class Runner:
             thread.start()
 
     def wake(self) -> None:
-        """A message was stored: look now (every waiting thread wakes; those that find nothing sleep)."""
-        self._wake.set()
+        """A message was stored: a thread looks now."""
+        self._owe(1)
+
+    def _owe(self, wakes: int) -> None:
+        with self._wake:
+            self._owed = min(self.workers, self._owed + wakes)
+            self._wake.notify(wakes)
 
     def stop(self) -> None:
         """Finish the messages in hand and stop."""
         self._stop.set()
-        self._wake.set()
+        with self._wake:
+            self._wake.notify_all()
         for thread in self._threads:
             thread.join(30)
         self._threads = []
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            with self._wake:
+                if self._wake.wait_for(lambda: self._owed > 0 or self._stop.is_set(), self.interval):
+                    self._owed = max(0, self._owed - 1)
             if self._stop.is_set():
                 break
             try:
