@@ -20,9 +20,10 @@ What a stamp must hold, and why the stamps below hold enough:
   and the game page's stamp holds those very words.
 
 The stamp is kept with the page and compared whole (no digest that two stamps could share).  The stamp
-is read before the page (on PostgreSQL by statements of their own, each seeing the latest commits), so a page is never older
-than its stamp; one newer than its stamp is only an extra render, since a stamp never comes back once
-it has changed (versions and record lengths only grow, and clocks only run forward).
+is read before the page (on PostgreSQL by statements of their own, each seeing the latest commits), so
+a page is never older than its stamp; one newer than its stamp is only an extra render, since a stamp
+never comes back once it has changed (versions and record lengths only grow, and clocks only run
+forward).
 
 Only visitors qualify: a GET or HEAD with no session content at all (no sign-in, no flashed message,
 no form token) and no user loaded by any other means.  A page is kept only when rendering it wrote
