@@ -1,10 +1,11 @@
-"""Boards drawn once: the engines' SVG boards kept per process by what they show.
+"""What a position shows, worked out once: the engines' SVG boards and legal-move lists kept per process.
 
-Drawing a board is most of the work of a game page, and the same position is asked for again and again:
-by both players, by watchers, by the page's own updates after each move, by everyone stepping through a
-finished game.  A board is kept under a key naming its position exactly (the stored state, or a game's
-version and the entry of its record) and the seat it is seen from, so a board served from here is the
-one the engine would draw.
+Drawing a board is most of the work of a game page, and listing the legal moves (for the clickable
+board and the move form) can cost as much in a game with many moves, such as Truchet.  The same
+position is asked for again and again: by both players, by watchers, by the page's own updates after
+each move, by everyone stepping through a finished game.  What is kept is kept under a key naming the
+position exactly (the stored state, or a game's version and the entry of its record) and the seat it is
+seen from, so what is served from here is what the engine would answer.
 """
 
 from __future__ import annotations
@@ -12,26 +13,35 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from markupsafe import Markup
 
-# How many boards each process keeps: a few hundred positions of some 40 kB each at most.
-KEPT = 256
+# How many answers each process keeps: a few hundred positions' boards of some 40 kB each at most, and
+# their move lists.
+KEPT = 512
 
-_kept: OrderedDict[Hashable, Markup] = OrderedDict()
+_kept: OrderedDict[Hashable, Any] = OrderedDict()
 _lock = threading.Lock()
+
+T = TypeVar("T")
+
+
+def kept(key: Hashable, work_out: Callable[[], T]) -> T:
+    """The answer kept under ``key``, worked out by ``work_out`` the first time it is asked for.  The
+    answer is shared by every caller: it must not be changed."""
+    with _lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return _kept[key]
+    answer = work_out()
+    with _lock:
+        _kept[key] = answer
+        while len(_kept) > KEPT:
+            _kept.popitem(last=False)
+    return answer
 
 
 def drawn(key: Hashable, draw: Callable[[], str]) -> Markup:
     """The board kept under ``key``, drawn by ``draw`` the first time it is asked for."""
-    with _lock:
-        svg = _kept.get(key)
-        if svg is not None:
-            _kept.move_to_end(key)
-            return svg
-    svg = Markup(draw())
-    with _lock:
-        _kept[key] = svg
-        while len(_kept) > KEPT:
-            _kept.popitem(last=False)
-    return svg
+    return kept(("board", key), lambda: Markup(draw()))

@@ -169,7 +169,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         viewer_seat=viewer_seat,
         my_turn=my_turn,
         expect=play.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
-        legal=engine.moves(state, viewer_seat.number) if my_turn and viewer_seat else [],
+        legal=legal_moves(engine, state, viewer_seat.number, game.state) if my_turn and viewer_seat else [],
         draw_offered_by=game.draw_offered_by,
         time_control=clock.describe_time_control(game.time_control),
     )
@@ -241,6 +241,18 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
     return [Board("", board_svg(engine, state, None, stored=game.state))]
 
 
+def position_key(stored: dict[str, Any]) -> str:
+    """A stored state as one string, naming its position exactly (for what is kept per position)."""
+    return json.dumps(stored, sort_keys=True, separators=(",", ":"))
+
+
+def legal_moves(engine: games.Engine, state: Any, seat: int, stored: dict[str, Any]) -> list[str]:
+    """``seat``'s legal moves in ``state``, which was loaded from the stored state ``stored``: listed by the
+    engine once per position and process (see :mod:`pbem.boards`), since the page asks again and again."""
+    return list(boards.kept(("moves", engine.slug, position_key(stored), seat),
+                            lambda: tuple(engine.moves(state, seat))))
+
+
 def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,
               stored: dict[str, Any] | None = None) -> Markup:
     """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
@@ -253,8 +265,7 @@ def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool 
     again)."""
     if stored is None:
         return Markup(engine.render_svg(state, seat, targets=targets))
-    position = json.dumps(stored, sort_keys=True, separators=(",", ":"))
-    return boards.drawn(("position", engine.slug, position, seat, targets),
+    return boards.drawn(("position", engine.slug, position_key(stored), seat, targets),
                         lambda: engine.render_svg(state, seat, targets=targets))
 
 

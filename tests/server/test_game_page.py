@@ -3,6 +3,7 @@ the new position after a stale move, the side each player plays; the rules index
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -132,3 +133,23 @@ def test_rules_index_favicon_and_header(app: Flask, ctx: Flask, settings) -> Non
     assert re.search(r'<a href="/mailbox" class="dev" id="dev-mailbox"[^>]*>Dev mailbox</a>', page)
     with dev.app_context():
         db.engine.dispose()
+
+
+def test_the_legal_moves_offered_are_always_the_positions_own(app: Flask, ctx: Flask, players) -> None:
+    # Legal moves are listed once per position and kept; the page must never offer a position's list in
+    # another: after each move, the player to move is offered exactly what the engine allows now.
+    alice, bob, _ = players
+    game = two_player_game("truchet", alice, bob)
+    engine = games.get("truchet")
+    web = dict(zip((alice.id, bob.id), signed_in(app, alice, bob), strict=True))
+    for _ in range(4):
+        db.session.expire_all()
+        game = db.session.get(Game, game.id)
+        state = engine.load(game.state)
+        (seat,) = engine.to_move(state)
+        mover = game.seats[seat].user
+        page = text_of(web[mover.id].get(f"/games/{game.id}"))
+        offered = re.search(r'<script type="application/json" id="legal-moves">(.*?)</script>', page, re.S)
+        assert offered is not None
+        assert json.loads(offered.group(1)) == engine.moves(state, seat)
+        play.submit(game.id, mover, engine.moves(state, seat)[0], "web")
