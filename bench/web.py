@@ -9,11 +9,16 @@ over loopback with 32 connections.  Each page's bytes are then served by a bare 
 returning them, the same gunicorn settings) and loaded the same way: that is the floor, the cost of
 HTTP, WSGI and Flask with none of our work.  Printed per page: requests per second and p99 latency of
 ours and of the floor, and the ratio of their throughputs (the target is within 3x, p99 under 50 ms).
+
+Each page is loaded twice: by visitors who are not signed in (the public's view, which the server keeps
+ready per process), and by a player signed in with a session cookie, who is rendered a page of their
+own every time: the player of the game page, on their own move.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.cookiejar
 import os
 import random
 import re
@@ -21,12 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
+from werkzeug.security import generate_password_hash
 
 from bench.scratch import ScratchDatabases, analyse, free_port
 from pbem import create_app, play
@@ -52,8 +59,12 @@ def page(anything=""):
 
 
 
-def fill(url: str, tmp: str) -> int:
-    """Players and games of every kind, played through the move path; returns an active game's id."""
+PASSWORD = "bench web password"
+
+
+def fill(url: str, tmp: str) -> tuple[int, str]:
+    """Players and games of every kind, played through the move path; returns an active game's id and
+    the handle of its player to move (who can sign in with :data:`PASSWORD`)."""
     app = create_app({"server": {"secret_key": SECRET, "instance_path": tmp}, "database": {"url": url}})
     rng = random.Random(5)
     with app.app_context():
@@ -85,13 +96,33 @@ def fill(url: str, tmp: str) -> int:
                 play.resign(game.id, a, "web")
         db.session.execute(sa.text("DELETE FROM outbox_mail"))
         db.session.commit()
-        active = db.session.scalar(
-            sa.select(Game.id).where(Game.status == "active", Game.engine == "truchet")
-        )
+        game = db.session.scalars(
+            sa.select(Game).where(Game.status == "active", Game.engine == "truchet").order_by(Game.id)
+        ).first()
+        active = game.id
+        (seat,) = play.seats_to_move(game)
+        player = game.seats[seat].user
+        player.password_hash, player.verified_at = generate_password_hash(PASSWORD), play.utcnow()
+        handle = player.handle
+        db.session.commit()
         db.session.remove()
         analyse(db.engine)
         db.engine.dispose()
-    return active
+    return active, handle
+
+
+def sign_in(base: str, handle: str) -> str:
+    """Sign ``handle`` in through the sign-in form; the session cookie (``name=value``) a browser would
+    then send, once the first page has put its form token into the session."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{base}/login", timeout=10).read().decode()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    form = {"login": handle, "password": PASSWORD, **({"csrf_token": token.group(1)} if token else {})}
+    opener.open(f"{base}/login", data=urllib.parse.urlencode(form).encode(), timeout=10).read()
+    opener.open(f"{base}/", timeout=10).read()
+    cookie = next(c for c in jar if c.name == "session")
+    return f"{cookie.name}={cookie.value}"
 
 
 def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
@@ -111,9 +142,10 @@ def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     raise RuntimeError(f"gunicorn on port {port} did not answer")
 
 
-def wrk(url: str, seconds: int) -> tuple[float, float]:
-    """Requests per second and p99 latency (ms) of 32 connections on ``url``."""
-    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", url],
+def wrk(url: str, seconds: int, cookie: str | None = None) -> tuple[float, float]:
+    """Requests per second and p99 latency (ms) of 32 connections on ``url``, sending ``cookie``."""
+    headers = ["-H", f"Cookie: {cookie}"] if cookie else []
+    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", *headers, url],
                          capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)\b", out).groups()
@@ -126,7 +158,7 @@ def wrk(url: str, seconds: int) -> tuple[float, float]:
 def measure(url: str, label: str, seconds: int) -> None:
     """Fill the database at ``url``, then load each page of ours and its floor."""
     with tempfile.TemporaryDirectory() as tmp:
-        active = fill(url, tmp)
+        active, handle = fill(url, tmp)
         env = dict(os.environ, PBEM_SERVER_SECRET_KEY=SECRET, PBEM_SERVER_INSTANCE_PATH=tmp,
                    PBEM_DATABASE_URL=url, PBEM_CONFIG=str(ROOT / "config" / "default.toml"),
                    PYTHONPATH=str(ROOT), PBEM_RATELIMIT_ENABLED="false")
@@ -139,12 +171,18 @@ def measure(url: str, label: str, seconds: int) -> None:
                     pages.append(("archive", "/archive"))
         except OSError:
             pass
+        player = sign_in(f"http://127.0.0.1:{port}", handle)
+        pages += [(f"{name} (player)", path, player) for name, path in pages]
         try:
-            for name, path in pages:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5).read()
+            for name, path, *cookie in pages:
+                asked = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                               headers={"Cookie": cookie[0]} if cookie else {})
+                body = urllib.request.urlopen(asked, timeout=5).read()
+                if cookie and b"Sign out" not in body:
+                    raise RuntimeError(f"the player is not signed in on {path}")
                 Path(tmp, "body").write_bytes(body)
                 Path(tmp, "bare.py").write_text(BARE_APP)
-                ours, ours_p99 = wrk(f"http://127.0.0.1:{port}{path}", seconds)
+                ours, ours_p99 = wrk(f"http://127.0.0.1:{port}{path}", seconds, *cookie)
                 bare = gunicorn("bare:app", bare_port, dict(env, BENCH_BODY=str(Path(tmp, "body")),
                                                             PYTHONPATH=tmp))
                 try:
@@ -152,7 +190,7 @@ def measure(url: str, label: str, seconds: int) -> None:
                 finally:
                     bare.terminate()
                     bare.wait(10)
-                print(f"{label:<11} {name:<10} {len(body):>7} {ours:>9.0f} {ours_p99:>8.1f} {floor:>9.0f} "
+                print(f"{label:<11} {name:<19} {len(body):>7} {ours:>9.0f} {ours_p99:>8.1f} {floor:>9.0f} "
                       f"{floor_p99:>8.1f} {floor / ours:>6.2f}x", flush=True)
         finally:
             server.terminate()
@@ -166,7 +204,7 @@ def main() -> None:
                         help="PostgreSQL URL of a database from which scratch databases can be created")
     parser.add_argument("--seconds", type=int, default=5, help="seconds of load per page")
     args = parser.parse_args()
-    print(f"{'database':<11} {'page':<10} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
+    print(f"{'database':<11} {'page':<19} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
           f"{'p99 ms':>8} {'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{tmp}/web.db", "sqlite", args.seconds)
