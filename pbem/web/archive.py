@@ -34,7 +34,7 @@ def _page() -> tuple[archive.Page | None, archive.Filters | None, dict[str, str]
 
 # The stamp's statements of the pages without a cursor, by filters: building them costs more than
 # running them.  The filters' players are in the key by id, so a statement is never reused for another.
-_STAMP_STATEMENTS: OrderedDict[object, tuple[Any, Any]] = OrderedDict()
+_STAMP_STATEMENTS: OrderedDict[object, Any] = OrderedDict()
 _STAMP_STATEMENTS_KEPT = 64
 
 
@@ -45,18 +45,17 @@ def _stamp() -> object | None:
     try:
         filters = archive.parse_filters(request.args)
         key = (tuple(p.id for p in filters.players), tuple(sorted(filters.params().items())))
-        statements = _STAMP_STATEMENTS.get(key) if after is None and before is None else None
-        if statements is None:
+        statement = _STAMP_STATEMENTS.get(key) if after is None and before is None else None
+        if statement is None:
             query, _limit = archive.page_query(filters, after=after, before=before)
-            listed = query.with_only_columns(Game.id, Game.version)
-            statements = (listed, pagecache.players_of(listed))
+            statement = pagecache.list_statement(query.with_only_columns(Game.id, Game.version))
             if after is None and before is None:
-                _STAMP_STATEMENTS[key] = statements
+                _STAMP_STATEMENTS[key] = statement
                 while len(_STAMP_STATEMENTS) > _STAMP_STATEMENTS_KEPT:
                     _STAMP_STATEMENTS.popitem(last=False)
     except archive.ArchiveError:
         return None
-    return (key, pagecache.list_stamp(statements[0], players=statements[1]))
+    return (key, pagecache.list_stamp(statement))
 
 
 @bp.get("/archive")

@@ -30,14 +30,13 @@ def _lists(*columns: Any) -> tuple[Select[Any], Select[Any]]:
     return active, finished
 
 
-# The lists' games by id and version, and their players, for the stamp of a visitor's page (built once).
-_LISTED = _lists(Game.id, Game.version)
-_PLAYERS = pagecache.players_of(*_LISTED)
+# What the lists are made of, for the stamp of a visitor's page: one statement, built once.
+_LISTED = pagecache.list_statement(*_lists(Game.id, Game.version))
 
 
 def _stamp() -> object:
     """What a visitor's front page is made of: its two lists (see :mod:`pbem.web.pagecache`)."""
-    return pagecache.list_stamp(*_LISTED, players=_PLAYERS)
+    return pagecache.list_stamp(_LISTED)
 
 
 @bp.get("/")

@@ -45,7 +45,18 @@ from typing import Any, cast
 from flask import current_app, g, request, session
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
-from sqlalchemy import Select, bindparam, func, select, union_all
+from sqlalchemy import (
+    CompoundSelect,
+    Integer,
+    Select,
+    String,
+    bindparam,
+    func,
+    literal,
+    null,
+    select,
+    union_all,
+)
 
 from pbem import clock
 from pbem.extensions import db
@@ -222,19 +233,26 @@ def game_stamp(game_id: int) -> object | None:
     return (rows, clocks)
 
 
-def players_of(*queries: Select[Any]) -> Select[Any]:
-    """The statement reading the seats and players of the games the ``queries`` list (each selects
-    ``Game.id`` and ``Game.version``), for :func:`list_stamp`.  The games are found by the lists' own
-    queries, not by a list of ids: on PostgreSQL each id would be a parameter of its own."""
-    lists = [select(query.subquery().c.id) for query in queries]
-    ids = union_all(*lists) if len(lists) > 1 else lists[0]
-    return (select(*_LIST_PLAYERS).outerjoin(User, Seat.user_id == User.id)
-            .where(Seat.game_id.in_(ids)).order_by(Seat.game_id, Seat.number))
+def list_statement(*queries: Select[Any]) -> CompoundSelect:
+    """The one statement reading what lists of games are made of, for :func:`list_stamp`: each listed
+    game's id and version (each query selects ``Game.id`` and ``Game.version``), and their seats'
+    players and results.  One statement rather than one per list and one for the players, since on
+    PostgreSQL each is a round trip to the server; the players' games are found by the lists' own
+    queries, not by a list of ids, which would be a parameter each.  Each row starts with its part: the
+    list's index, or the number of lists for a seat."""
+    lists = [query.subquery() for query in queries]
+    # The empty columns of a list's rows are typed as the seats' are: PostgreSQL matches a union's
+    # columns by type.
+    empty = (null().cast(Integer), null().cast(String), null().cast(String))
+    parts = [select(literal(i), listed.c.id, listed.c.version, *empty) for i, listed in enumerate(lists)]
+    ids = union_all(*(select(listed.c.id) for listed in lists)) if len(lists) > 1 else select(lists[0].c.id)
+    parts.append(select(literal(len(lists)), *_LIST_PLAYERS).outerjoin(User, Seat.user_id == User.id)
+                 .where(Seat.game_id.in_(ids)))
+    return union_all(*parts)
 
 
-def list_stamp(*queries: Select[Any], players: Select[Any] | None = None) -> object:
-    """What lists of games are made of: each listed game's id and version, in each list's order, and
-    their seats' players and results.  Each query selects its games' ``Game.id`` and ``Game.version``;
-    ``players`` is their :func:`players_of`, when the caller made it once for every request."""
-    listed = [_read(query) for query in queries]
-    return (listed, _read(players if players is not None else players_of(*queries)))
+def list_stamp(statement: CompoundSelect) -> object:
+    """What lists of games are made of, read by their :func:`list_statement`.  The rows are put in one
+    fixed order (part, then game, then seat): a list's own order follows from the versions of its games,
+    since whatever orders it (a move, a game's end) raises them."""
+    return tuple(sorted(_read(statement), key=lambda row: row[:3]))
