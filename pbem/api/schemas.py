@@ -29,6 +29,12 @@ class UtcDateTime(fields.DateTime):
         return super()._serialize(value, attr, obj, **kwargs)
 
 
+def your_seat(description: str) -> fields.Integer:
+    """The optional field naming one of the caller's seats, for a player who holds several."""
+    return fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1),
+                          metadata={"description": description})
+
+
 class ErrorSchema(Schema):
     """A refused request: ``error`` is for people, ``code`` for programs."""
 
@@ -252,8 +258,7 @@ class MoveSchema(Schema):
         "description": "The move_number you saw: if the game has moved on since, the move is refused "
                        "(stale) instead of played on a position you did not see."})
     comment = fields.String(validate=validate.Length(max=MAX_COMMENT))
-    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
-        "description": "Which of your seats moves, when you hold several."})
+    seat = your_seat("Which of your seats moves, when you hold several.")
 
 
 class DrawSchema(Schema):
@@ -277,8 +282,7 @@ class ConditionalQueueSchema(Schema):
                         validate=validate.Length(min=1, max=MAX_LINES), metadata={
                             "description": '"if c4 then d4 …" (the if may be left out); if one is '
                                            "refused, none is queued."})
-    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
-        "description": "Which of your seats, when you hold several."})
+    seat = your_seat("Which of your seats, when you hold several.")
 
 
 class ConditionalDeleteSchema(Schema):
@@ -286,5 +290,4 @@ class ConditionalDeleteSchema(Schema):
 
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
-    seat = fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1), metadata={
-        "description": "Which of your seats, when you hold several."})
+    seat = your_seat("Which of your seats, when you hold several.")

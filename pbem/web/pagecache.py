@@ -59,6 +59,7 @@ from sqlalchemy import (
 )
 
 from pbem import clock
+from pbem.database import is_postgresql
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User
 
@@ -200,7 +201,7 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
     answered with nothing more.  Reading parts of a stamp a moment apart is safe for the reason the
     module gives: whatever the stamp saw, the page is rendered after it.  On SQLite, in the process, the
     session's connection costs nothing more."""
-    if db.engine.dialect.name != "postgresql":
+    if not is_postgresql():
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
     with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
