@@ -10,6 +10,8 @@ guarantee comes from ``SELECT … FOR UPDATE`` on the game row.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import Flask
@@ -66,8 +68,49 @@ def begin_write() -> None:
     session = db.session
     if session.new or session.dirty or session.deleted:
         raise RuntimeError("begin_write() with unsaved changes in the session")
+    if session.info.get(_LEFT_OPEN):
+        raise RuntimeError("begin_write() would roll back a write transaction left open for its caller")
     session.rollback()
     session.connection(execution_options={_IMMEDIATE: True})
+
+
+_CALLER_COMMITS = "pbem_caller_commits"
+_LEFT_OPEN = "pbem_write_left_open"
+
+
+@contextmanager
+def caller_commits() -> Iterator[None]:
+    """Within this block a write transaction ended by :func:`finish_write` is flushed and left open, with
+    its locks, for the caller to add to and commit (or roll back) itself.
+
+    The mail processor's way of committing a move, the message's outcome and its answer together: what
+    the move path does stays one piece of code, and whoever began the work decides where it ends.  Only
+    one such transaction may be left open: a second :func:`begin_write` inside it raises rather than roll
+    the first one back.
+    """
+    session = db.session()
+    session.info[_CALLER_COMMITS] = True
+    try:
+        yield
+    finally:
+        session.info.pop(_CALLER_COMMITS, None)
+
+
+def finish_write() -> None:
+    """End the write transaction of a caller that began it with :func:`begin_write` and so holds the write
+    lock: commit it, or, inside :func:`caller_commits`, flush it (so that a conflict shows now, where the
+    writer handles it) and leave it open."""
+    session = db.session()
+    if session.info.get(_CALLER_COMMITS):
+        session.flush()
+        session.info[_LEFT_OPEN] = True
+    else:
+        session.commit()
+
+
+def write_left_open() -> bool:
+    """Whether :func:`finish_write` left the session's write transaction open for its caller to commit."""
+    return bool(db.session().info.get(_LEFT_OPEN))
 
 
 _CACHE = "pbem_transaction_cache"
@@ -83,6 +126,7 @@ def transaction_cache(name: str) -> dict[Any, Any]:
 
 
 @event.listens_for(Session, "after_transaction_end")
-def _forget_transaction_cache(session: Session, transaction: SessionTransaction) -> None:
+def _forget_transaction_state(session: Session, transaction: SessionTransaction) -> None:
     if transaction.parent is None:
         session.info.pop(_CACHE, None)
+        session.info.pop(_LEFT_OPEN, None)

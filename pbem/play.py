@@ -26,7 +26,7 @@ import games
 from games import IllegalMove, Outcome
 from games.words import join_words
 from pbem import archive, clock, conditional, notify, ratings, results, watching
-from pbem.database import begin_write, is_postgresql, transaction_cache
+from pbem.database import begin_write, finish_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, Watch, utcnow
@@ -135,7 +135,8 @@ def start(game: Game) -> None:
 
 @contextmanager
 def locked_game(game_or_id: Game | int) -> Iterator[Game]:
-    """A fresh transaction holding the game's lock; commits on success, rolls back on any error."""
+    """A fresh transaction holding the game's lock; commits on success (see
+    :func:`pbem.database.finish_write` for a caller that commits itself), rolls back on any error."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
     begin_write()
     game = _read_locked(game_id)
@@ -144,7 +145,7 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
         raise PlayError(f"There is no game #{game_id}.", "no-game")
     try:
         yield game
-        db.session.commit()
+        finish_write()
     except StaleDataError:
         db.session.rollback()
         raise PlayError(

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 import games
 from pbem import notify, outbox, tokens
-from pbem.database import begin_write, is_postgresql
+from pbem.database import begin_write, caller_commits, is_postgresql, write_left_open
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
@@ -156,18 +156,24 @@ def _handle_claimed(claimed: _Claimed) -> None:
     row_id = claimed.id
     mail: parse.Incoming | None = None
     session = db.session()
-    # What this processor commits while acting (the move, its game, seats and players) is what the answer
-    # shows: the objects keep it through the commit instead of being read back, in the next transaction,
-    # row by row.  Only for this message: the next one starts from a session that reads everything anew.
+    # What an action that commits by itself (a vacation, a challenge sent) wrote is what the answer shows:
+    # the objects keep it through the commit instead of being read back, in the next transaction, row by
+    # row.  Only for this message: the next one starts from a session that reads everything anew.
     session.expire_on_commit = False
     try:
         mail = parse.read(claimed.raw, claimed.rcpt_to)
         session.info[_ACTING_FOR] = row_id
         try:
-            outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
+            # The move path (and every action under a game's lock) leaves its transaction open for
+            # _finish: the move, the message's outcome and its answer commit together, or not at all.
+            with caller_commits():
+                outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
+            if not write_left_open():
+                # The outcome is recorded in a transaction of its own, which acts on nothing.
+                session.info.pop(_ACTING_FOR, None)
+            _finish(row_id, mail, outcome)
         finally:
             session.info.pop(_ACTING_FOR, None)
-        _finish(row_id, mail, outcome)
     except Exception as exc:
         log.exception("inbound message #%s could not be processed", row_id)
         session.rollback()
@@ -186,11 +192,13 @@ def _identity(obj: User | Game | None) -> int | None:
 
 
 def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
-    """Record the outcome and write the answer in one transaction."""
-    # The reads since the action end with a commit, not with the rollback begin_write would do: that
-    # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
-    db.session.commit()
-    begin_write()
+    """Record the outcome and write the answer: in the action's own transaction when it left that open
+    (a move: one commit for the move, the outcome and the answer), or else in one transaction of theirs."""
+    if not write_left_open():
+        # The reads since the action end with a commit, not with the rollback begin_write would do: that
+        # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
+        db.session.commit()
+        begin_write()
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"

@@ -10,13 +10,15 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import func, select, text
 
 from pbem import outbox, play, tokens
+from pbem.database import begin_write, caller_commits, is_postgresql, write_left_open
 from pbem.extensions import db
 from pbem.mail import process, receive, smtpd
-from pbem.models import InboundMail, OutboxMail
+from pbem.models import Game, InboundMail, OutboxMail, User
 from tests.conftest import free_port
 from tests.server.test_inbound import run_ingest
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
@@ -155,3 +157,97 @@ def test_lmtp_answers_each_recipient_of_one_message(app: Flask, ctx: Flask, play
         listener.stop()
     assert moves_of(game.id) == ["b3"]
     assert len(db.session.scalars(select(InboundMail)).all()) == 1
+
+
+def _stored_reply(game_id: int, player: User, move: str) -> int:
+    to = tokens.reply_address(game_id, 0, player)
+    row, _ = receive.store(reply_mail(player.email, to, move).as_bytes(), player.email, [to])
+    db.session.commit()
+    return row.id
+
+
+def _mails_since(outbox_id: int) -> list[OutboxMail]:
+    query = select(OutboxMail).where(OutboxMail.id > outbox_id).order_by(OutboxMail.id)
+    return list(db.session.scalars(query))
+
+
+def test_a_mailed_move_commits_with_its_outcome_and_its_answer(ctx: Flask, players) -> None:
+    """The move, the message marked processed (and acted on) and the answer to its sender are one
+    transaction: a crash can find the move applied only with its message answered."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    row_id = _stored_reply(game.id, alice, "b3")
+    started = db.session.scalar(select(func.max(OutboxMail.id)))  # The mails that started the game.
+    assert process.process_one(row_id)
+    db.session.rollback()
+    message = db.session.get(InboundMail, row_id)
+    assert (message.status, message.game_id, message.user_id) == ("processed", game.id, alice.id)
+    assert message.acted_at is not None
+    assert moves_of(game.id) == ["b3"]
+    request, answer = _mails_since(started)
+    assert (request.to_addr, request.kind) == (bob.email, "your-move")
+    assert (answer.to_addr, answer.kind) == (alice.email, "answer") and "Your move b3" in answer.body_text
+    if is_postgresql():
+        # The transaction that wrote each row, as PostgreSQL recorded it.
+        writers = {db.session.scalar(text(f"SELECT xmin::text FROM {table} WHERE {where}"))
+                   for table, where in (("move", f"game_id = {game.id}"), ("inbound_mail", f"id = {row_id}"),
+                                        ("outbox_mail", f"id = {answer.id}"), ("game", f"id = {game.id}"))}
+        assert len(writers) == 1
+
+
+def test_a_fault_between_a_move_and_its_answer_leaves_nothing_half_done(ctx: Flask, players) -> None:
+    """When the answer to a mailed move cannot be written (here the database refuses it, as a full disk
+    would), the move is not applied either: the message is kept as failed, not marked acted on, and its
+    sender is told of the fault."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    row_id = _stored_reply(game.id, alice, "b3")
+    started = db.session.scalar(select(func.max(OutboxMail.id)))
+    if is_postgresql():
+        statements = [
+            "CREATE FUNCTION refuse_answers() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no space left on device'; END $$",
+            "CREATE TRIGGER refuse_answers BEFORE INSERT ON outbox_mail FOR EACH ROW "
+            "WHEN (NEW.kind = 'answer') EXECUTE FUNCTION refuse_answers()",
+        ]
+        undo = ["DROP TRIGGER refuse_answers ON outbox_mail", "DROP FUNCTION refuse_answers()"]
+    else:
+        statements = ["CREATE TRIGGER refuse_answers BEFORE INSERT ON outbox_mail WHEN NEW.kind = 'answer' "
+                      "BEGIN SELECT RAISE(ABORT, 'no space left on device'); END"]
+        undo = ["DROP TRIGGER refuse_answers"]
+    for statement in statements:
+        db.session.execute(text(statement))
+    db.session.commit()
+    try:
+        assert process.process_one(row_id)
+    finally:
+        db.session.rollback()
+        for statement in undo:
+            db.session.execute(text(statement))
+        db.session.commit()
+    message = db.session.get(InboundMail, row_id)
+    assert message.status == "failed" and "no space left on device" in message.note
+    assert message.acted_at is None
+    assert moves_of(game.id) == []
+    assert db.session.get(Game, game.id).ply == 0
+    mails = _mails_since(started)
+    assert [(m.to_addr, m.kind) for m in mails] == [(alice.email, "answer-error")]
+    assert "fault on the server" in mails[0].body_text
+
+
+def test_a_move_left_open_for_its_caller_is_not_rolled_back_by_another_write(ctx: Flask, players) -> None:
+    """Inside ``caller_commits`` the move path leaves its transaction open; a second write transaction
+    begun there would roll the move back unseen, so it is refused instead."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    with caller_commits():
+        play.submit(game.id, alice, "b3", "mail")
+        assert write_left_open()
+        with pytest.raises(RuntimeError):
+            begin_write()
+    db.session.commit()
+    assert not write_left_open()
+    assert moves_of(game.id) == ["b3"]
