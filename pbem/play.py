@@ -299,6 +299,7 @@ def submit(
         if conditionals and locked.status == "active":
             conditional.add_lines(locked, engine, new_state, player_seat, conditionals)
         played, notes = _play_conditional_answers(locked, engine, state, new_state, move)
+        transaction_cache("conditional_answers")[move.id] = played[1:]
         if len(played) == 1:
             notify.move_played(locked, engine, new_state, move, before, notes)
         else:
@@ -343,6 +344,11 @@ def _play_conditional_answers(
 
 def answers_to(move: Move) -> list[Move]:
     """The conditional answers played right after ``move`` (in the same transaction), in order."""
+    # A caller still inside the move's transaction (the mail processor, see caller_commits) is told what
+    # submit played rather than reading it back: under the game's lock nothing else can have been added.
+    played = transaction_cache("conditional_answers").get(move.id)
+    if played is not None:
+        return list(played)
     later = db.session.scalars(
         select(Move).where(Move.game_id == move.game_id, Move.number > move.number)
         .order_by(Move.number).limit(conditional.MAX_ANSWERS)
