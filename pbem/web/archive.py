@@ -11,7 +11,7 @@ from flask_login import current_user
 import games
 from pbem import accounts, archive, feeds, records, replay, results, standings
 from pbem.extensions import db
-from pbem.models import Game
+from pbem.models import Game, User
 from pbem.web import gameview, pagecache
 
 bp = Blueprint("archive", __name__)
@@ -38,9 +38,10 @@ _STAMP_STATEMENTS: OrderedDict[object, Any] = OrderedDict()
 _STAMP_STATEMENTS_KEPT = 64
 
 
-def _stamp() -> object | None:
-    """What a visitor's archive page is made of: its filters' players and the games it lists (see
-    :mod:`pbem.web.pagecache`); None (not kept) for filters in error."""
+def _stamp(reader: User | None) -> object | None:
+    """What the archive page is made of: its filters' players and the games it lists (see
+    :mod:`pbem.web.pagecache`); None (not kept) for filters in error.  A signed-in reader's dates are
+    in their time zone, which :func:`pbem.web.pagecache.reader_stamp` holds."""
     after, before = _cursor("after"), _cursor("before")
     try:
         filters = archive.parse_filters(request.args)
@@ -59,7 +60,7 @@ def _stamp() -> object | None:
 
 
 @bp.get("/archive")
-@pagecache.for_visitors(_stamp)
+@pagecache.kept(_stamp)
 def index() -> tuple[str, int] | str:
     """Finished public games, newest first, filtered by the GET parameters and paged by cursor."""
     page, filters, errors = _page()

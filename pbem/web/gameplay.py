@@ -57,7 +57,7 @@ PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.mo
 
 
 @bp.get("/games/<int:game_id>")
-@pagecache.for_visitors(pagecache.game_stamp)
+@pagecache.kept(pagecache.game_stamp)
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
@@ -65,7 +65,7 @@ def game(game_id: int) -> str:
 
 
 @bp.get("/games/<int:game_id>/live")
-@pagecache.for_visitors(pagecache.game_stamp)
+@pagecache.kept(pagecache.game_stamp)
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())

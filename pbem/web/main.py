@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 import games
 from pbem.extensions import db
-from pbem.models import Game, Seat
+from pbem.models import Game, Seat, User
 from pbem.web import pagecache
 
 bp = Blueprint("main", __name__)
@@ -34,13 +34,14 @@ def _lists(*columns: Any) -> tuple[Select[Any], Select[Any]]:
 _LISTED = pagecache.list_statement(*_lists(Game.id, Game.version))
 
 
-def _stamp() -> object:
-    """What a visitor's front page is made of: its two lists (see :mod:`pbem.web.pagecache`)."""
+def _stamp(reader: User | None) -> object:
+    """What the front page is made of: its two lists (see :mod:`pbem.web.pagecache`).  A signed-in
+    reader's own results in them follow from the seats' players, which the lists' stamp holds."""
     return pagecache.list_stamp(_LISTED)
 
 
 @bp.get("/")
-@pagecache.for_visitors(_stamp)
+@pagecache.kept(_stamp)
 def index() -> str:
     """The front page: the games, the active public games and the latest finished ones."""
     # Each list names the players of its games: their seats and handles are read with it, in two

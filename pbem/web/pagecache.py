@@ -1,13 +1,15 @@
-"""Public pages as a visitor who is not signed in sees them, kept ready in each web process.
+"""Pages as a visitor, or a signed-in player, sees them, kept ready in each web process.
 
 Rendering the game page, the front page or the archive reads rows into model objects, words the
 results and runs the templates: most of a request's time.  A visitor without a session sees the same
-bytes as every other such visitor, for as long as what the page is made of stays the same.  So each of
-those pages names a *stamp*: one cheap read of everything its words can depend on (rows as tuples, no
-model objects), and the page rendered for a URL is kept with the stamp it was rendered under.  The next
-visitor's request reads the stamp again and gets the kept bytes only when it is equal; any change the
-page would show makes it differ, and the page is rendered afresh.  Nothing has to be told to forget a
-page, so web processes need not share anything: each reads the stamp from the database every time.
+bytes as every other such visitor, for as long as what the page is made of stays the same; a signed-in
+player sees the same bytes each time too, but their own.  So each of those pages names a *stamp*: one
+cheap read of everything its words can depend on (rows as tuples, no model objects), and the page
+rendered for a URL and a reader (a player, or every visitor alike) is kept with the stamp it was
+rendered under.  The reader's next request reads the stamp again and gets the kept bytes only when it
+is equal; any change the page would show makes it differ, and the page is rendered afresh.  Nothing has
+to be told to forget a page, so web processes need not share anything: each reads the stamp from the
+database every time.
 
 What a stamp must hold, and why the stamps below hold enough:
 
@@ -17,7 +19,12 @@ What a stamp must hold, and why the stamps below hold enough:
 - the lists show, of the seats, who holds each and how each finished; the game page also the players'
   vacations and the clocks: those columns are read;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
-  and the game page's stamp holds those very words.
+  and the game page's stamp holds those very words, in the reader's time zone;
+- a signed-in player's page shows, besides, what is theirs (see :func:`reader_stamp`): their handle and
+  time zone from their user row (loaded by the sign-in for this very request, so the page is rendered
+  from the same values), and on the game page their own seats' conditional lines and whether they
+  watch the game: those columns are read with the game's.  Which seat is theirs, and so their result,
+  their board and their move, follows from the seats' players, read for everyone.
 
 The stamp is kept with the page and compared whole (no digest that two stamps could share).  The stamp
 is read before the page (on PostgreSQL by statements of their own, each seeing the latest commits), so
@@ -25,15 +32,21 @@ a page is never older than its stamp; one newer than its stamp is only an extra 
 never comes back once it has changed (versions and record lengths only grow, and clocks only run
 forward).
 
-Only visitors qualify: a GET or HEAD with no session content at all (no sign-in, no flashed message,
-no form token) and no user loaded by any other means.  A page is kept only when rendering it wrote
-nothing into the session and set no cookie, answered 200, and is not too large; so a page carrying a
-form token or a message for one visitor is never kept, let alone served to another.  Each process keeps
-at most :data:`MAX_BYTES` of pages, the least recently used going first, one page per URL.
+Visitors qualify with a GET or HEAD with no session content at all (no sign-in, no flashed message,
+no form token) and no user loaded by any other means; signed-in players with a GET or HEAD whose session
+carries no flashed message.  A page is kept only when rendering it wrote nothing into the session and
+set no cookie, answered 200, and is not too large; so a page carrying a message is never kept, and a
+visitor's page never carries a form token.  A player's pages are kept under their own user id, never
+given to anyone else, and carry no form token either: they are rendered with :data:`FORM_TOKEN` in its
+place, and each answer (kept or fresh) puts in the token of the session asking, as Flask-WTF makes it
+for this request, so a form posted from a kept page is accepted as from a fresh one.  Each process
+keeps at most :data:`MAX_BYTES` of pages, the least recently used going first, one page per URL and
+reader.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -45,12 +58,16 @@ from typing import Any, cast
 from flask import current_app, g, request, session
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
+from flask_wtf.csrf import generate_csrf
+from markupsafe import Markup
 from sqlalchemy import (
     CompoundSelect,
     Integer,
     Select,
     String,
     bindparam,
+    case,
+    exists,
     func,
     literal,
     null,
@@ -61,13 +78,27 @@ from sqlalchemy import (
 from pbem import clock
 from pbem.database import is_postgresql
 from pbem.extensions import db
-from pbem.models import Game, Move, Seat, User
+from pbem.models import Game, Move, Seat, User, Watch
 
 # What one process keeps at most, pages and their URLs together, and the largest page it keeps.
 MAX_BYTES = 32 * 2**20
 MAX_PAGE_BYTES = 2**20
 
 _EXTENSION = "pbem_page_cache"
+
+# What a player's page carries in place of the form token while it is rendered, to be replaced by the
+# asking session's token on every answer.  Markup, so that it is written as it is: no text a user
+# wrote can come out of a template as these bytes, since their "<" would be escaped; and the random
+# part is the process's own.
+FORM_TOKEN = Markup(f"<pbem-form-token-{secrets.token_hex(16)}>")
+_FORM_TOKEN_BYTES = str(FORM_TOKEN).encode()
+
+# Where Flask-WTF keeps the request's form token (its WTF_CSRF_FIELD_NAME): generate_csrf() makes one
+# only when there is none there yet, and returns what is there.
+_TOKEN_IN_G = "csrf_token"
+
+# Headers of a kept page that are the answer's own rather than the page's.
+_OWN_HEADERS = frozenset({"content-length"})
 
 
 @dataclass(frozen=True)
@@ -80,12 +111,12 @@ class Page:
 
 
 class PageCache:
-    """Pages by URL, each with the stamp it was rendered under; bounded by bytes, least recently used
-    first out."""
+    """Pages by URL and reader (a user's id, or None for every visitor), each with the stamp it was
+    rendered under; bounded by bytes, least recently used first out."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._pages: OrderedDict[str, Page] = OrderedDict()
+        self._pages: OrderedDict[tuple[str, int | None], Page] = OrderedDict()
         self._bytes = 0
         # Threaded servers (``pbem web``) share the process's pages between threads.
         self._lock = threading.Lock()
@@ -98,30 +129,38 @@ class PageCache:
         """The bytes held: pages and their URLs."""
         return self._bytes
 
-    def get(self, url: str, stamp: object) -> Page | None:
-        """The page kept for ``url`` if it was rendered under ``stamp``."""
+    def get(self, url: str, stamp: object, reader: int | None = None) -> Page | None:
+        """The page kept for ``url`` and ``reader`` if it was rendered under ``stamp``."""
+        key = (url, reader)
         with self._lock:
-            page = self._pages.get(url)
+            page = self._pages.get(key)
             if page is None or page.stamp != stamp:
                 return None
-            self._pages.move_to_end(url)
+            self._pages.move_to_end(key)
             return page
 
-    def put(self, url: str, page: Page) -> None:
-        """Keep ``page`` for ``url`` (in place of any older one), forgetting the least recently used
-        pages beyond the bound."""
+    def put(self, url: str, page: Page, reader: int | None = None) -> None:
+        """Keep ``page`` for ``url`` and ``reader`` (in place of any older one), forgetting the least
+        recently used pages beyond the bound."""
         cost = len(page.body) + len(url)
         if cost > MAX_PAGE_BYTES:
             return
+        key = (url, reader)
         with self._lock:
-            old = self._pages.pop(url, None)
+            old = self._pages.pop(key, None)
             if old is not None:
                 self._bytes -= len(old.body) + len(url)
-            self._pages[url] = page
+            self._pages[key] = page
             self._bytes += cost
             while self._bytes > self.max_bytes:
-                gone_url, gone = self._pages.popitem(last=False)
+                (gone_url, _reader), gone = self._pages.popitem(last=False)
                 self._bytes -= len(gone.body) + len(gone_url)
+
+    def clear(self) -> None:
+        """Forget every page."""
+        with self._lock:
+            self._pages.clear()
+            self._bytes = 0
 
 
 def cache_of(app: Any = None) -> PageCache:
@@ -138,35 +177,80 @@ def _visitor() -> bool:
     return request.method in ("GET", "HEAD") and not session and not current_user.is_authenticated
 
 
+def _player() -> User | None:
+    """The signed-in player whose request this is, if their page may be kept or served kept: a GET or
+    HEAD, and no message waiting in their session (the page must show it, once)."""
+    if request.method not in ("GET", "HEAD") or not current_user.is_authenticated or "_flashes" in session:
+        return None
+    return cast(User, current_user._get_current_object())
+
+
 def _keepable(response: Any) -> bool:
-    """Whether a rendered answer is the same for every visitor: nothing was written to the session
-    (a form token, a message) and no cookie set."""
+    """Whether a rendered answer may be kept: nothing was written to the session (a form token, a
+    message) and no cookie set, and no form token made (a player's page carries :data:`FORM_TOKEN`)."""
     return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
-            and not session.modified and "Set-Cookie" not in response.headers and "csrf_token" not in g)
+            and not session.modified and "Set-Cookie" not in response.headers
+            and g.get(_TOKEN_IN_G, FORM_TOKEN) is FORM_TOKEN)
+
+
+def _with_form_token(body: bytes) -> bytes:
+    """A player's page with the asking session's form token in place of :data:`FORM_TOKEN`."""
+    if _FORM_TOKEN_BYTES not in body:
+        return body
+    return body.replace(_FORM_TOKEN_BYTES, generate_csrf().encode())
+
+
+def reader_stamp(reader: User) -> tuple[object, ...]:
+    """What every page shows of its signed-in reader from their user row: who they are (the page is
+    kept under their id alone, but their handle is in the layout) and the time zone it writes times
+    in."""
+    return (reader.id, reader.handle, reader.time_zone)
 
 
 View = Callable[..., ResponseReturnValue]
 
 
-def for_visitors(stamp: Callable[..., object | None]) -> Callable[[View], View]:
-    """Keep the view's page for visitors under ``stamp``, called with the view's arguments; a stamp of
-    None means the page is not to be kept (a private game, say) and the view answers as always."""
+def kept(stamp: Callable[..., object | None]) -> Callable[[View], View]:
+    """Keep the view's page for visitors and for each signed-in player under ``stamp``, called with the
+    reader (None for a visitor) and the view's arguments; a stamp of None means the page is not to be
+    kept (a private game, say) and the view answers as always.  A player's stamp is taken with
+    :func:`reader_stamp`."""
 
     def decorate(view: View) -> View:
         @wraps(view)
         def serve(**kwargs: Any) -> ResponseReturnValue:
-            if not _visitor():
+            visitor = _visitor()
+            reader = None if visitor else _player()
+            if not visitor and reader is None:
                 return view(**kwargs)
-            read = stamp(**kwargs)
+            read = stamp(reader, **kwargs)
             if read is None:
                 return view(**kwargs)
+            reader_id = None
+            if reader is not None:
+                read, reader_id = (read, reader_stamp(reader)), reader.id
             cache = cache_of()
-            page = cache.get(request.url, read)
+            page = cache.get(request.url, read, reader_id)
             if page is not None:
-                return current_app.response_class(page.body, headers=list(page.headers))
-            response = current_app.make_response(view(**kwargs))
-            if _keepable(response):
-                cache.put(request.url, Page(read, response.get_data(), tuple(response.headers.items())))
+                body = page.body if visitor else _with_form_token(page.body)
+                return current_app.response_class(body, headers=list(page.headers))
+            if not visitor:
+                # A player's page is rendered with the stand-in for the form token, which Flask-WTF
+                # then gives out as the request's own; it is taken back whatever happens, so that an
+                # error page rendered after the view carries a real token.
+                setattr(g, _TOKEN_IN_G, FORM_TOKEN)
+            try:
+                response = current_app.make_response(view(**kwargs))
+                keep = _keepable(response)
+            finally:
+                if not visitor:
+                    g.pop(_TOKEN_IN_G, None)
+            if keep:
+                headers = tuple((name, value) for name, value in response.headers.items()
+                                if name.lower() not in _OWN_HEADERS)
+                cache.put(request.url, Page(read, response.get_data(), headers), reader_id)
+            if not visitor and not response.direct_passthrough and not response.is_streamed:
+                response.set_data(_with_form_token(response.get_data()))
             return response
 
         return serve
@@ -191,6 +275,13 @@ _GAME = (
     .where(Game.id == bindparam("game_id")).order_by(Seat.number)
 )
 
+# A signed-in reader's game page shows, besides, their own seats' conditional lines (only theirs: the
+# others' are not read) and whether they watch the game.
+_READERS_GAME = _GAME.add_columns(
+    case((Seat.user_id == bindparam("reader_id"), Seat.conditionals)),
+    exists().where(Watch.game_id == Game.id, Watch.user_id == bindparam("reader_id")),
+)
+
 
 def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
     """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
@@ -207,30 +298,41 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
         return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
 
 
-def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None) -> str:
-    """The words of a running clock exactly as the page writes them for a visitor (in UTC): the seat is
+def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None,
+                 zone: str) -> str:
+    """The words of a running clock exactly as the page writes them for a reader in ``zone``: the seat is
     handed to :func:`pbem.clock.status` with just what that reads, from the stamp's row."""
     seat = SimpleNamespace(deadline=deadline, user=user, game=SimpleNamespace(time_control=time_control))
-    return clock.status(cast(Seat, seat), "UTC")
+    return clock.status(cast(Seat, seat), zone)
 
 
-def game_stamp(game_id: int) -> object | None:
-    """What a visitor's game page is made of: the game's version, its record's length, its seats and
-    players, and the words of its running clocks.  None (not kept) for a game a visitor cannot see, or
-    one not yet started or called off, whose page reads its challenges too."""
-    rows = _read(_GAME, {"game_id": game_id})
+def game_stamp(reader: User | None, game_id: int) -> object | None:
+    """What a reader's game page is made of: the game's version, its record's length, its seats and
+    players, and the words of its running clocks in the reader's zone; for a signed-in reader also
+    their own seats' conditional lines and whether they watch the game.  None (not kept) for a game the
+    reader cannot see, or one not yet started or called off, whose page reads its challenges too.  A
+    private game is kept only for its players: whoever else may see it does so by a challenge or by
+    having made it, which the stamp does not read."""
+    if reader is None:
+        rows = _read(_GAME, {"game_id": game_id})
+    else:
+        rows = _read(_READERS_GAME, {"game_id": game_id, "reader_id": reader.id})
     if not rows:
         return None
     _version, public, status, time_control, *_ = rows[0]
-    if not public or status not in ("active", "finished"):
+    if status not in ("active", "finished"):
         return None
+    if not public and (reader is None or all(row[7] != reader.id for row in rows)):
+        return None
+    zone = clock.zone_of(reader)
     clocks = []
     if status == "active":
-        for *_game, _number, user_id, deadline, _result, handle, vacation_since in rows:
+        for row in rows:
+            _number, user_id, deadline, _result, handle, vacation_since = row[6:12]
             if deadline is not None:
                 holder = None if user_id is None else SimpleNamespace(vacation_since=vacation_since,
                                                                       handle=handle)
-                clocks.append(_clock_words(time_control, deadline, holder))
+                clocks.append(_clock_words(time_control, deadline, holder, zone))
     return (rows, clocks)
 
 
