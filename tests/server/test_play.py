@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbem import play, results
 from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail, User
+from pbem.models import Game, Move, OutboxMail, Seat, User
 from pbem.play import PlayError
 
 # Cambio 3x3 with two placements each (docs/RULES.md): O places b3, X a2, O c2, X b1, then O pushes.
@@ -51,6 +51,49 @@ def test_moves_alternate_and_are_recorded(ctx: Flask, players) -> None:
     assert play.seats_to_move(game) == {1}
     assert mails_to(bob, "your-move")[-1].subject.endswith("your move (move 6)")
     assert "b3v" in mails_to(bob, "your-move")[-1].body_text
+
+
+def test_every_move_is_stored_and_raises_the_game_version(ctx: Flask, players) -> None:
+    """What a move changes in the game and its seats reaches the database, and the game row's version
+    goes up by one with each move (the page cache's stamps and the optimistic lock rely on it)."""
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    columns = (Game.version, Game.ply, Game.state, Game.updated_at)
+
+    def stored() -> tuple:
+        db.session.rollback()
+        row = db.session.execute(select(*columns).where(Game.id == game.id)).one()
+        seats = db.session.execute(select(Seat.moves_made, Seat.deadline).where(Seat.game_id == game.id)
+                                   .order_by(Seat.number)).all()
+        return (*row, [tuple(seat) for seat in seats])
+
+    before = stored()
+    for i, text in enumerate(OPENING[:2]):
+        play.submit(game.id, alice if i % 2 == 0 else bob, text, "web")
+        after = stored()
+        assert after[0] == before[0] + 1 and after[1] == before[1] + 1
+        assert after[2] != before[2] and after[3] >= before[3]
+        assert [made for made, _deadline in after[4]] == [1, i]
+        # The clock moved to the other seat: the mover's deadline is cleared, the other's set.
+        assert (after[4][i % 2][1] is None) and (after[4][1 - i % 2][1] is not None)
+        before = after
+
+
+def test_a_game_changed_behind_its_lock_is_refused_as_a_conflict(ctx: Flask, players) -> None:
+    """Should the game row change between the locked read and the write (nothing in the server lets it),
+    the write matches no row and the whole transaction is refused rather than overwrite it."""
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    version = game.version
+    table = Game.__table__
+    with pytest.raises(PlayError) as refused, play.locked_game(game.id) as locked:
+        locked.ply += 1
+        # Another writer's UPDATE, sent as a plain statement that the session does not see.
+        db.session.connection().execute(update(table).where(table.c.id == game.id)
+                                        .values(version=table.c.version + 1))
+    assert refused.value.code == "conflict"
+    db.session.rollback()
+    assert db.session.execute(select(Game.ply, Game.version).where(Game.id == game.id)).one() == (0, version)
 
 
 def test_not_your_turn_is_refused_and_changes_nothing(ctx: Flask, players) -> None:
