@@ -63,30 +63,36 @@ def begin_write() -> None:
     """Start a fresh write transaction on the session: ``BEGIN IMMEDIATE`` on SQLite.
 
     Any transaction the session had open is ended first, so the caller must not have pending changes;
-    objects loaded before are expired and re-read inside the new transaction.
+    objects loaded before are expired and re-read inside the new transaction.  Inside
+    :func:`caller_commits`, a write transaction the caller has begun is kept instead: the writer joins it.
     """
     session = db.session
+    if session.info.get(_WRITING) and session.info.get(_CALLER_COMMITS):
+        return
     if session.new or session.dirty or session.deleted:
         raise RuntimeError("begin_write() with unsaved changes in the session")
     if session.info.get(_LEFT_OPEN):
         raise RuntimeError("begin_write() would roll back a write transaction left open for its caller")
     session.rollback()
     session.connection(execution_options={_IMMEDIATE: True})
+    session.info[_WRITING] = True
 
 
+_WRITING = "pbem_write_transaction"
 _CALLER_COMMITS = "pbem_caller_commits"
 _LEFT_OPEN = "pbem_write_left_open"
 
 
 @contextmanager
 def caller_commits() -> Iterator[None]:
-    """Within this block a write transaction ended by :func:`finish_write` is flushed and left open, with
-    its locks, for the caller to add to and commit (or roll back) itself.
+    """Within this block the caller owns the write transaction: :func:`begin_write` joins one the caller
+    has begun rather than start another, and :func:`finish_write` flushes it and leaves it open, with its
+    locks, for the caller to add to and commit (or roll back) itself.
 
-    The mail processor's way of committing a move, the message's outcome and its answer together: what
-    the move path does stays one piece of code, and whoever began the work decides where it ends.  Only
-    one such transaction may be left open: a second :func:`begin_write` inside it raises rather than roll
-    the first one back.
+    The mail processor's way of committing a move, the message's outcome and its answer together, and of
+    reading what a message names in the same transaction: what the move path does stays one piece of
+    code, and whoever began the work decides where it ends.  Outside the block, a :func:`begin_write`
+    raises rather than roll back a transaction left open.
     """
     session = db.session()
     session.info[_CALLER_COMMITS] = True
@@ -113,6 +119,11 @@ def write_left_open() -> bool:
     return bool(db.session().info.get(_LEFT_OPEN))
 
 
+def in_write_transaction() -> bool:
+    """Whether the session is inside a write transaction begun by :func:`begin_write` and not yet ended."""
+    return bool(db.session().info.get(_WRITING))
+
+
 _CACHE = "pbem_transaction_cache"
 
 
@@ -130,3 +141,4 @@ def _forget_transaction_state(session: Session, transaction: SessionTransaction)
     if transaction.parent is None:
         session.info.pop(_CACHE, None)
         session.info.pop(_LEFT_OPEN, None)
+        session.info.pop(_WRITING, None)

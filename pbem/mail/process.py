@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 import games
 from pbem import notify, outbox, tokens
-from pbem.database import begin_write, caller_commits, is_postgresql, write_left_open
+from pbem.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
@@ -167,8 +167,9 @@ def _handle_claimed(claimed: _Claimed) -> None:
             # The move path (and every action under a game's lock) leaves its transaction open for
             # _finish: the move, the message's outcome and its answer commit together, or not at all.
             with caller_commits():
+                begin_write()
                 outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
-            if not write_left_open():
+            if not in_write_transaction():
                 # The outcome is recorded in a transaction of its own, which acts on nothing.
                 session.info.pop(_ACTING_FOR, None)
             _finish(row_id, mail, outcome)
@@ -194,7 +195,7 @@ def _identity(obj: User | Game | None) -> int | None:
 def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
     """Record the outcome and write the answer: in the action's own transaction when it left that open
     (a move: one commit for the move, the outcome and the answer), or else in one transaction of theirs."""
-    if not write_left_open():
+    if not in_write_transaction():
         # The reads since the action end with a commit, not with the rollback begin_write would do: that
         # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
         db.session.commit()

@@ -238,16 +238,17 @@ def test_a_fault_between_a_move_and_its_answer_leaves_nothing_half_done(ctx: Fla
 
 
 def test_a_move_left_open_for_its_caller_is_not_rolled_back_by_another_write(ctx: Flask, players) -> None:
-    """Inside ``caller_commits`` the move path leaves its transaction open; a second write transaction
-    begun there would roll the move back unseen, so it is refused instead."""
+    """Inside ``caller_commits`` the move path leaves its transaction open: a second writer there joins
+    it, and outside the block a new write transaction is refused rather than roll the move back unseen."""
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
     with caller_commits():
         play.submit(game.id, alice, "b3", "mail")
         assert write_left_open()
-        with pytest.raises(RuntimeError):
-            begin_write()
+        play.submit(game.id, bob, "a2", "mail")
+    with pytest.raises(RuntimeError):
+        begin_write()
     db.session.commit()
     assert not write_left_open()
-    assert moves_of(game.id) == ["b3"]
+    assert moves_of(game.id) == ["b3", "a2"]
