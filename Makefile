@@ -19,8 +19,9 @@ run: $(STAMP)
 	$(BIN)/pbem db upgrade
 	$(BIN)/pbem run
 
+# The suite runs on every core (pytest-xdist): most of its time is one process's CPU.
 test: $(STAMP)
-	PBEM_CONFIG=config/testing.toml $(BIN)/python -m pytest -q
+	PBEM_CONFIG=config/testing.toml $(BIN)/python -m pytest -q -n auto --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
