@@ -164,17 +164,17 @@ def _handle_claimed(claimed: _Claimed) -> None:
         mail = parse.read(claimed.raw, claimed.rcpt_to)
         session.info[_ACTING_FOR] = row_id
         try:
-            # The move path (and every action under a game's lock) leaves its transaction open for
-            # _finish: the move, the message's outcome and its answer commit together, or not at all.
+            # The move path (and every action under a game's lock) joins the transaction begun here and
+            # leaves it open for _finish: the move, the message's outcome and its answer commit together,
+            # or not at all.
             with caller_commits():
                 begin_write()
                 outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
-            if not in_write_transaction():
-                # The outcome is recorded in a transaction of its own, which acts on nothing.
-                session.info.pop(_ACTING_FOR, None)
-            _finish(row_id, mail, outcome)
         finally:
             session.info.pop(_ACTING_FOR, None)
+        # Still in that transaction, the outcome marks the message acted on itself; after an action that
+        # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
+        _finish(row_id, mail, outcome, acting=in_write_transaction())
     except Exception as exc:
         log.exception("inbound message #%s could not be processed", row_id)
         session.rollback()
@@ -192,10 +192,10 @@ def _identity(obj: User | Game | None) -> int | None:
     return identity[0] if identity else obj.id
 
 
-def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
-    """Record the outcome and write the answer: in the action's own transaction when it left that open
-    (a move: one commit for the move, the outcome and the answer), or else in one transaction of theirs."""
-    if not in_write_transaction():
+def _finish(row_id: int, mail: parse.Incoming, outcome: Handling, acting: bool = False) -> None:
+    """Record the outcome and write the answer: in the transaction of the handling when it is still open
+    (``acting``; a move: one commit for the move, the outcome and the answer), or else in one of theirs."""
+    if not acting:
         # The reads since the action end with a commit, not with the rollback begin_write would do: that
         # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
         db.session.commit()
@@ -203,7 +203,7 @@ def _finish(row_id: int, mail: parse.Incoming, outcome: Handling) -> None:
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"
-    db.session.connection().execute(_RECORD_OUTCOME, {
+    db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
         "row_id": row_id, "outcome": outcome.status, "outcome_note": note[:2000],
         "of_user": _identity(outcome.user), "of_game": _identity(outcome.game), "now": utcnow(),
     })
@@ -215,6 +215,8 @@ _RECORD_OUTCOME = update(_TABLE).where(_C.id == bindparam("row_id")).values(
     status=bindparam("outcome"), note=bindparam("outcome_note"), user_id=bindparam("of_user"),
     game_id=bindparam("of_game"), processed_at=bindparam("now"),
 )
+# The same in the transaction that acted, which it marks acted on as _mark_acted would, in one statement.
+_RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
 
 
 def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
