@@ -61,6 +61,11 @@ def page(anything=""):
 
 PASSWORD = "bench web password"
 
+# The one browser the player signs in with and then loads the pages from: the sign-in remembers the
+# browser (Flask-Login's session protection), and a session used from another would be marked anew on
+# every request, since wrk never keeps the cookie it is answered with.
+USER_AGENT = "bench-web/1"
+
 
 def fill(url: str, tmp: str) -> tuple[int, str]:
     """Players and games of every kind, played through the move path; returns an active game's id and
@@ -116,6 +121,7 @@ def sign_in(base: str, handle: str) -> str:
     then send, once the first page has put its form token into the session."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.addheaders = [("User-Agent", USER_AGENT)]
     page = opener.open(f"{base}/login", timeout=10).read().decode()
     token = re.search(r'name="csrf_token" value="([^"]+)"', page)
     form = {"login": handle, "password": PASSWORD, **({"csrf_token": token.group(1)} if token else {})}
@@ -144,7 +150,7 @@ def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
 
 def wrk(url: str, seconds: int, cookie: str | None = None) -> tuple[float, float]:
     """Requests per second and p99 latency (ms) of 32 connections on ``url``, sending ``cookie``."""
-    headers = ["-H", f"Cookie: {cookie}"] if cookie else []
+    headers = ["-H", f"User-Agent: {USER_AGENT}"] + (["-H", f"Cookie: {cookie}"] if cookie else [])
     out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", *headers, url],
                          capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -176,10 +182,14 @@ def measure(url: str, label: str, seconds: int) -> None:
         try:
             for name, path, *cookie in pages:
                 asked = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                               headers={"Cookie": cookie[0]} if cookie else {})
+                                               headers={"User-Agent": USER_AGENT,
+                                                        **({"Cookie": cookie[0]} if cookie else {})})
                 body = urllib.request.urlopen(asked, timeout=5).read()
                 if cookie and b"Sign out" not in body:
                     raise RuntimeError(f"the player is not signed in on {path}")
+                with urllib.request.urlopen(asked, timeout=5) as again:
+                    if cookie and again.headers.get("Set-Cookie"):
+                        raise RuntimeError(f"the player's session is written on every request of {path}")
                 Path(tmp, "body").write_bytes(body)
                 Path(tmp, "bare.py").write_text(BARE_APP)
                 ours, ours_p99 = wrk(f"http://127.0.0.1:{port}{path}", seconds, *cookie)

@@ -11,7 +11,7 @@ from flask_login import current_user
 import games
 from pbem import accounts, archive, feeds, records, replay, results, standings
 from pbem.extensions import db
-from pbem.models import Game, User
+from pbem.models import Game
 from pbem.web import gameview, pagecache
 
 bp = Blueprint("archive", __name__)
@@ -38,10 +38,10 @@ _STAMP_STATEMENTS: OrderedDict[object, Any] = OrderedDict()
 _STAMP_STATEMENTS_KEPT = 64
 
 
-def _stamp(reader: User | None) -> object | None:
-    """What the archive page is made of: its filters' players and the games it lists (see
-    :mod:`pbem.web.pagecache`); None (not kept) for filters in error.  A signed-in reader's dates are
-    in their time zone, which :func:`pbem.web.pagecache.reader_stamp` holds."""
+def _stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What the archive page is made of: its filters' players and the games it lists, and the reader's
+    row, whose time zone its dates are written in (see :mod:`pbem.web.pagecache`); None (not kept) for
+    filters in error."""
     after, before = _cursor("after"), _cursor("before")
     try:
         filters = archive.parse_filters(request.args)
@@ -56,7 +56,8 @@ def _stamp(reader: User | None) -> object | None:
                     _STAMP_STATEMENTS.popitem(last=False)
     except archive.ArchiveError:
         return None
-    return (key, pagecache.list_stamp(statement))
+    made_of, reader = pagecache.list_stamp(statement, reader_id)
+    return (key, made_of), reader
 
 
 @bp.get("/archive")

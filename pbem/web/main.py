@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 import games
 from pbem.extensions import db
-from pbem.models import Game, Seat, User
+from pbem.models import Game, Seat
 from pbem.web import pagecache
 
 bp = Blueprint("main", __name__)
@@ -34,10 +34,11 @@ def _lists(*columns: Any) -> tuple[Select[Any], Select[Any]]:
 _LISTED = pagecache.list_statement(*_lists(Game.id, Game.version))
 
 
-def _stamp(reader: User | None) -> object:
-    """What the front page is made of: its two lists (see :mod:`pbem.web.pagecache`).  A signed-in
-    reader's own results in them follow from the seats' players, which the lists' stamp holds."""
-    return pagecache.list_stamp(_LISTED)
+def _stamp(reader_id: int | None) -> pagecache.Stamp:
+    """What the front page is made of: its two lists, and the reader's row (see
+    :mod:`pbem.web.pagecache`).  A signed-in reader's own results in the lists follow from the seats'
+    players, which the lists' stamp holds."""
+    return pagecache.list_stamp(_LISTED, reader_id)
 
 
 @bp.get("/")

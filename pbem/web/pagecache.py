@@ -20,17 +20,24 @@ What a stamp must hold, and why the stamps below hold enough:
   vacations and the clocks: those columns are read;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
   and the game page's stamp holds those very words, in the reader's time zone;
-- a signed-in player's page shows, besides, what is theirs (see :func:`reader_stamp`): their handle and
-  time zone from their user row (loaded by the sign-in for this very request, so the page is rendered
-  from the same values), and on the game page their own seats' conditional lines and whether they
-  watch the game: those columns are read with the game's.  Which seat is theirs, and so their result,
-  their board and their move, follows from the seats' players, read for everyone.
+- a signed-in player's page shows, besides, what is theirs: their handle and time zone from their user
+  row (:data:`READER_COLUMNS`), and on the game page their own seats' conditional lines and whether
+  they watch the game; those columns are read in the same statement as the rest.  Which seat is
+  theirs, and so their result, their board and their move, follows from the seats' players, read for
+  everyone.
 
 The stamp is kept with the page and compared whole (no digest that two stamps could share).  The stamp
 is read before the page (on PostgreSQL by statements of their own, each seeing the latest commits), so
-a page is never older than its stamp; one newer than its stamp is only an extra render, since a stamp
-never comes back once it has changed (versions and record lengths only grow, and clocks only run
-forward).
+a page is never older than its stamp; a visitor's page newer than its stamp is only an extra render,
+since their stamps never come back once changed (versions and record lengths only grow, and clocks
+only run forward).  A player's can (a line queued, then deleted), so their page is rendered in the
+same snapshot of the database as its stamp was read in: on SQLite the request's one transaction, on
+PostgreSQL one begun REPEATABLE READ for it when the page is not kept already.
+
+A player's page is served kept without loading the player: the session names their id and session
+token as Flask-Login stored it, and the stamp's statement reads the token from their row, to be
+compared as :func:`pbem.accounts.user_for_session` compares it; a session ended (signed out, or every
+session ended by a new password) gets nothing kept.
 
 Visitors qualify with a GET or HEAD with no session content at all (no sign-in, no flashed message,
 no form token) and no user loaded by any other means; signed-in players with a GET or HEAD whose session
@@ -46,6 +53,7 @@ reader.
 
 from __future__ import annotations
 
+import hmac
 import secrets
 import threading
 from collections import OrderedDict
@@ -74,10 +82,11 @@ from sqlalchemy import (
     select,
     union_all,
 )
+from sqlalchemy.orm import aliased
 
 from pbem import clock
 from pbem.database import is_postgresql
-from pbem.extensions import db
+from pbem.extensions import db, login_manager
 from pbem.models import Game, Move, Seat, User, Watch
 
 # What one process keeps at most, pages and their URLs together, and the largest page it keeps.
@@ -177,12 +186,25 @@ def _visitor() -> bool:
     return request.method in ("GET", "HEAD") and not session and not current_user.is_authenticated
 
 
-def _player() -> User | None:
-    """The signed-in player whose request this is, if their page may be kept or served kept: a GET or
-    HEAD, and no message waiting in their session (the page must show it, once)."""
-    if request.method not in ("GET", "HEAD") or not current_user.is_authenticated or "_flashes" in session:
+def _signed_in_as() -> tuple[int, str] | None:
+    """The user id and session token that the request's session is signed in with, if its page may be
+    kept or served kept: a GET or HEAD, and no message waiting in the session (the page must show it,
+    once).  Read from the session as Flask-Login stored it at sign-in (see
+    :func:`pbem.accounts.user_for_session`); whether the token is still the user's is for the stamp's
+    read to tell, so that the user is not loaded when their page is served kept."""
+    if request.method not in ("GET", "HEAD") or "_flashes" in session:
         return None
-    return cast(User, current_user._get_current_object())
+    # Flask-Login's "strong" protection would end a session used from another browser; pbem does not
+    # ask for it, and a page is not kept for a session it might end.
+    if current_app.config.get("SESSION_PROTECTION", login_manager.session_protection) == "strong":
+        return None
+    value = session.get("_user_id")
+    if not isinstance(value, str):
+        return None
+    user_id, _, token = value.partition(":")
+    if not user_id.isdigit() or len(user_id) > 9 or not token:
+        return None
+    return int(user_id), token
 
 
 def _keepable(response: Any) -> bool:
@@ -200,56 +222,92 @@ def _with_form_token(body: bytes) -> bytes:
     return body.replace(_FORM_TOKEN_BYTES, generate_csrf().encode())
 
 
-def reader_stamp(reader: User) -> tuple[object, ...]:
-    """What every page shows of its signed-in reader from their user row: who they are (the page is
-    kept under their id alone, but their handle is in the layout) and the time zone it writes times
-    in."""
-    return (reader.id, reader.handle, reader.time_zone)
+# A stamp as the views give it: what the page is made of, and the reader's row (see :func:`kept`).
+Stamp = tuple[object, tuple[Any, ...] | None]
+
+# What a stamp reads of a signed-in reader's user row: their session token (to check the session's),
+# and what every page shows of them: their handle (in the layout) and the time zone it writes times in.
+READER_COLUMNS = (User.session_token, User.handle, User.time_zone)
+
+
+def _rendered_for(reader_id: int, reader: tuple[Any, ...]) -> bool:
+    """Whether the page just rendered was rendered for the user ``reader_id`` as the stamp read their
+    row: the sign-in loaded them after the stamp was read, and may have seen a later change."""
+    user = current_user._get_current_object() if current_user else None
+    return (user is not None and user.is_authenticated and user.id == reader_id
+            and (user.handle, user.time_zone) == tuple(reader[1:]))
 
 
 View = Callable[..., ResponseReturnValue]
 
 
-def kept(stamp: Callable[..., object | None]) -> Callable[[View], View]:
+def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int, kwargs: dict[str, Any]) -> Stamp | None:
+    """On PostgreSQL, a player's stamp read again in a snapshot of the database that the page is then
+    rendered in: the session's transaction, begun REPEATABLE READ (a read-only one never fails for it).
+
+    A visitor's page may be newer than its stamp, since their stamps never come back once changed; a
+    player's may come back (a line queued then deleted, watching turned on then off), and a page
+    rendered in between, kept under the older stamp, would be served again once it came back.  On
+    SQLite the stamp and the page are read in one transaction, one snapshot, anyway."""
+    db.session.rollback()
+    db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+    setattr(g, _IN_SNAPSHOT, True)
+    try:
+        return stamp(reader_id, **kwargs)
+    finally:
+        g.pop(_IN_SNAPSHOT, None)
+
+
+def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
     """Keep the view's page for visitors and for each signed-in player under ``stamp``, called with the
-    reader (None for a visitor) and the view's arguments; a stamp of None means the page is not to be
-    kept (a private game, say) and the view answers as always.  A player's stamp is taken with
-    :func:`reader_stamp`."""
+    reader's user id (None for a visitor) and the view's arguments.  The stamp answers what the page is
+    made of and, for a reader, their row's :data:`READER_COLUMNS` (None if there is no such user); or
+    None when the page is not to be kept (a private game, say), and the view answers as always.
+
+    A signed-in reader's session token is checked against their row, as the sign-in would, before
+    anything kept for them is given out; their page is then served without loading them."""
 
     def decorate(view: View) -> View:
         @wraps(view)
         def serve(**kwargs: Any) -> ResponseReturnValue:
-            visitor = _visitor()
-            reader = None if visitor else _player()
-            if not visitor and reader is None:
+            signed_in = _signed_in_as()
+            if signed_in is None and not _visitor():
                 return view(**kwargs)
-            read = stamp(reader, **kwargs)
+            reader_id = signed_in[0] if signed_in else None
+            read = stamp(reader_id, **kwargs)
             if read is None:
                 return view(**kwargs)
-            reader_id = None
-            if reader is not None:
-                read, reader_id = (read, reader_stamp(reader)), reader.id
+            made_of, reader = read
+            if signed_in is not None:
+                if reader is None or not hmac.compare_digest(str(reader[0]).encode(), signed_in[1].encode()):
+                    return view(**kwargs)
+                made_of = (made_of, reader_id, *reader[1:])
             cache = cache_of()
-            page = cache.get(request.url, read, reader_id)
+            page = cache.get(request.url, made_of, reader_id)
             if page is not None:
-                body = page.body if visitor else _with_form_token(page.body)
+                body = page.body if signed_in is None else _with_form_token(page.body)
                 return current_app.response_class(body, headers=list(page.headers))
-            if not visitor:
+            if signed_in is not None and is_postgresql():
+                read = _in_snapshot(stamp, reader_id, kwargs)
+                if read is None or read[1] != reader:
+                    return view(**kwargs)
+                made_of = (read[0], reader_id, *reader[1:])
+            if signed_in is not None:
                 # A player's page is rendered with the stand-in for the form token, which Flask-WTF
                 # then gives out as the request's own; it is taken back whatever happens, so that an
                 # error page rendered after the view carries a real token.
                 setattr(g, _TOKEN_IN_G, FORM_TOKEN)
             try:
                 response = current_app.make_response(view(**kwargs))
-                keep = _keepable(response)
+                keep = _keepable(response) and (signed_in is None or _rendered_for(signed_in[0], reader))
             finally:
-                if not visitor:
+                if signed_in is not None:
                     g.pop(_TOKEN_IN_G, None)
             if keep:
                 headers = tuple((name, value) for name, value in response.headers.items()
                                 if name.lower() not in _OWN_HEADERS)
-                cache.put(request.url, Page(read, response.get_data(), headers), reader_id)
-            if not visitor and not response.direct_passthrough and not response.is_streamed:
+                cache.put(request.url, Page(made_of, response.get_data(), headers), reader_id)
+            if signed_in is not None and not response.direct_passthrough and not response.is_streamed:
                 response.set_data(_with_form_token(response.get_data()))
             return response
 
@@ -275,12 +333,23 @@ _GAME = (
     .where(Game.id == bindparam("game_id")).order_by(Seat.number)
 )
 
+# The signed-in reader's row, for the stamps that read it beside what the page is made of (by id, under
+# a name of its own: the game's statement reads the seats' players from the same table).
+_READER = aliased(User, name="reader")
+_READER_ROW = tuple(select(getattr(_READER, column.key)).where(_READER.id == bindparam("reader_id"))
+                    .scalar_subquery() for column in READER_COLUMNS)
+
 # A signed-in reader's game page shows, besides, their own seats' conditional lines (only theirs: the
-# others' are not read) and whether they watch the game.
+# others' are not read) and whether they watch the game; then come their row's columns.
 _READERS_GAME = _GAME.add_columns(
     case((Seat.user_id == bindparam("reader_id"), Seat.conditionals)),
     exists().where(Watch.game_id == Game.id, Watch.user_id == bindparam("reader_id")),
+    *_READER_ROW,
 )
+
+
+# Set in ``g`` while a player's stamp is read again in the snapshot their page is then rendered in.
+_IN_SNAPSHOT = "pbem_stamp_in_snapshot"
 
 
 def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
@@ -291,8 +360,9 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
     more round trips to the server (BEGIN, then ROLLBACK), as much as the read, for a page that is often
     answered with nothing more.  Reading parts of a stamp a moment apart is safe for the reason the
     module gives: whatever the stamp saw, the page is rendered after it.  On SQLite, in the process, the
-    session's connection costs nothing more."""
-    if not is_postgresql():
+    session's connection costs nothing more; so it does on PostgreSQL when a player's page is about to
+    be rendered in the stamp's snapshot (see :func:`_in_snapshot`)."""
+    if not is_postgresql() or g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
     with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
@@ -306,25 +376,29 @@ def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: Simpl
     return clock.status(cast(Seat, seat), zone)
 
 
-def game_stamp(reader: User | None, game_id: int) -> object | None:
+def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
     """What a reader's game page is made of: the game's version, its record's length, its seats and
     players, and the words of its running clocks in the reader's zone; for a signed-in reader also
-    their own seats' conditional lines and whether they watch the game.  None (not kept) for a game the
-    reader cannot see, or one not yet started or called off, whose page reads its challenges too.  A
-    private game is kept only for its players: whoever else may see it does so by a challenge or by
-    having made it, which the stamp does not read."""
-    if reader is None:
-        rows = _read(_GAME, {"game_id": game_id})
+    their own seats' conditional lines and whether they watch the game.  With it, the reader's row (see
+    :func:`kept`).  None (not kept) for a game the reader cannot see, or one not yet started or called
+    off, whose page reads its challenges too.  A private game is kept only for its players: whoever
+    else may see it does so by a challenge or by having made it, which the stamp does not read."""
+    if reader_id is None:
+        rows, reader = _read(_GAME, {"game_id": game_id}), None
     else:
-        rows = _read(_READERS_GAME, {"game_id": game_id, "reader_id": reader.id})
+        rows = _read(_READERS_GAME, {"game_id": game_id, "reader_id": reader_id})
+        width = len(READER_COLUMNS)
+        reader = rows[0][-width:] if rows and rows[0][-width] is not None else None
+        rows = [row[:-width] for row in rows]
     if not rows:
         return None
     _version, public, status, time_control, *_ = rows[0]
     if status not in ("active", "finished"):
         return None
-    if not public and (reader is None or all(row[7] != reader.id for row in rows)):
+    if not public and (reader_id is None or all(row[7] != reader_id for row in rows)):
         return None
-    zone = clock.zone_of(reader)
+    # The zone as :func:`pbem.clock.zone_of` gives it for the reader.
+    zone = (reader[2] if reader is not None else None) or "UTC"
     clocks = []
     if status == "active":
         for row in rows:
@@ -333,29 +407,37 @@ def game_stamp(reader: User | None, game_id: int) -> object | None:
                 holder = None if user_id is None else SimpleNamespace(vacation_since=vacation_since,
                                                                       handle=handle)
                 clocks.append(_clock_words(time_control, deadline, holder, zone))
-    return (rows, clocks)
+    return (rows, clocks), reader
 
 
 def list_statement(*queries: Select[Any]) -> CompoundSelect:
     """The one statement reading what lists of games are made of, for :func:`list_stamp`: each listed
     game's id and version (each query selects ``Game.id`` and ``Game.version``), and their seats'
-    players and results.  One statement rather than one per list and one for the players, since on
-    PostgreSQL each is a round trip to the server; the players' games are found by the lists' own
-    queries, not by a list of ids, which would be a parameter each.  Each row starts with its part: the
-    list's index, or the number of lists for a seat."""
+    players and results; and the row of the reader whose id is bound as ``reader_id``, if any.  One
+    statement rather than one per list and one for the players, since on PostgreSQL each is a round
+    trip to the server; the players' games are found by the lists' own queries, not by a list of ids,
+    which would be a parameter each.  Each row starts with its part: the list's index, then the number
+    of lists for a seat, one more for the reader."""
     lists = [query.subquery() for query in queries]
-    # The empty columns of a list's rows are typed as the seats' are: PostgreSQL matches a union's
+    # The empty columns of a part's rows are typed as the others' are: PostgreSQL matches a union's
     # columns by type.
-    empty = (null().cast(Integer), null().cast(String), null().cast(String))
-    parts = [select(literal(i), listed.c.id, listed.c.version, *empty) for i, listed in enumerate(lists)]
+    number, words = null().cast(Integer), null().cast(String)
+    parts = [select(literal(i), listed.c.id, listed.c.version, number, words, words, words)
+             for i, listed in enumerate(lists)]
     ids = union_all(*(select(listed.c.id) for listed in lists)) if len(lists) > 1 else select(lists[0].c.id)
-    parts.append(select(literal(len(lists)), *_LIST_PLAYERS).outerjoin(User, Seat.user_id == User.id)
+    parts.append(select(literal(len(lists)), *_LIST_PLAYERS, words).outerjoin(User, Seat.user_id == User.id)
                  .where(Seat.game_id.in_(ids)))
+    parts.append(select(literal(len(lists) + 1), User.id, number, number, *READER_COLUMNS)
+                 .where(User.id == bindparam("reader_id")))
     return union_all(*parts)
 
 
-def list_stamp(statement: CompoundSelect) -> object:
-    """What lists of games are made of, read by their :func:`list_statement`.  The rows are put in one
-    fixed order (part, then game, then seat): a list's own order follows from the versions of its games,
+def list_stamp(statement: CompoundSelect, reader_id: int | None = None) -> Stamp:
+    """What lists of games are made of, read by their :func:`list_statement`, and the row of the reader
+    ``reader_id`` (None for a visitor, or if there is no such user).  The rows are put in one fixed
+    order (part, then game, then seat): a list's own order follows from the versions of its games,
     since whatever orders it (a move, a game's end) raises them."""
-    return tuple(sorted(_read(statement), key=lambda row: row[:3]))
+    rows = _read(statement, {"reader_id": reader_id})
+    readers = [row for row in rows if row[0] == len(statement.selects) - 1]
+    listed = [row for row in rows if row[0] != len(statement.selects) - 1]
+    return tuple(sorted(listed, key=lambda row: row[:3])), (readers[0][4:] if readers else None)

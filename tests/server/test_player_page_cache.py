@@ -14,6 +14,7 @@ from datetime import datetime
 from flask import Flask, template_rendered
 
 from pbem import accounts, challenges, conditional, play, watching
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import Game, User, set_clock
 from pbem.web.pagecache import FORM_TOKEN
@@ -209,3 +210,25 @@ def test_a_form_on_a_kept_page_is_accepted_after_the_first_renders_token_expired
         assert offered.status_code == 200 and json.loads(offered.data)["ok"]
     finally:
         app.config["WTF_CSRF_TIME_LIMIT"] = 3600
+
+
+def test_a_session_that_has_ended_is_given_no_kept_page(app: Flask, ctx: Flask, players) -> None:
+    """A kept page is served without loading the player, but only to a session whose token is still
+    theirs: signing out, or every other session ended by a new password, leaves the visitor's page."""
+    alice, bob, _ = players
+    game_id = _cambio(alice, bob)
+    path = f"/games/{game_id}"
+    web_alice, web_bob = signed_in(app, alice, bob)
+    for web in (web_alice, web_bob):
+        for shared in (path, "/", "/archive"):
+            _fresh(web, shared)
+    web_alice.post("/logout")
+    for shared in (path, "/", "/archive"):
+        page = web_alice.get(shared).get_data(as_text=True)
+        assert "Sign out" not in page and 'id="my-board"' not in page
+    begin_write()
+    accounts.end_other_sessions(db.session.get(User, bob.id))
+    db.session.commit()
+    for shared in (path, "/", "/archive"):
+        page = web_bob.get(shared).get_data(as_text=True)
+        assert "Sign out" not in page and "bob</span>" not in page
