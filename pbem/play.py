@@ -139,7 +139,7 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
     :func:`pbem.database.finish_write` for a caller that commits itself), rolls back on any error."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
     begin_write()
-    game = _read_locked(game_id)
+    game = lock_game(game_id)
     if game is None:
         db.session.rollback()
         raise PlayError(f"There is no game #{game_id}.", "no-game")
@@ -217,6 +217,19 @@ _READ_GAME = (
     .options(joinedload(Game.seats).joinedload(Seat.user))
     .execution_options(populate_existing=True)
 )
+
+
+def lock_game(game_id: int) -> Game | None:
+    """Inside a write transaction: lock the game and read it with its seats and players, once.
+
+    A caller that owns the transaction (see :func:`pbem.database.caller_commits`: the mail processor,
+    which reads the game a reply names) locks it here before the move path runs in the same transaction,
+    and the move path takes the game as read then, under the lock held since, rather than read it again.
+    """
+    locked = transaction_cache("locked_games")
+    if game_id not in locked:
+        locked[game_id] = _read_locked(game_id)
+    return locked[game_id]
 
 
 def _read_locked(game_id: int) -> Game | None:

@@ -27,7 +27,7 @@ from sqlalchemy import bindparam, event, func, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 import games
-from pbem import notify, outbox, tokens
+from pbem import notify, outbox, play, tokens
 from pbem.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
@@ -352,7 +352,8 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
             "This reply address belongs to another player's mail, so your reply was not used. Answer "
             "from the address your game mails are sent to, or play on the web."
         ))
-    game = db.session.get(Game, token.game_id)
+    # Locked and read as the move path does it, which then takes it from here (in this transaction).
+    game = play.lock_game(token.game_id)
     if game is None:
         return Handling("rejected", f"no game #{token.game_id}", CommandError(
             f"Game #{token.game_id} no longer exists."), user)
