@@ -340,6 +340,10 @@ def _return_path(mail: parse.Incoming) -> str | None:
 def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     """A reply to a game mail: check the token and the sender, then run the first line's command."""
     token = tokens.parse_reply(token_text)
+    # The game is locked and read as the move path does it, which then takes it from here (in this
+    # transaction); its players come with it, so the token's player is read with them.  What is wrong
+    # with the token is still said first: a forged address learns nothing of the game it names.
+    game = play.lock_game(token.game_id) if token is not None else None
     user = db.session.get(User, token.user_id) if token is not None else None
     if token is None or user is None or not tokens.verify_reply(token, user):
         return Handling("rejected", f"bad reply token {token_text[:40]}", CommandError(
@@ -352,8 +356,6 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
             "This reply address belongs to another player's mail, so your reply was not used. Answer "
             "from the address your game mails are sent to, or play on the web."
         ))
-    # Locked and read as the move path does it, which then takes it from here (in this transaction).
-    game = play.lock_game(token.game_id)
     if game is None:
         return Handling("rejected", f"no game #{token.game_id}", CommandError(
             f"Game #{token.game_id} no longer exists."), user)

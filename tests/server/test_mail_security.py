@@ -91,6 +91,7 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
     flipped = token[:10] + ("a" if token[10] != "a" else "b") + token[11:]
     forged = [
         _with_payload(token, game_id=other.id),  # another game
+        _with_payload(token, game_id=other.id + 1000),  # a game there is not (nothing said of it)
         _with_payload(token, seat=1),  # another seat
         _with_payload(token, user_id=bob.id),  # another user
         flipped,  # tampered
@@ -101,9 +102,9 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
     postman.send(reply_mail(alice.email, tokens.reply_address(game.id, 1, alice), "b3"))
     postman.settle()
     answers = answers_to(postman, alice.email)
-    assert len(answers) == 5
-    assert all("not a valid reply address" in a for a in answers[:4]), answers
-    assert "It is not your move" in answers[4] or "not playing" in answers[4]
+    assert len(answers) == 6
+    assert all("not a valid reply address" in a for a in answers[:5]), answers
+    assert "It is not your move" in answers[5] or "not playing" in answers[5]
     assert moves_of(game.id) == [] and moves_of(other.id) == []
 
     # Renewing alice's token secret (the operator's command) revokes every reply address she was sent.
