@@ -34,8 +34,45 @@ class MalformedMessage(ValueError):
 _PLAIN_ID = re.compile(r"<[!-;=?-~]{1,253}>")
 
 
+# A header line's name and colon, as RFC 5322 allows it.
+_HEADER_NAME = re.compile(rb"[!-9;-~]+:")
+
+
+def _plain_message_id(raw: bytes) -> str | None:
+    """The Message-ID read straight from the header lines, or None unless they are plain: every line a
+    header or a continuation up to the blank line, and the first Message-ID written plainly on one line.
+
+    Nearly every message is so; reading it this way costs a tenth of what the parser costs, and the
+    listener does it while the sending MTA waits.  Anything else is left to the parser.
+    """
+    position, found, folded_after = 0, None, False
+    while True:
+        end = raw.find(b"\n", position)
+        if end < 0:
+            return None
+        line = raw[position:end].removesuffix(b"\r")
+        position = end + 1
+        if not line:
+            return found
+        if line[:1] in (b" ", b"\t"):
+            if folded_after:  # The Message-ID goes on over more than one line.
+                return None
+            continue
+        folded_after = False
+        if not _HEADER_NAME.match(line):
+            return None
+        if found is None and line[:11].lower() == b"message-id:":
+            written = line[11:].strip(b" \t").decode("ascii", "replace")
+            if not _PLAIN_ID.fullmatch(written):
+                return None
+            found, folded_after = written, True
+
+
 def message_key(raw: bytes) -> str:
     """The message's deduplication key: its Message-ID, or a hash of the bytes."""
+    plain = _plain_message_id(raw)
+    if plain is not None:
+        return plain
     try:
         headers = BytesHeaderParser(policy=default_policy).parsebytes(raw)
         written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()

@@ -14,7 +14,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from pbem.extensions import db
-from pbem.mail import smtpd
+from pbem.mail import receive, smtpd
 from pbem.models import InboundMail
 from tests.conftest import free_port
 
@@ -110,3 +110,23 @@ def test_ingest_reports_a_temporary_failure_when_the_database_is_away(ctx: Flask
         capture_output=True, timeout=60,
     )
     assert result.returncode == 75
+
+
+@pytest.mark.parametrize(("headers", "key"), [
+    (b"From: a@example.org\r\nMessage-ID: <m1@example.org>\r\nSubject: x\r\n", "<m1@example.org>"),
+    (b"From: a@example.org\nmessage-id:<m1@example.org>\n", "<m1@example.org>"),  # As some write it.
+    (b"Message-ID: <m1@example.org>\r\nMessage-ID: <m2@example.org>\r\n", "<m1@example.org>"),  # The first.
+    (b"Subject: a long\r\n subject\r\nMessage-ID: <m1@example.org>\r\n", "<m1@example.org>"),
+    (b"Message-ID:\r\n <m1@example.org>\r\n", "<m1@example.org>"),  # Folded: the parser unfolds it.
+    # A line that is no header: the parser reads the body from there.
+    (b"From: a@example.org\r\nnot a header line\r\nMessage-ID: <m1@example.org>\r\n", None),
+    (b"Message-ID: <m1@example.org> (a comment)\r\n", "<m1@example.org> (a comment)"),
+    (b"From: a@example.org\r\n", None),
+])
+def test_a_message_is_keyed_by_its_first_message_id_as_the_parser_reads_it(headers: bytes,
+                                                                         key: str | None) -> None:
+    """The Message-ID read from the header lines as they stand is the one the email parser reads, and
+    what is not plain is left to the parser; without one, the key is the bytes' hash."""
+    raw = headers + b"\r\nb3\r\n"
+    found = receive.message_key(raw)
+    assert found == key if key is not None else found.startswith("<sha256.")
