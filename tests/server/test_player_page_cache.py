@@ -18,6 +18,7 @@ from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import Game, User, set_clock
 from pbem.web.pagecache import FORM_TOKEN
+from tests.server.test_page_queries import count
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient
 
@@ -232,3 +233,17 @@ def test_a_session_that_has_ended_is_given_no_kept_page(app: Flask, ctx: Flask, 
     for shared in (path, "/", "/archive"):
         page = web_bob.get(shared).get_data(as_text=True)
         assert "Sign out" not in page and "bob</span>" not in page
+
+
+def test_a_kept_page_costs_a_player_the_statements_it_costs_a_visitor(app: Flask, ctx: Flask,
+                                                                      players) -> None:
+    """The player is not loaded for a kept page: their row is read by the stamp's one statement."""
+    alice, bob, _ = players
+    game_id = _cambio(alice, bob)
+    (web_alice,) = signed_in(app, alice)
+    visitor = WebClient(app)
+    for path in (f"/games/{game_id}", "/", "/archive"):
+        for web in (web_alice, visitor):
+            _get(web, path)
+            assert not _get(web, path)[1]
+        assert count(web_alice, path) == count(visitor, path) <= 2
