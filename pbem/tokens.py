@@ -12,6 +12,7 @@ old mail can only ever say that the game has moved on.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import struct
@@ -86,7 +87,14 @@ def reply_token_in(address: str) -> str | None:
 
 
 def _links() -> URLSafeSerializer:
-    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="move-link")
+    return _link_serializer(current_app.config["SECRET_KEY"])
+
+
+@functools.lru_cache(maxsize=4)
+def _link_serializer(secret_key: str) -> URLSafeSerializer:
+    """The move links' serializer for one server secret, made once: it keeps no state between uses, and
+    making it was a sixth of signing a link (every move request signs one)."""
+    return URLSafeSerializer(secret_key, salt="move-link")
 
 
 def move_link_token(game_id: int, seat: int, user: User, number: int, move: str | None = None) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from flask import Flask, current_app, render_template
+from flask import Flask, current_app
 from sqlalchemy import bindparam, event, func, inspect, select, text, update
 from sqlalchemy.orm import Session
 
@@ -444,7 +444,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         if seat is not None:
             seat = next((s for s in game.seats if s.id == seat.id), None)
         context["position"] = notify.position(game, engine, engine.load(game.state), seat)
-    text = render_template("mail/answer.txt", **context)
+    text = notify.render_mail("mail/answer.txt", **context)
     subject = _answer_subject(mail, by_reply=outcome.reply_to is not None)
     headers = {}
     if mail.message_id:
