@@ -232,10 +232,10 @@ READER_COLUMNS = (User.session_token, User.handle, User.time_zone)
 
 def _rendered_for(reader_id: int, reader: tuple[Any, ...]) -> bool:
     """Whether the page just rendered was rendered for the user ``reader_id`` as the stamp read their
-    row: the sign-in loaded them after the stamp was read, and may have seen a later change."""
-    user = current_user._get_current_object() if current_user else None
-    return (user is not None and user.is_authenticated and user.id == reader_id
-            and (user.handle, user.time_zone) == tuple(reader[1:]))
+    row: the sign-in loads them after the stamp is read (in the same snapshot, see :func:`_in_snapshot`;
+    checked all the same, since a page kept under another's row would be served to them)."""
+    return (current_user.is_authenticated and current_user.id == reader_id
+            and (current_user.handle, current_user.time_zone) == tuple(reader[1:]))
 
 
 View = Callable[..., ResponseReturnValue]
