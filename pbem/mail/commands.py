@@ -270,6 +270,7 @@ def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
     user = find_user(handle or "")
     if user is None:
         raise CommandError(f"There is no player called {(handle or '')[:40]!r}.")
+    keys.hold_account(user)
     paused = keys.paused_until(user)
     if paused is not None:
         raise CommandError(

@@ -16,7 +16,7 @@ from limits import parse
 from sqlalchemy import func, select
 
 from pbem import clock, outbox
-from pbem.database import begin_write, is_postgresql
+from pbem.database import begin_write, in_write_transaction, is_postgresql
 from pbem.extensions import db
 from pbem.models import MailKeyFailure, User, utcnow
 
@@ -40,6 +40,20 @@ def sender_blocked(sender: str) -> bool:
     """Whether ``sender`` has sent too many wrong keys lately to be listened to."""
     amount, period = limit("mail_key_failures_per_sender")
     return _failures(utcnow() - period, sender=sender.lower()) >= amount
+
+
+def hold_account(user: User) -> None:
+    """Make this processor the only one checking a mail key for ``user`` until its transaction ends, and
+    read the account's pause as that leaves it.
+
+    Processors work side by side on PostgreSQL: without this, guesses for one account checked at once
+    would all find it unpaused, and each would be checked and counted, past the limit, by as many as
+    there are processors.  On SQLite the processor's BEGIN IMMEDIATE already makes them take turns.
+    """
+    if is_postgresql() and in_write_transaction():
+        db.session.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"mail-key-account:{user.id}"))))
+        # What another processor committed while this one waited (a pause) is read again.
+        db.session.refresh(user, ["mail_key_paused_until"])
 
 
 def paused_until(user: User) -> datetime | None:
