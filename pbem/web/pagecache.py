@@ -274,7 +274,14 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if signed_in is None and not _visitor():
                 return view(**kwargs)
             reader_id = signed_in[0] if signed_in else None
-            read = stamp(reader_id, **kwargs)
+            if signed_in is not None and not is_postgresql():
+                # On SQLite a player's stamp is read in the session's transaction, the snapshot their
+                # page is then rendered in (see _in_snapshot for why theirs must be).
+                setattr(g, _IN_SNAPSHOT, True)
+            try:
+                read = stamp(reader_id, **kwargs)
+            finally:
+                g.pop(_IN_SNAPSHOT, None)
             if read is None:
                 return view(**kwargs)
             made_of, reader = read
@@ -359,12 +366,16 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
     On PostgreSQL the statement runs by itself, outside any transaction: a transaction would cost two
     more round trips to the server (BEGIN, then ROLLBACK), as much as the read, for a page that is often
     answered with nothing more.  Reading parts of a stamp a moment apart is safe for the reason the
-    module gives: whatever the stamp saw, the page is rendered after it.  On SQLite, in the process, the
-    session's connection costs nothing more; so it does on PostgreSQL when a player's page is about to
-    be rendered in the stamp's snapshot (see :func:`_in_snapshot`)."""
-    if not is_postgresql() or g.get(_IN_SNAPSHOT):
+    module gives: whatever the stamp saw, the page is rendered after it.  On SQLite a visitor's stamp is
+    read on a connection of its own from the pool too: the session's transaction, begun and ended around
+    it, cost a tenth of a kept page.  A player's stamp is read in the session's transaction, on either
+    database, since their page is then rendered in the stamp's snapshot (see :func:`_in_snapshot`)."""
+    if g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
-    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+    if is_postgresql():
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
+    with db.engine.connect() as connection:
         return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
 
 
