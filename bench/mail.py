@@ -18,7 +18,6 @@ beside the floor this issue set: Richard's PBeM server, a C++ process per mail, 
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import random
@@ -39,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
-from bench.scratch import ScratchDatabases, free_port
+from bench.scratch import ScratchDatabases, arguments, free_port
 from pbem import create_app, outbox, play, tokens
 from pbem.extensions import db
 from pbem.models import Game, InboundMail, User
@@ -242,9 +241,7 @@ def run(url: str, label: str, rounds: int) -> None:
 
 def main() -> None:
     """SQLite, and PostgreSQL when given an admin URL."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
-                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser = arguments(__doc__)
     parser.add_argument("--rounds", type=int, default=3, help="moves per game after the warm-up round")
     args = parser.parse_args()
     print(f"{'database':<11} {'senders':>7} {'moves':>6} {'msg/s':>8} {'p50 ms':>8} {'p99 ms':>8} "

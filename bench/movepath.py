@@ -17,8 +17,6 @@ target is within 2x), and the statements a move sends (reads and writes).
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
 import shutil
 import statistics
@@ -35,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from bench.scratch import ScratchDatabases, analyse
+from bench.scratch import ScratchDatabases, analyse, arguments
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -175,9 +173,7 @@ def postgresql_case(admin_url: str, moves_per_game: int) -> None:
 
 def main() -> None:
     """Run on SQLite, and on PostgreSQL when given an admin URL."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
-                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser = arguments(__doc__)
     parser.add_argument("--moves", type=int, default=8, help="moves per game (40 games)")
     args = parser.parse_args()
     print(f"{'database':<11} {'moves':>6} {'move ms':>9} {'p90':>8} {'floor ms':>9} {'p90':>8} "

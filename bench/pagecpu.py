@@ -12,8 +12,6 @@ bare Flask app answering the same bytes the same way, is printed beside them.
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
 import sys
 import tempfile
@@ -25,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from flask import Flask
 from flask.testing import FlaskClient
 
-from bench.scratch import ScratchDatabases
+from bench.scratch import arguments, each_database
 from bench.web import PASSWORD, SECRET, fill
 from pbem import create_app
 from pbem.web.pagecache import cache_of
@@ -79,18 +77,13 @@ def measure(url: str, label: str, requests: int) -> None:
 
 def main() -> None:
     """SQLite, and PostgreSQL when given an admin URL."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
-                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser = arguments(__doc__)
     parser.add_argument("--requests", type=int, default=300, help="requests measured per figure")
     args = parser.parse_args()
     print(f"{'database':<11} {'page':<10} {'reader':<8} {'bytes':>7} {'rendered':>9} {'kept':>9} "
           f"{'bare':>7}   (ms of CPU per request)")
-    with tempfile.TemporaryDirectory() as tmp:
-        measure(f"sqlite:///{tmp}/web.db", "sqlite", args.requests)
-    if args.pg:
-        with ScratchDatabases(args.pg) as scratch:
-            measure(scratch.create(), "postgresql", args.requests)
+    for url, label in each_database(args.pg):
+        measure(url, label, args.requests)
 
 
 if __name__ == "__main__":

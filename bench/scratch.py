@@ -1,12 +1,35 @@
-"""What the benchmarks share: scratch PostgreSQL databases, and free loopback ports."""
+"""What the benchmarks share: their command line, scratch PostgreSQL databases, and free loopback ports."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import socket
+import tempfile
 import uuid
+from collections.abc import Iterator
 from types import TracebackType
 
 import sqlalchemy as sa
+
+
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, described by the first line of its docstring ``doc``, with ``--pg``:
+    the PostgreSQL admin URL to run on too (``PBEM_TEST_DATABASE_URL`` by default)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
+                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    return parser
+
+
+def each_database(admin_url: str) -> Iterator[tuple[str, str]]:
+    """An empty SQLite database file, then, given an admin URL, a scratch PostgreSQL database: each as
+    its URL and its label, each gone once the next is asked for."""
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{tmp}/bench.db", "sqlite"
+    if admin_url:
+        with ScratchDatabases(admin_url) as scratch:
+            yield scratch.create(), "postgresql"
 
 
 class ScratchDatabases:

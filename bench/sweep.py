@@ -26,8 +26,6 @@ row lock.  The machine's speed wanders by up to half between runs; the medians a
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -41,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
-from bench.scratch import ScratchDatabases, analyse
+from bench.scratch import ScratchDatabases, analyse, arguments
 from pbem import create_app, sweep
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, set_clock
@@ -152,9 +150,7 @@ def postgresql_case(admin_url: str, total: int, due: int, runs: int) -> tuple[fl
 
 def main() -> None:
     """Run every case on SQLite, and on PostgreSQL when given an admin URL."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
-                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser = arguments(__doc__)
     parser.add_argument("--runs", type=int, default=3, help="sweeps per case, each on a fresh copy")
     args = parser.parse_args()
     backends = ["sqlite"] + (["postgresql"] if args.pg else [])

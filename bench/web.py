@@ -17,7 +17,6 @@ own every time: the player of the game page, on their own move.
 
 from __future__ import annotations
 
-import argparse
 import http.cookiejar
 import os
 import random
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
-from bench.scratch import ScratchDatabases, analyse, free_port
+from bench.scratch import analyse, arguments, each_database, free_port
 from pbem import create_app, play
 from pbem.extensions import db
 from pbem.models import Game, User
@@ -209,18 +208,13 @@ def measure(url: str, label: str, seconds: int) -> None:
 
 def main() -> None:
     """SQLite, and PostgreSQL when given an admin URL."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
-                        help="PostgreSQL URL of a database from which scratch databases can be created")
+    parser = arguments(__doc__)
     parser.add_argument("--seconds", type=int, default=5, help="seconds of load per page")
     args = parser.parse_args()
     print(f"{'database':<11} {'page':<19} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
           f"{'p99 ms':>8} {'ratio':>7}")
-    with tempfile.TemporaryDirectory() as tmp:
-        measure(f"sqlite:///{tmp}/web.db", "sqlite", args.seconds)
-    if args.pg:
-        with ScratchDatabases(args.pg) as scratch:
-            measure(scratch.create(), "postgresql", args.seconds)
+    for url, label in each_database(args.pg):
+        measure(url, label, args.seconds)
 
 
 if __name__ == "__main__":
