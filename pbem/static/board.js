@@ -142,7 +142,10 @@
   }
 
   // `warned`: the player has already seen the move's warnings (in the proposal box).
-  function post(form, warned) {
+  // `submitter` is the button that sent the form: a button of its own address (formaction, as a
+  // challenge's Decline beside its Accept) sends the form there.
+  function post(form, warned, submitter) {
+    var action = submitter && submitter.hasAttribute("formaction") ? submitter.formAction : form.action;
     var confirmText = form.getAttribute("data-confirm");
     if (form.classList.contains("move-form") && !warned) {
       var typed = form.querySelector("[name=move]").value.trim().toLowerCase();
@@ -151,7 +154,7 @@
     if (confirmText && !window.confirm(confirmText)) return;
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
-    fetch(form.action, {
+    fetch(action, {
       method: "POST",
       body: new FormData(form),
       headers: { "Accept": "application/json" },
@@ -250,7 +253,7 @@
     live.querySelectorAll("form.move-form, form.js-post").forEach(function (form) {
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        post(form, false);
+        post(form, false, event.submitter);
       });
     });
     render();

@@ -229,18 +229,28 @@ def resign(game_id: int) -> Response | tuple[Response, int]:
     return _act(game_id, lambda g: play.resign(g.id, _me(), "web"), "You resigned.")
 
 
+def _answer_comment() -> str | None:
+    """What the player wrote to the challenger with their answer, if anything (the challenge module
+    bounds its length, as it does for an answer by mail)."""
+    return request.form.get("comment") or None
+
+
 @bp.post("/games/<int:game_id>/accept")
 @login_required
 def accept(game_id: int) -> Response | tuple[Response, int]:
-    """Accept a challenge; the game starts when every seat is taken."""
-    return _act(game_id, lambda g: challenges.accept(g.id, _me()), "You accepted the challenge.")
+    """Accept a challenge, with a comment to the challenger if the player wrote one; the game starts
+    when every seat is taken."""
+    comment = _answer_comment()
+    return _act(game_id, lambda g: challenges.accept(g.id, _me(), comment), "You accepted the challenge.")
 
 
 @bp.post("/games/<int:game_id>/decline")
 @login_required
 def decline(game_id: int) -> Response | tuple[Response, int]:
-    """Decline a challenge; the game is called off."""
-    return _act(game_id, lambda g: challenges.decline(g.id, _me()),
+    """Decline a challenge, with a comment to the challenger if the player wrote one; the game is
+    called off."""
+    comment = _answer_comment()
+    return _act(game_id, lambda g: challenges.decline(g.id, _me(), comment),
                 "You declined the challenge; the game is called off.")
 
 

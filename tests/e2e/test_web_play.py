@@ -13,6 +13,8 @@ from playwright.sync_api import Browser, Page, expect
 import games
 from pbem import accounts, challenges, outbox, play
 from pbem.extensions import db
+from pbem.models import Game
+from tests.server.test_sweep import text_of as mail_text
 
 pytestmark = pytest.mark.e2e
 
@@ -52,6 +54,14 @@ def sign_in(browser: Browser, server, handle: str) -> Page:
     page.click("button[type=submit]")
     expect(page.locator("h1")).to_have_text("My games")
     return page
+
+
+def confirmed_players(server) -> tuple:
+    """Alice and bob, with confirmed accounts, made directly (inside the caller's app context)."""
+    for handle in ("alice", "bob"):
+        accounts.create_user(handle, f"{handle}@example.org", PASSWORD, verified=True)
+    db.session.commit()
+    return accounts.find_user("alice"), accounts.find_user("bob")
 
 
 def legal_moves(page: Page) -> list[str]:
@@ -110,10 +120,7 @@ def test_challenge_play_by_clicking_and_agree_a_draw(browser, server, sink, arti
 
 def test_a_stale_page_is_refused_with_a_clear_message(browser, server, sink) -> None:
     with server.app.app_context():
-        for handle in ("alice", "bob"):
-            accounts.create_user(handle, f"{handle}@example.org", PASSWORD, verified=True)
-        db.session.commit()
-        alice, bob = accounts.find_user("alice"), accounts.find_user("bob")
+        alice, bob = confirmed_players(server)
         game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3})
         challenges.accept(game.id, bob)
         game_id = game.id
@@ -137,6 +144,23 @@ def test_a_stale_page_is_refused_with_a_clear_message(browser, server, sink) -> 
     expect(first.locator("input[name=expect]")).to_have_value("3")
     expect(first.locator('#my-board [data-move="a2"]')).to_have_count(0)
     click_move(first, "c2", "bob to move.")
+
+
+def test_a_challenge_declined_on_its_page_with_a_word_to_the_challenger(browser, server, sink) -> None:
+    """The game page's Decline sends the form to its own address, with what the player wrote."""
+    with server.app.app_context():
+        alice, bob = confirmed_players(server)
+        game_id = challenges.new_game(alice, "truchet", [alice, bob]).id
+    bob_page = sign_in(browser, server, "bob")
+    bob_page.goto(f"{server.url}/games/{game_id}")
+    bob_page.fill("#challenge-comment", "Not this week, sorry.")
+    bob_page.click("#decline-challenge")
+    expect(bob_page.locator("#notice")).to_have_text("You declined the challenge; the game is called off.")
+    deliver(server)
+    [answer] = [m for m in sink.messages("alice@example.org") if "bob declined" in m["Subject"]]
+    assert "bob says: Not this week, sorry." in mail_text(answer)
+    with server.app.app_context():
+        assert db.session.get(Game, game_id).status == "abandoned"
 
 
 def test_box_off_alone_clear_a_pair_by_clicking(browser, server, sink, artifacts) -> None:

@@ -109,6 +109,29 @@ def test_challenge_accept_on_the_web_and_play(app: Flask, ctx: Flask, players, s
     assert [m.text for m in db.session.scalars(db.select(Move).order_by(Move.number))] == ["b2", "a2"]
 
 
+def test_a_challenge_answered_on_the_web_passes_the_players_comment_on(app: Flask, ctx: Flask, players,
+                                                                      sink) -> None:
+    """Accepting (or declining) on the game page, a comment written with the answer reaches the
+    challenger, as it does in an answer by mail; an answer without one sends none."""
+    from pbem import outbox
+    from tests.server.test_sweep import text_of as mail_text
+
+    alice, bob, carol = players
+    game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3})
+    other = challenges.new_game(alice, "truchet", [alice, carol])
+    web_b, web_c = signed_in(app, bob, carol)
+    page = text_of(web_b.get(f"/games/{game.id}"))
+    assert 'id="challenge-comment" name="comment"' in page and "A word to alice" in page
+    assert web_b.post(f"/games/{game.id}/accept", {"comment": "  Gladly!  "}).status_code == 303
+    assert web_c.post(f"/games/{other.id}/decline").status_code == 303
+    outbox.deliver_due()
+    accepted = sink.messages(alice.email)[-2:]
+    words = {m["Subject"].split(": ", 1)[1]: mail_text(m) for m in accepted}
+    assert "bob says: Gladly!" in words["bob accepted your challenge"]
+    assert "says:" not in words["carol declined your challenge"]
+    assert db.session.get(Game, game.id).status == "active"
+
+
 def start_cambio(alice, bob) -> Game:
     game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3})
     challenges.accept(game.id, bob)
