@@ -57,6 +57,7 @@ class Operation:
     status: int = 200
     errors: tuple[int, ...] = ()
     tags: list[str] = field(default_factory=list)
+    body_required: bool = True
 
     @property
     def path(self) -> str:
@@ -84,17 +85,18 @@ def _json_body() -> Any:
 
 def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
               query: type[Schema] | None = None, response: type[Schema] | None = None, status: int = 200,
-              errors: tuple[int, ...] = (), tag: str = "games") -> Callable:
+              errors: tuple[int, ...] = (), tag: str = "games", body_required: bool = True) -> Callable:
     """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
 
     The view is called with the caller (a :class:`~pbem.models.User`), the path's arguments, and
-    ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps."""
+    ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps.  A body that is
+    not ``body_required`` may be left out altogether (an empty request), and is then loaded as ``{}``."""
 
     def decorate(view: Callable) -> Callable:
         # The docstring is the operation's description; people read it without reST's quotes.
         description = inspect.cleandoc(view.__doc__ or "").replace("``", "")
         OPERATIONS.append(Operation(rule, method, view.__name__, summary, description,
-                                    body, query, response, status, errors, [tag]))
+                                    body, query, response, status, errors, [tag], body_required))
 
         @wraps(view)
         def endpoint(**path_args: Any) -> tuple[Response, int]:
@@ -103,7 +105,10 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
             if query is not None:
                 kwargs["query"] = query(unknown=EXCLUDE).load(request.args.to_dict())
             if body is not None:
-                kwargs["body"] = body().load(_json_body())
+                # No bytes at all, whatever the Content-Type says (clients send theirs on every call).
+                left_out = (not body_required and not request.content_length
+                            and "Transfer-Encoding" not in request.headers)
+                kwargs["body"] = body().load({} if left_out else _json_body())
             result = view(**kwargs)
             return jsonify(response().dump(result) if response is not None else result), status
 
@@ -138,7 +143,8 @@ def build_spec() -> dict[str, Any]:
         if op.query is not None:
             doc["parameters"].append({"in": "query", "schema": op.query})
         if op.body is not None:
-            doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body}}}
+            doc["requestBody"] = {"required": op.body_required,
+                                  "content": {"application/json": {"schema": op.body}}}
         answer: dict[str, Any] = {"description": op.summary}
         if op.response is not None:
             answer["content"] = {"application/json": {"schema": op.response}}

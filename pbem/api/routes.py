@@ -156,19 +156,21 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
     return _fresh_game(user, created.id)
 
 
-@operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", response=s.GameSchema,
-           errors=(400, 404, 409))
-def accept(user: User, game_id: int) -> dict[str, Any]:
-    """Accept your challenge to this game; it starts when every seat is taken."""
-    challenges.accept(_game_for(user, game_id).id, user)
+@operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", body=s.AnswerSchema,
+           body_required=False, response=s.GameSchema, errors=(400, 404, 409))
+def accept(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Accept your challenge to this game; it starts when every seat is taken. A comment in the body
+    is passed on to the challenger."""
+    challenges.accept(_game_for(user, game_id).id, user, body.get("comment"))
     return _fresh_game(user, game_id)
 
 
-@operation("/v1/games/<int:game_id>/decline", "POST", "Decline a challenge", response=s.GameSchema,
-           errors=(400, 404, 409))
-def decline(user: User, game_id: int) -> dict[str, Any]:
-    """Decline your challenge to this game; the game is called off."""
-    challenges.decline(_game_for(user, game_id).id, user)
+@operation("/v1/games/<int:game_id>/decline", "POST", "Decline a challenge", body=s.AnswerSchema,
+           body_required=False, response=s.GameSchema, errors=(400, 404, 409))
+def decline(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Decline your challenge to this game; the game is called off. A comment in the body is passed
+    on to the challenger."""
+    challenges.decline(_game_for(user, game_id).id, user, body.get("comment"))
     return _fresh_game(user, game_id)
 
 

@@ -261,6 +261,13 @@ class MoveSchema(Schema):
     seat = your_seat("Which of your seats moves, when you hold several.")
 
 
+class AnswerSchema(Schema):
+    """An answer to a challenge, with an optional word to the challenger."""
+
+    comment = fields.String(validate=validate.Length(max=MAX_COMMENT), metadata={
+        "description": "Passed on to the challenger with your answer."})
+
+
 class DrawSchema(Schema):
     """Offer a draw, or answer the opponent's offer."""
 

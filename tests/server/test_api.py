@@ -16,11 +16,12 @@ import pytest
 from flask import Flask
 from werkzeug.serving import make_server
 
-from pbem import apitokens, create_app
+from pbem import apitokens, create_app, outbox
 from pbem.extensions import db
 from pbem.models import ApiToken, Game, User
 from tests.conftest import ROOT
 from tests.server.test_cli import pbem
+from tests.server.test_sweep import text_of
 from tests.server.test_web_games import signed_in
 
 
@@ -206,7 +207,7 @@ def test_bad_requests_get_json_errors(server: str, tokens, ctx: Flask) -> None:
     assert db.session.scalar(db.select(db.func.count(Game.id))) == 0
 
 
-def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Flask) -> None:
+def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Flask, sink) -> None:
     alice, bob, carol = (Client(server, tokens[h]) for h in ("alice", "bob", "carol"))
     status, game = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"],
                                                         "public": False, "rated": False, "time": "days:1"})
@@ -215,7 +216,11 @@ def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Fla
     assert carol.call("GET", path)[0] == 404  # A private game is not carol's to see…
     assert carol.call("GET", "/api/v1/games")[1]["games"] == []  # …nor to list.
     assert carol.call("POST", path + "/accept")[0] == 404
-    assert bob.call("POST", path + "/decline")[1]["status"] == "abandoned"
+    status, error = bob.call("POST", path + "/decline", {"comment": "x" * 2001})
+    assert status == 422 and "comment" in error["fields"]
+    assert bob.call("POST", path + "/decline", {"comment": "Not today."})[1]["status"] == "abandoned"
+    outbox.deliver_due()
+    assert "bob says: Not today." in text_of(sink.messages("alice@example.org")[-1])
     assert bob.call("POST", path + "/accept")[1]["code"] == "not-waiting"
     _, game = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"]})
     path = f"/api/v1/games/{game['id']}"
