@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from flask import Flask
+from flask import Flask, current_app
 from sqlalchemy import func, select
 
 from pbem import accounts, outbox, play
@@ -120,9 +120,16 @@ def test_one_sender_guessing_many_accounts_is_refused(postman: Postman, players)
     postman.command("mallory@example.org", f"cambio show {game.id} carol {key}")
     postman.settle()
     answers = [text_of(m) for m in postman.mails("mallory@example.org")]
-    # Ten wrong keys from one sender, then its key commands are refused, whoever they name; and the
-    # answers to a stranger's refused commands stop at the limit (10 an hour).
-    assert len(answers) == 10 and all("is wrong" in a for a in answers)
+    # Ten wrong keys from one sender, then its key commands are refused, whoever they name (even with
+    # the right key); and the answers to a stranger's refused commands stop at the limit (10 an hour).
+    # On PostgreSQL several processors work at once, so which ten refusals are answered is not fixed: a
+    # guess refused for the sender's limit may be answered before a wrong key checked just before it.
+    blocked = "Too many mail commands with wrong mail keys have come from your address"
+    assert len(answers) == 10 and all("is wrong" in a or blocked in a for a in answers), answers
+    # A refusal for the limit can overtake only a guess being checked at the same moment, by another
+    # processor.
+    processors = current_app.config["PBEM"]["smtpd"]["workers"]
+    assert sum("is wrong" in a for a in answers) >= 10 - (processors - 1)
     db.session.rollback()
     assert 10 <= db.session.scalar(select(func.count(MailKeyFailure.id))) <= 12
     assert db.session.scalar(select(func.count(OutboxMail.id)).where(
