@@ -1,7 +1,8 @@
 """The second stage of inbound mail: act on stored messages, and answer each one once.
 
 A stored message (status "received") is claimed with a conditional UPDATE to "processing" before
-anything is done, so two processors, or a processor and a restart, never act on it twice.  Then:
+anything is done, as the first statement of the transaction it is handled in, so two processors, or a
+processor and a restart, never act on it twice.  Then:
 
 - mail no person wrote (bounces, auto-replies, list mail, our own mail) is "ignored", never answered;
 - a message to ``play+TOKEN@<mail domain>`` is a reply: the token must verify and the From address
@@ -10,14 +11,15 @@ anything is done, so two processors, or a processor and a restart, never act on 
 
 Each command gets exactly one answer mail, through the outbox: the result ("processed"), or what was
 wrong and what would be accepted ("rejected").  A fault of the server's own is "failed", kept for an
-operator.  Messages still "received" when a processor starts (a crash between storing and processing)
-are processed then.
+operator.  Messages still "received" when a processor starts (a crash between storing and processing,
+or before the handling committed) are processed then.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,11 +73,7 @@ def process_pending(limit: int = 500) -> int:
     """Process stored messages while any wait (oldest first, up to ``limit``); returns how many this call
     handled.  Several processors may run this at once: each takes the next message no other holds."""
     handled = 0
-    while handled < limit:
-        claimed = _claim_next()
-        if claimed is None:
-            break
-        _handle_claimed(claimed)
+    while handled < limit and _take_next():
         handled += 1
     return handled
 
@@ -93,26 +91,20 @@ _C = _TABLE.c
 
 @dataclass
 class _Claimed:
-    """A message this processor has claimed: what it needs to act on it."""
+    """A message this processor has claimed: what it needs to act on it, and the token its claim wrote
+    into the row's note, by which it knows the message is still its own."""
 
     id: int
     raw: bytes
     mail_from: str
     rcpt_to: str
-
-
-def _claimed(statement: Any, **params: object) -> _Claimed | None:
-    """Run a claiming UPDATE in a write transaction of its own; the message it took, if any."""
-    begin_write()
-    row = db.session.connection().execute(statement, {"now": utcnow(), **params}).one_or_none()
-    db.session.commit()
-    return None if row is None else _Claimed(*row)
+    token: str
 
 
 # The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
 # processor needs, so that taking a message and reading it are one statement.
 _TAKE = (
-    update(_TABLE).values(status="processing", processed_at=bindparam("now"))
+    update(_TABLE).values(status="processing", processed_at=bindparam("now"), note=bindparam("claim_token"))
     .returning(_C.id, _C.raw, _C.mail_from, _C.rcpt_to)
 )
 _TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
@@ -124,49 +116,72 @@ _TAKE_NEXT = _TAKE.where(_C.id == _WAITING.scalar_subquery(), _C.status == "rece
 _TAKE_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
 )
+# Whether the message is still this processor's to finish: claimed by it in a transaction that committed
+# (the row is "processing" under its token), or "received" again because the claim's transaction was
+# rolled back (a refused move, a fault) and nobody else has taken it since, so that it is taken again by
+# the statement that asks.  A message another processor took meanwhile is neither: it is left to that one.
+_HELD = (_C.id == bindparam("row_id")) & (
+    (_C.status == "received") | ((_C.status == "processing") & (_C.note == bindparam("claim_token")))
+)
+_HOLD = update(_TABLE).where(_HELD).values(
+    status="processing", note=bindparam("claim_token"),
+    processed_at=func.coalesce(_C.processed_at, bindparam("now")),
+)
 
 
-def _claim(row_id: int) -> _Claimed | None:
-    """Take the message for this processor, unless another one has taken it already."""
-    return _claimed(_TAKE_ONE, row_id=row_id)
+class MessageTaken(RuntimeError):
+    """The message being handled was taken by another processor after this one lost its claim."""
 
 
-def _claim_next() -> _Claimed | None:
-    """Take the oldest waiting message for this processor; None when nothing waits."""
+def _take_next() -> bool:
+    """Take the oldest waiting message and handle it; False when nothing waits."""
     if is_postgresql():
-        return _claimed(_TAKE_NEXT_PG)
+        return _take(_TAKE_NEXT_PG)
     # On SQLite whether anything waits is read first, without the write lock: a processor woken with
     # nothing left to do must not queue for the database's one lock behind the listener's stores.
     waiting = db.session.connection().execute(_WAITING).first()
     db.session.rollback()
-    return None if waiting is None else _claimed(_TAKE_NEXT)
+    return waiting is not None and _take(_TAKE_NEXT)
 
 
 def process_one(row_id: int) -> bool:
     """Claim and handle one stored message; False when another processor had it already."""
-    claimed = _claim(row_id)
-    if claimed is None:
-        return False
-    _handle_claimed(claimed)
-    return True
+    return _take(_TAKE_ONE, row_id=row_id)
 
 
-def _handle_claimed(claimed: _Claimed) -> None:
-    """Handle a message this processor has claimed: act on it, record the outcome and answer it."""
-    row_id = claimed.id
-    mail: parse.Incoming | None = None
+def _take(statement: Any, **params: object) -> bool:
+    """Claim a message by ``statement`` and handle it: act on it, record the outcome and answer it.
+    False when there was no message to take.
+
+    The claim is the first statement of the transaction the message is handled in, not a transaction of
+    its own: a mailed move commits with its claim, its outcome and its answer, one commit a message.
+    Until then the claim holds the row (on PostgreSQL by its row lock: another processor skips it, or
+    waits for it and finds it taken; on SQLite by the write lock), and a crash leaves the message
+    "received", to be processed again from the start, as nothing of it was committed.  When the claim's
+    transaction is rolled back (a refused move, a fault), the outcome is written in a new one only if the
+    message is still this processor's (see ``_HELD``), so it is recorded and answered once.
+    """
     session = db.session()
+    token = f"claimed by a processor ({uuid.uuid4().hex})"
+    begin_write()
+    row = session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
+        .one_or_none()
+    if row is None:
+        session.rollback()
+        return False
+    claimed = _Claimed(*row, token=token)
+    mail: parse.Incoming | None = None
     # What an action that commits by itself (a vacation, a challenge sent) wrote is what the answer shows:
     # the objects keep it through the commit instead of being read back, in the next transaction, row by
     # row.  Only for this message: the next one starts from a session that reads everything anew.
     session.expire_on_commit = False
     try:
-        mail = parse.read(claimed.raw, claimed.rcpt_to)
-        session.info[_ACTING_FOR] = row_id
+        session.info[_ACTING_FOR] = claimed
         try:
-            # The move path (and every action under a game's lock) joins the transaction begun here and
-            # leaves it open for _finish: the move, the message's outcome and its answer commit together,
-            # or not at all.
+            mail = parse.read(claimed.raw, claimed.rcpt_to)
+            # The move path (and every action under a game's lock) joins the transaction of the claim and
+            # leaves it open for _finish: the claim, the move, the message's outcome and its answer commit
+            # together, or not at all.
             with caller_commits():
                 begin_write()
                 outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
@@ -174,14 +189,15 @@ def _handle_claimed(claimed: _Claimed) -> None:
             session.info.pop(_ACTING_FOR, None)
         # Still in that transaction, the outcome marks the message acted on itself; after an action that
         # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
-        _finish(row_id, mail, outcome, acting=in_write_transaction())
+        _finish(claimed, mail, outcome, acting=in_write_transaction())
     except Exception as exc:
-        log.exception("inbound message #%s could not be processed", row_id)
+        log.exception("inbound message #%s could not be processed", claimed.id)
         session.rollback()
-        _fail(row_id, mail, f"{type(exc).__name__}: {exc}")
+        _fail(claimed, mail, f"{type(exc).__name__}: {exc}")
     finally:
         session.expire_on_commit = True
         session.expire_all()
+    return True
 
 
 def _identity(obj: User | Game | None) -> int | None:
@@ -192,26 +208,49 @@ def _identity(obj: User | Game | None) -> int | None:
     return identity[0] if identity else obj.id
 
 
-def _finish(row_id: int, mail: parse.Incoming, outcome: Handling, acting: bool = False) -> None:
+def _hold(claimed: _Claimed) -> bool:
+    """At the start of a write transaction: whether the message is still this processor's, taking it
+    again when its claim was rolled back.  First, before any other lock is taken: on PostgreSQL a
+    processor that took it meanwhile holds its row, and this one waits for it with nothing else held."""
+    held = db.session.connection().execute(_HOLD, {
+        "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
+    })
+    if held.rowcount == 1:
+        return True
+    db.session.rollback()
+    log.warning("inbound #%s was taken by another processor after its claim was rolled back; left to it",
+                claimed.id)
+    return False
+
+
+def _finish(claimed: _Claimed, mail: parse.Incoming, outcome: Handling, acting: bool = False) -> None:
     """Record the outcome and write the answer: in the transaction of the handling when it is still open
-    (``acting``; a move: one commit for the move, the outcome and the answer), or else in one of theirs."""
+    (``acting``; a move: one commit for the claim, the move, the outcome and the answer), or else in one
+    of theirs, if the message is still this processor's."""
     if not acting:
         # The reads since the action end with a commit, not with the rollback begin_write would do: that
-        # would expire every object the answer shows (see _handle_claimed).  They wrote nothing.
+        # would expire every object the answer shows (see _take).  They wrote nothing.
         db.session.commit()
         begin_write()
+        if not _hold(claimed):
+            return
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"
-    db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
-        "row_id": row_id, "outcome": outcome.status, "outcome_note": note[:2000],
-        "of_user": _identity(outcome.user), "of_game": _identity(outcome.game), "now": utcnow(),
+    recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
+        "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
+        "outcome_note": note[:2000], "of_user": _identity(outcome.user), "of_game": _identity(outcome.game),
+        "now": utcnow(),
     })
+    if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
+        db.session.rollback()
+        raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
     db.session.commit()
-    log.info("inbound #%s from %s: %s (%s)", row_id, mail.from_addr, outcome.status, outcome.note[:200])
+    log.info("inbound #%s from %s: %s (%s)", claimed.id, mail.from_addr, outcome.status, outcome.note[:200])
 
 
-_RECORD_OUTCOME = update(_TABLE).where(_C.id == bindparam("row_id")).values(
+# Both only while the message is this processor's (see _HELD), which they end.
+_RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
     status=bindparam("outcome"), note=bindparam("outcome_note"), user_id=bindparam("of_user"),
     game_id=bindparam("of_game"), processed_at=bindparam("now"),
 )
@@ -219,13 +258,19 @@ _RECORD_OUTCOME = update(_TABLE).where(_C.id == bindparam("row_id")).values(
 _RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
 
 
-def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
-    """Keep the message as "failed" for an operator, and tell a person who wrote it."""
+def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> None:
+    """Keep the message as "failed" for an operator, and tell a person who wrote it (if it is still this
+    processor's: see ``_HELD``)."""
     try:
         begin_write()
-        row = db.session.get(InboundMail, row_id)
-        assert row is not None
-        row.status, row.note, row.processed_at = "failed", note[:2000], utcnow()
+        failed = db.session.connection().execute(_RECORD_OUTCOME, {
+            "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
+            "outcome_note": note[:2000], "of_user": None, "of_game": None, "now": utcnow(),
+        })
+        if failed.rowcount != 1:
+            db.session.rollback()
+            log.warning("inbound #%s failed here and was taken by another processor; left to it", claimed.id)
+            return
         if mail is not None and mail.from_addr and bounces.automatic(mail, None, mail_domain()) is None:
             sorry = CommandError(
                 "Your mail could not be processed because of a fault on the server. It has been kept for "
@@ -236,7 +281,7 @@ def _fail(row_id: int, mail: parse.Incoming | None, note: str) -> None:
         db.session.commit()
     except Exception:
         db.session.rollback()
-        log.exception("could not record the failure of inbound message #%s", row_id)
+        log.exception("could not record the failure of inbound message #%s", claimed.id)
 
 
 # Knowing whether a message did anything, for a restart after a crash ---------------------------------
@@ -250,17 +295,21 @@ def _mark_acted(session: Session) -> None:
     transaction: after a crash, a message without it changed nothing.  Every commit, not only those the
     session saw changes in: the move path writes some rows by plain statements, which the session does
     not see, and a stamp too many only means a person is asked to look rather than the message run again.
+
+    The stamp also holds the message (see ``_HELD``): a commit of the handling's that would find it taken
+    by another processor, its own claim rolled back, fails instead, so that it is acted on only once.
     """
-    row_id = session.info.get(_ACTING_FOR)
-    if row_id is None:
+    claimed = session.info.get(_ACTING_FOR)
+    if claimed is None:
         return
-    session.connection().execute(_STAMP_ACTED, {"row_id": row_id, "now": utcnow()})
+    held = session.connection().execute(_HOLD_ACTED, {
+        "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
+    })
+    if held.rowcount != 1:
+        raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
 
 
-_STAMP_ACTED = (
-    update(_TABLE).where(_C.id == bindparam("row_id"), _C.acted_at.is_(None))
-    .values(acted_at=bindparam("now"))
-)
+_HOLD_ACTED = _HOLD.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
 
 
 def recover_interrupted(claimed_before: datetime) -> tuple[int, int]:

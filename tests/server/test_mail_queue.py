@@ -11,8 +11,10 @@ import sys
 import threading
 
 import pytest
+import sqlalchemy as sa
 from flask import Flask
-from sqlalchemy import func, select, text
+from sqlalchemy import event, func, select, text
+from sqlalchemy.orm import Session
 
 from pbem import outbox, play, tokens
 from pbem.database import begin_write, caller_commits, is_postgresql, write_left_open
@@ -252,3 +254,101 @@ def test_a_move_left_open_for_its_caller_is_not_rolled_back_by_another_write(ctx
     db.session.commit()
     assert not write_left_open()
     assert moves_of(game.id) == ["b3", "a2"]
+
+
+def test_a_crash_before_a_mailed_move_commits_leaves_the_message_to_be_processed_again(
+        ctx: Flask, players) -> None:
+    """The claim commits with the move: a processor that dies in the middle of a message (here while the
+    answer is written) leaves it waiting, not "processing", so any processor takes it up at once, without
+    a restart, and the move is applied and answered once."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    game_id, alice_email, bob_email = game.id, alice.email, bob.email
+    row_id = _stored_reply(game_id, alice, "b3")
+    started = db.session.scalar(select(func.max(OutboxMail.id)))
+    seen: list[str] = []
+    other = sa.create_engine(ctx.config["SQLALCHEMY_DATABASE_URI"])
+
+    def die_at_the_answer(conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.startswith("INSERT INTO outbox_mail") and not seen:
+            # What everybody else sees of the message at this point, a moment before the "crash".
+            with other.connect() as look:
+                seen.append(look.execute(select(InboundMail.status).where(InboundMail.id == row_id)).scalar())
+            raise SystemExit("the processor died")
+
+    event.listen(db.engine, "before_cursor_execute", die_at_the_answer)
+    try:
+        with pytest.raises(SystemExit):
+            process.process_one(row_id)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", die_at_the_answer)
+        other.dispose()
+    db.session.remove()  # Its connection goes, and the transaction with it, as when a process dies.
+    assert seen == ["received"]
+    message = db.session.get(InboundMail, row_id)
+    assert (message.status, message.acted_at) == ("received", None)
+    assert moves_of(game_id) == [] and _mails_since(started) == []
+    db.session.rollback()
+
+    assert process.process_pending() == 1
+    db.session.rollback()
+    assert db.session.get(InboundMail, row_id).status == "processed"
+    assert moves_of(game_id) == ["b3"]
+    assert sorted((m.to_addr, m.kind) for m in _mails_since(started)) == [
+        (alice_email, "answer"), (bob_email, "your-move")]
+
+
+def test_a_refused_move_taken_by_another_processor_meanwhile_is_answered_once(
+        app: Flask, ctx: Flask, players) -> None:
+    """A refused move rolls its claim back with it; if another processor takes the message before the
+    refusal is recorded, the refusal is left to that one: one outcome, one answer."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    row_id = _stored_reply(game.id, alice, "z9")  # Not a square of the board: refused.
+    started = db.session.scalar(select(func.max(OutboxMail.id)))
+    others: list[bool] = []
+    me = threading.current_thread()
+
+    def other_processor() -> None:
+        with app.app_context():
+            others.append(process.process_one(row_id))
+            db.session.remove()
+
+    def after_the_refusal(session: Session) -> None:
+        # The first rollback while this thread handles the message is the refused move's.
+        if threading.current_thread() is me and session.info.get(process._ACTING_FOR) and not others:
+            thread = threading.Thread(target=other_processor)
+            thread.start()
+            thread.join(60)
+
+    event.listen(Session, "after_rollback", after_the_refusal)
+    try:
+        assert process.process_one(row_id)
+    finally:
+        event.remove(Session, "after_rollback", after_the_refusal)
+    assert others == [True]
+    db.session.rollback()
+    message = db.session.get(InboundMail, row_id)
+    assert message.status == "rejected" and "z9" in message.note
+    assert moves_of(game.id) == []
+    assert [(m.to_addr, m.kind) for m in _mails_since(started)] == [(alice.email, "answer-error")]
+
+
+def test_a_refused_move_is_recorded_and_answered_once(ctx: Flask, players) -> None:
+    """A refused move rolls back its claim with it; the refusal takes the message again, records it and
+    answers it, once."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    row_id = _stored_reply(game.id, alice, "z9")
+    started = db.session.scalar(select(func.max(OutboxMail.id)))
+    assert process.process_one(row_id)
+    assert process.process_one(row_id) is False and process.process_pending() == 0
+    db.session.rollback()
+    message = db.session.get(InboundMail, row_id)
+    assert (message.status, message.acted_at) == ("rejected", None)
+    assert moves_of(game.id) == []
+    (answer,) = _mails_since(started)
+    assert (answer.to_addr, answer.kind) == (alice.email, "answer-error") and "z9" in answer.body_text
