@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -526,8 +527,9 @@ def _answer_subject(mail: parse.Incoming, by_reply: bool) -> str:
 
 class Runner:
     """Processes stored messages in threads of their own, so the listener answers the sending MTA as soon
-    as a message is stored.  The threads are woken after each store, look again every ``interval``
-    seconds, and on start process whatever an earlier run left "received".
+    as a message is stored.  A thread takes each message the listener stored, by its id, as soon as it is
+    stored; the threads also look for whatever waits every ``interval`` seconds, after a failure, and on
+    start (what an earlier run left "received").
 
     On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
     while one waits for the database (a commit waits for the disk), the others go on."""
@@ -539,10 +541,14 @@ class Runner:
         # more threads there only make the latency worse (measured by bench/mail.py), so one.
         on_sqlite = settings["database"]["url"].startswith("sqlite")
         self.workers = workers or (1 if on_sqlite else settings["smtpd"]["workers"])
-        # Wake-ups owed to the threads, at most one per thread: each stored message wakes one thread (not
-        # all, which would send every idle one to look for work one of them takes), and however many
-        # arrive while all are busy, each thread looks once more and finds them all.
-        self._owed = 0
+        # The messages stored since, by row id, for the threads to take one at a time: a thread told which
+        # message to take claims it by its id, without looking first for what waits (on SQLite a read
+        # transaction of its own) and without a last look that finds nothing (a transaction each).
+        self._stored: deque[int] = deque()
+        # Looks for whatever waits owed to the threads, at most one per thread (on start), and whether
+        # one is owed after a failure: the next thread to run takes it, after the message it was given.
+        self._looks = 0
+        self._look_again = False
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -557,7 +563,8 @@ class Runner:
         except Exception:  # The database may be away: the threads' first pass tries again.
             log.exception("could not look for messages left processing by a crash")
         self._stop.clear()
-        self._owe(self.workers)
+        with self._wake:
+            self._looks = self.workers
         self._threads = [
             threading.Thread(target=self._run, name=f"pbem-mail-process-{n}", daemon=True)
             for n in range(self.workers)
@@ -565,17 +572,18 @@ class Runner:
         for thread in self._threads:
             thread.start()
 
-    def wake(self) -> None:
-        """A message was stored: a thread looks now."""
-        self._owe(1)
-
-    def _owe(self, wakes: int) -> None:
+    def wake(self, row_id: int | None = None) -> None:
+        """The message ``row_id`` was stored (or, without one, something): a thread takes it now."""
         with self._wake:
-            self._owed = min(self.workers, self._owed + wakes)
-            self._wake.notify(wakes)
+            if row_id is None:
+                self._looks = min(self.workers, self._looks + 1)
+            else:
+                self._stored.append(row_id)
+            self._wake.notify()
 
     def stop(self) -> None:
-        """Finish the messages in hand and stop."""
+        """Finish the messages in hand and stop.  Those stored and not yet taken stay "received", for the
+        next start."""
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
@@ -583,16 +591,31 @@ class Runner:
             thread.join(30)
         self._threads = []
 
+    def _next(self) -> tuple[int | None, bool]:
+        """Wait for work: the id of a stored message to take (or None), and whether to look for whatever
+        waits (after it)."""
+        with self._wake:
+            self._wake.wait_for(lambda: self._stored or self._looks or self._stop.is_set(), self.interval)
+            row_id = self._stored.popleft() if self._stored else None
+            look = row_id is None or self._look_again  # Woken with no message, or the wait ran out.
+            if row_id is None:
+                self._looks = max(0, self._looks - 1)
+            self._look_again = False
+            return row_id, look
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            with self._wake:
-                if self._wake.wait_for(lambda: self._owed > 0 or self._stop.is_set(), self.interval):
-                    self._owed = max(0, self._owed - 1)
+            row_id, look = self._next()
             if self._stop.is_set():
                 break
             try:
                 with self.app.app_context():
-                    process_pending()
+                    if row_id is not None:
+                        process_one(row_id)
+                    if look:
+                        process_pending()
                     db.session.remove()
-            except Exception:  # The database may be away for a while; try again on the next wake.
+            except Exception:  # The database may be away for a while; look again on the next wake.
+                with self._wake:
+                    self._look_again = True
                 log.exception("processing stored mail failed; will retry")

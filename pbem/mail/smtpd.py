@@ -40,8 +40,9 @@ class StoreHandler:
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
         mail_from, rcpt_tos = str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos]
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.get_running_loop().run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
+            row_id = await loop.run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
         except receive.MalformedMessage as exc:
             status = f"554 5.6.0 {exc}"
         except Exception:
@@ -50,17 +51,18 @@ class StoreHandler:
         else:
             status = "250 2.0.0 Message accepted"
             if self.runner is not None:
-                self.runner.wake()
+                self.runner.wake(row_id)
         if isinstance(server, LMTP):
             # LMTP answers DATA once per recipient (RFC 2033): an MTA such as Postfix that hands one
             # message to several of our addresses waits for every answer.  The message is stored once.
             return "\r\n".join([status] * max(1, len(envelope.rcpt_tos)))
         return status
 
-    def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> None:
+    def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
+        """Store the message (or find it stored before); its row's id."""
         with self.app.app_context():
             try:
-                receive.store_message(raw, mail_from, rcpt_tos)
+                return receive.store_message(raw, mail_from, rcpt_tos)[0]
             finally:
                 db.session.remove()
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ from pbem.models import Game, InboundMail, OutboxMail, User
 from tests.conftest import free_port
 from tests.server.test_inbound import run_ingest
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
-from tests.server.test_mail_security import reply_mail
+from tests.server.test_mail_security import reply_mail, statuses
 
 
 def test_a_message_stored_before_a_crash_is_processed_once_on_restart(app: Flask, ctx: Flask, sink,
@@ -352,3 +353,46 @@ def test_a_refused_move_is_recorded_and_answered_once(ctx: Flask, players) -> No
     assert moves_of(game.id) == []
     (answer,) = _mails_since(started)
     assert (answer.to_addr, answer.kind) == (alice.email, "answer-error") and "z9" in answer.body_text
+
+
+def test_a_message_the_listener_could_not_claim_is_taken_up_with_the_next_one(app: Flask, ctx: Flask, sink,
+                                                                             players) -> None:
+    """The listener's processor takes each stored message by its id; one it could not claim (here the
+    database refuses, as when it is away) is taken up when the next message comes, not half a minute
+    later."""
+    alice, bob, _ = players
+    first, second = (play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2}) for _ in range(2))
+    db.session.commit()
+    if is_postgresql():
+        refuse = [
+            "CREATE FUNCTION refuse_claims() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'the database is away'; END $$",
+            "CREATE TRIGGER refuse_claims BEFORE UPDATE ON inbound_mail FOR EACH ROW "
+            "WHEN (NEW.status = 'processing') EXECUTE FUNCTION refuse_claims()",
+        ]
+        allow = ["DROP TRIGGER refuse_claims ON inbound_mail", "DROP FUNCTION refuse_claims()"]
+    else:
+        refuse = ["CREATE TRIGGER refuse_claims BEFORE UPDATE ON inbound_mail WHEN NEW.status = 'processing' "
+                  "BEGIN SELECT RAISE(ABORT, 'the database is away'); END"]
+        allow = ["DROP TRIGGER refuse_claims"]
+    for postman in start_postman(app, sink):
+        postman.settle()  # What the start looked for: nothing.
+        for statement in refuse:
+            db.session.execute(text(statement))
+        db.session.commit()
+        postman.send(reply_mail(alice.email, tokens.reply_address(first.id, 0, alice), "b3"))
+        deadline = time.monotonic() + 10
+        while db.session.scalar(select(func.count(InboundMail.id))) == 0:  # Stored, not claimed.
+            assert time.monotonic() < deadline
+            db.session.rollback()
+            time.sleep(0.02)
+        time.sleep(0.3)  # The processor tried it and failed.
+        db.session.rollback()
+        for statement in allow:
+            db.session.execute(text(statement))
+        db.session.commit()
+        assert statuses() == ["received"]
+        postman.send(reply_mail(alice.email, tokens.reply_address(second.id, 0, alice), "a2"))
+        postman.settle()
+        assert statuses() == ["processed", "processed"]
+        assert moves_of(first.id) == ["b3"] and moves_of(second.id) == ["a2"]
