@@ -1,10 +1,10 @@
 """The outbox: mail is written as rows in the sender's transaction, and delivered by :func:`deliver_due`.
 
 Nothing in pbem sends mail inline.  Rows are claimed with a conditional UPDATE (so two deliverers never
-send the same row at once), written out as bytes (:func:`render`), sent over SMTP, and each marked sent
-as soon as it went.  A refused or failed send is retried with a doubling backoff and never dropped.  If
-a deliverer dies between sending and marking, the claim lapses and the mail goes out once more with the
-same Message-ID.
+send the same row at once), written out as bytes (:func:`render`), sent over SMTP, and marked sent
+together after the batch they were claimed in (within a second).  A refused or failed send is retried
+with a doubling backoff and never dropped.  If a deliverer dies between sending and marking, the claim
+lapses and the mails of that batch go out once more with the same Message-IDs.
 """
 
 from __future__ import annotations
@@ -251,30 +251,78 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
                 db.session.rollback()
                 log.exception("outbox %s… could not be claimed; left for the next run", due[start])
                 continue
-            # A claim must not lapse while its rows are still being sent, or another deliverer could send
-            # them too: past half its length, what is left goes back for the next run.
-            stop_at = time.monotonic() + cfg["claim_seconds"] / 2
-            for n, row in enumerate(rows):
-                if n and time.monotonic() > stop_at:
-                    _release([r.id for r in rows[n:]], until)
-                    return sent, failed
-                try:
-                    data = render(row)
-                    connection.send(parseaddr(row.from_addr)[1], row.to_addr, data)
-                except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
-                    connection.close()
-                    attempts = row.attempts + 1
-                    delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
-                    _record(row.id, attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
-                            claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
-                    log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, attempts, exc)
-                    failed += 1
-                    continue
-                _record(row.id, attempts=row.attempts + 1, sent_at=utcnow(), last_error=None)
-                sent += 1
+            went = _Sent()
+            try:
+                batch_failed, finished = _send(rows, connection, went, until)
+            finally:
+                went.mark()
+            sent, failed = sent + len(went.marked), failed + batch_failed
+            if not finished:
+                break
     finally:
         connection.close()
     return sent, failed
+
+
+def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime) -> tuple[int, bool]:
+    """Send the claimed ``rows``, adding those that went to ``went`` and recording those that failed;
+    returns how many failed and whether all were tried (or else the rest went back for the next run)."""
+    cfg = settings()
+    # A claim must not lapse while its rows are still being sent, or another deliverer could send them
+    # too: past half its length, what is left goes back for the next run.
+    stop_at = time.monotonic() + cfg["claim_seconds"] / 2
+    failed = 0
+    for n, row in enumerate(rows):
+        if n and time.monotonic() > stop_at:
+            went.mark()
+            _release([r.id for r in rows[n:]], until)
+            return failed, False
+        try:
+            data = render(row)
+            connection.send(parseaddr(row.from_addr)[1], row.to_addr, data)
+        except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
+            connection.close()
+            attempts = row.attempts + 1
+            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
+            _record([row.id], attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
+                    claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
+            log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, attempts, exc)
+            failed += 1
+            continue
+        went.add(row.id)
+    return failed, True
+
+
+# Mails that went are marked sent together, by one UPDATE, after the batch they were claimed in (at most
+# _CLAIM_BATCH) or after this many seconds, whichever comes first.  One transaction a mail cost more than
+# rendering and sending it (on SQLite a commit waits for the disk); the price is that a deliverer that
+# dies before marking them sends the mails of that batch again, with the same Message-IDs, when their
+# claim lapses, as it did for the one mail that was being marked.
+_MARK_WITHIN_SECONDS = 1.0
+
+
+class _Sent:
+    """The mails of a batch that went: those not yet marked sent, and how many were."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.marked: list[int] = []
+        self.mark_by = 0.0
+
+    def add(self, row_id: int) -> None:
+        """``row_id`` went: mark it with the others of its batch, or now if the first went long ago."""
+        if not self.ids:
+            self.mark_by = time.monotonic() + _MARK_WITHIN_SECONDS
+        self.ids.append(row_id)
+        if time.monotonic() > self.mark_by:
+            self.mark()
+
+    def mark(self) -> None:
+        """Mark the mails that went as sent (one attempt more each)."""
+        if self.ids:
+            _record(self.ids, attempts=_C.attempts + 1, sent_at=utcnow(), last_error=None)
+            self.marked += self.ids
+            self.ids = []
 
 
 class _Connection:
@@ -305,19 +353,19 @@ class _Connection:
         self._open = None
 
 
-def _record(row_id: int, tries: int = 5, **values: object) -> None:
-    """Write how a send went.  A mail that went out must be marked sent, or it would go out again when
+def _record(row_ids: list[int], tries: int = 5, **values: object) -> None:
+    """Write how sending went.  A mail that went out must be marked sent, or it would go out again when
     its claim lapses: a failure here is retried (the run goes on with the other mails either way)."""
     for attempt in range(1, tries + 1):
         try:
             begin_write()
-            db.session.execute(update(_TABLE).where(_C.id == row_id).values(**values))
+            db.session.execute(update(_TABLE).where(_C.id.in_(row_ids)).values(**values))
             db.session.commit()
             return
         except Exception:
             db.session.rollback()
             if attempt == tries:
-                log.exception("outbox %s: could not record %s after %s tries", row_id, sorted(values), tries)
+                log.exception("outbox %s: could not record %s after %s tries", row_ids, sorted(values), tries)
                 return
             time.sleep(0.1 * 2 ** attempt)
 

@@ -154,6 +154,10 @@ def test_one_run_sends_over_one_connection_and_a_refusal_loses_nothing(ctx: Flas
     assert len({session for session, _rcpt in server.accepted}) == 2
     refused = db.session.scalar(select(OutboxMail).where(OutboxMail.to_addr == "nobody@example.org"))
     assert refused.sent_at is None and refused.attempts == 1 and "No such user" in refused.last_error
+    # Those that went are marked sent (together, with the refusal between them): none goes again.
+    went = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr != "nobody@example.org")).all()
+    assert [(m.sent_at is not None, m.attempts, m.last_error) for m in went] == [(True, 1, None)] * 4
+    assert outbox.deliver_due() == (0, 0)
 
 
 def test_a_mail_reads_as_written_whatever_its_text(ctx: Flask, sink) -> None:
