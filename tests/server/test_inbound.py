@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import smtplib
 import subprocess
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from email.message import EmailMessage
 
 import pytest
+from aiosmtpd.smtp import SMTP
 from flask import Flask
 from sqlalchemy import select
 
@@ -130,3 +132,24 @@ def test_a_message_is_keyed_by_its_first_message_id_as_the_parser_reads_it(heade
     raw = headers + b"\r\nb3\r\n"
     found = receive.message_key(raw)
     assert found == key if key is not None else found.startswith("<sha256.")
+
+
+def test_the_listener_reads_envelope_addresses_as_aiosmtpd_does() -> None:
+    """The listener reads a plain address of MAIL FROM or RCPT TO itself, and leaves anything else to
+    aiosmtpd's parser: either way the address and the parameters after it are what the parser makes of
+    them, and what it refuses is refused."""
+    loop = asyncio.new_event_loop()
+    try:
+        ours = smtpd._SMTPServer(smtpd.StoreHandler(None), hostname="x", loop=loop, enable_SMTPUTF8=True)
+        theirs = SMTP(smtpd.StoreHandler(None), hostname="x", loop=loop, enable_SMTPUTF8=True)
+    finally:
+        loop.close()
+    assert ours._smtp_methods.keys() == theirs._smtp_methods.keys()
+    assert ours._auth_methods.keys() == theirs._auth_methods.keys()
+    written = [
+        "<alice@example.org>", "<play+3.0.Ab-_x@pbem.localhost> SIZE=1234 BODY=8BITMIME", "<>", "<a..b@x>",
+        "<.a@x>", "<a@x.>", '<"a b"@x>', "<a@[192.0.2.1]>", " <a@x>", "<a@x>x", "<a@x> ", "<a@x>  SIZE=1",
+        "<a@x>\tSIZE=1 ", "<a@x> (c) SIZE=1", "<a@x> SIZE=1 (c)", "<a@x> \r", "<a(c)@x>", "<@relay:a@x>",
+        "<a@x", "a@x", "<a@x@y>", "<ü@x>", "<a@ü.x>", "<a@-x>", "<a@x..y>", "<a@.x>", "<a b@x>", "",
+    ]
+    assert [ours._getaddr(arg) for arg in written] == [theirs._getaddr(arg) for arg in written]
