@@ -25,7 +25,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
-from pbem.database import begin_write
+from pbem.database import DirectWrite, begin_write
 from pbem.extensions import db, mail
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
@@ -94,10 +94,10 @@ def enqueue(
     # A plain INSERT, not an object for the session's flush: nothing changes a queued mail in the
     # transaction that writes it, and the unit of work's bookkeeping cost more than the statement (this
     # runs inside every move).
-    return db.session.connection().execute(_INSERT, values).inserted_primary_key[0]
+    return _INSERT.insert(db.session.connection(), values)
 
 
-_INSERT = insert(OutboxMail.__table__)
+_INSERT = DirectWrite(insert(OutboxMail.__table__))
 
 
 # Writing a mail out -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import games
 from games import IllegalMove, Outcome
 from games.words import join_words
 from pbem import archive, clock, conditional, notify, ratings, results, watching
-from pbem.database import begin_write, finish_write, is_postgresql, transaction_cache
+from pbem.database import DirectWrite, begin_write, finish_write, is_postgresql, transaction_cache
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, Watch, utcnow
@@ -163,10 +163,10 @@ _GAME_COLUMNS = {attr.key: attr.columns[0].key for attr in Game.__mapper__.colum
 _SEAT_COLUMNS = {attr.key: attr.columns[0].key for attr in Seat.__mapper__.column_attrs}
 _GAME_TABLE, _SEAT_TABLE = Game.__table__, Seat.__table__
 # Built once; the SET clause is made of the columns given with each execution.
-_UPDATE_GAME = update(_GAME_TABLE).where(
+_UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
     _GAME_TABLE.c.id == bindparam("locked_id"), _GAME_TABLE.c.version == bindparam("read_version")
-)
-_UPDATE_SEAT = update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id"))
+))
+_UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
 
 
 def _write_back(game: Game) -> None:
@@ -191,7 +191,7 @@ def _write_back(game: Game) -> None:
         version = game_state.dict["version"]
         values["version"] = version + 1
         values.setdefault("updated_at", utcnow())
-        result = connection.execute(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version})
+        result = _UPDATE_GAME.execute(connection, {**values, "locked_id": game.id, "read_version": version})
         if result.rowcount != 1:
             raise StaleDataError(f"game #{game.id} was changed by another writer (version {version})")
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
@@ -203,7 +203,7 @@ def _write_back(game: Game) -> None:
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        connection.execute(_UPDATE_SEAT, {**values, "seat_id": seat.id})
+        _UPDATE_SEAT.execute(connection, {**values, "seat_id": seat.id})
         seat_state._commit_all(seat_state.dict, identity_map)
 
 
@@ -283,7 +283,7 @@ def _next_record_number(game: Game) -> int:
     return numbers[game.id]
 
 
-_INSERT_MOVE = insert(Move.__table__)
+_INSERT_MOVE = DirectWrite(insert(Move.__table__))
 
 
 def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
@@ -299,7 +299,7 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
     # entry is never changed afterwards, and the unit of work's bookkeeping for a new object cost more
     # than the statement itself (bench/movepath.py).  It is then attached to the session as the row it
     # now is, so that it behaves like any loaded entry.
-    values["id"] = db.session.connection().execute(_INSERT_MOVE, values).inserted_primary_key[0]
+    values["id"] = _INSERT_MOVE.insert(db.session.connection(), values)
     move = Move(**values)
     make_transient_to_detached(move)
     db.session.add(move)
