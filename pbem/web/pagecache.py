@@ -16,8 +16,22 @@ What a stamp must hold, and why the stamps below hold enough:
 - a game's row is covered by its ``version``: it is SQLAlchemy's version counter, raised by every
   UPDATE of the row the ORM sends (and nothing updates games without the ORM);
 - its record grows only by new rows (moves are never changed): their number and highest id cover it;
-- the lists show, of the seats, who holds each and how each finished; the game page also the players'
-  vacations and the clocks: those columns are read;
+- the lists (the front page, the archive) show only active and finished games, and of their seats who
+  holds each (by handle) and how each finished.  Those follow from the game's ``version``, so a list's
+  stamp reads only its games' ids and versions (one row a game, the seats and players unread):
+
+  - a seat's player is set only while its game waits for players (:mod:`pbem.challenges` fills seats,
+    and the last one starts the game, an UPDATE of its row); once a game is active no path sets or
+    clears a seat's player, and no seat is added or removed;
+  - a seat's result is written only by :func:`pbem.archive.record_finish`, in the transaction that
+    finishes the game and so updates its row (for an imported game, the one that adds it);
+  - a handle never changes once the account exists (there is no renaming; claiming a placeholder keeps
+    it), and an account holding a seat is never deleted (:func:`pbem.accounts.expire_unconfirmed`);
+
+  ``tests/server/test_page_cache.py`` checks, along every path that writes games, seats or players, that
+  what a list shows of a game never changes while its version stays the same;
+- the game page shows, of the seats, the players' vacations and the clocks too: its stamp reads the
+  seats and their players' columns;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
   and the game page's stamp holds those very words, in the reader's time zone;
 - a signed-in player's page shows, besides, what is theirs: their handle and time zone from their user
@@ -326,9 +340,6 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
 # Stamps -----------------------------------------------------------------------------------------------
 # The statements are built once: building one costs more than SQLite takes to answer it.
 
-# What the lists show of a game's seats: each seat's player and how the seat finished.
-_LIST_PLAYERS = (Seat.game_id, Seat.number, Seat.user_id, Seat.result, User.handle)
-
 # What the game page shows of a game besides its record and position (which its version covers): its
 # seats, their players, clocks and results; its record's length.
 _GAME = (
@@ -423,32 +434,29 @@ def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
 
 def list_statement(*queries: Select[Any]) -> CompoundSelect:
     """The one statement reading what lists of games are made of, for :func:`list_stamp`: each listed
-    game's id and version (each query selects ``Game.id`` and ``Game.version``), and their seats'
-    players and results; and the row of the reader whose id is bound as ``reader_id``, if any.  One
-    statement rather than one per list and one for the players, since on PostgreSQL each is a round
-    trip to the server; the players' games are found by the lists' own queries, not by a list of ids,
-    which would be a parameter each.  Each row starts with its part: the list's index, then the number
-    of lists for a seat, one more for the reader."""
-    lists = [query.subquery() for query in queries]
+    game's id and version (each query selects ``Game.id`` and ``Game.version``; its seats and players
+    follow from its version, see the module's docstring), and the row of the reader whose id is bound
+    as ``reader_id``, if any.  One statement rather than one per list, since on PostgreSQL each is a
+    round trip to the server.  Each row starts with its part: the list's index, one more for the
+    reader."""
     # The empty columns of a part's rows are typed as the others' are: PostgreSQL matches a union's
     # columns by type.
-    number, words = null().cast(Integer), null().cast(String)
-    parts = [select(literal(i), listed.c.id, listed.c.version, number, words, words, words)
+    words = null().cast(String)
+    lists = [query.subquery() for query in queries]
+    parts = [select(literal(i), listed.c.id, listed.c.version, words, words, words)
              for i, listed in enumerate(lists)]
-    ids = union_all(*(select(listed.c.id) for listed in lists)) if len(lists) > 1 else select(lists[0].c.id)
-    parts.append(select(literal(len(lists)), *_LIST_PLAYERS, words).outerjoin(User, Seat.user_id == User.id)
-                 .where(Seat.game_id.in_(ids)))
-    parts.append(select(literal(len(lists) + 1), User.id, number, number, *READER_COLUMNS)
+    parts.append(select(literal(len(queries)), User.id, null().cast(Integer), *READER_COLUMNS)
                  .where(User.id == bindparam("reader_id")))
     return union_all(*parts)
 
 
 def list_stamp(statement: CompoundSelect, reader_id: int | None = None) -> Stamp:
     """What lists of games are made of, read by their :func:`list_statement`, and the row of the reader
-    ``reader_id`` (None for a visitor, or if there is no such user).  The rows are put in one fixed
-    order (part, then game, then seat): a list's own order follows from the versions of its games,
-    since whatever orders it (a move, a game's end) raises them."""
+    ``reader_id`` (None for a visitor, or if there is no such user).  The games are put in one fixed
+    order (list, then game): a list's own order follows from the versions of its games, since whatever
+    orders it (a move, a game's end) raises them."""
     rows = _read(statement, {"reader_id": reader_id})
-    readers = [row for row in rows if row[0] == len(statement.selects) - 1]
-    listed = [row for row in rows if row[0] != len(statement.selects) - 1]
-    return tuple(sorted(listed, key=lambda row: row[:3])), (readers[0][4:] if readers else None)
+    reader_part = len(statement.selects) - 1
+    listed = sorted(row[:3] for row in rows if row[0] != reader_part)
+    reader = next((row[3:] for row in rows if row[0] == reader_part), None)
+    return tuple(listed), reader

@@ -4,15 +4,19 @@ another visitor's message)."""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
 
 from flask import Flask
+from sqlalchemy import select
 
-from pbem import challenges, play, vacation
+from pbem import accounts, challenges, play, records, vacation
 from pbem.extensions import db
-from pbem.models import Game, User, set_clock, utcnow
+from pbem.models import Game, OutboxMail, Seat, User, set_clock, utcnow
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
+from tests.server.test_player_page_cache import _without_token
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient
 
@@ -150,3 +154,99 @@ def test_the_kept_pages_stay_within_their_bound() -> None:
     assert cache.get("/games/50", 49) is None
     cache.put("/games/50", Page(51, b"y" * 10, ()))
     assert cache.get("/games/50", 51).body == b"y" * 10 and cache.size <= 10_000
+
+
+def _what_lists_show() -> dict[int, tuple[int, tuple[tuple[object, ...], ...]]]:
+    """Each active or finished game's version, and what the lists show of its seats: each seat's
+    player, their handle and the seat's result; read on a connection of its own (what is committed)."""
+    query = (select(Game.id, Game.version, Seat.number, Seat.user_id, User.handle, Seat.result)
+             .join(Seat, Seat.game_id == Game.id).outerjoin(User, Seat.user_id == User.id)
+             .where(Game.status.in_(("active", "finished"))).order_by(Game.id, Seat.number))
+    with db.engine.connect() as connection:
+        rows = connection.execute(query).all()
+    shown: dict[int, tuple[int, tuple[tuple[object, ...], ...]]] = {}
+    for row in rows:
+        version, seats = shown.get(row.id, (row.version, ()))
+        shown[row.id] = (version, (*seats, tuple(row[2:])))
+    return shown
+
+
+def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, ctx: Flask, players) -> None:
+    """The lists' stamps read their games' ids and versions, not their seats and players (see
+    pbem.web.pagecache): along every path that writes games, seats or accounts, what a list shows of
+    a game never changes while its version stays, and every kept list page, a visitor's and a
+    player's, is served as it would be rendered now."""
+    alice, bob, _ = players
+    ids = {user.handle: user.id for user in players}
+    browsers = [WebClient(app), *signed_in(app, alice, bob)]
+    shown = _what_lists_show()
+
+    def step() -> None:
+        nonlocal shown
+        db.session.remove()
+        now = _what_lists_show()
+        for game_id, (version, seats) in shown.items():
+            if game_id in now and now[game_id][0] == version:
+                assert now[game_id][1] == seats, f"game #{game_id} shows other seats under version {version}"
+        shown = now
+        served = [_without_token(_page(web, path)) for web in browsers for path in ("/", "/archive")]
+        cache_of(app).clear()
+        assert served == [_without_token(_page(web, path)) for web in browsers for path in ("/", "/archive")]
+
+    def user(handle: str) -> User:
+        return db.session.get(User, ids[handle])
+
+    step()
+    # Seats filled by a challenge accepted and by an open seat taken, starting the games.
+    first = _active_game(user("alice"), user("bob"))
+    step()
+    opened = challenges.new_game(user("carol"), "cambio", [user("carol"), None], seed=5).id
+    step()
+    challenges.take_seat(opened, user("alice"))
+    step()
+    play_moves(first, 2)
+    step()
+    play.offer_draw(opened, user("carol"), "web")
+    play.accept_draw(opened, user("alice"), "web")
+    step()
+    play.resign(first, user("bob"), "web")
+    step()
+    # Clocks running out: a game of two ends, a game of one is abandoned.
+    timed = _active_game(user("bob"), user("carol"))
+    step()
+    seat = next(iter(play.seats_to_move(db.session.get(Game, timed))))
+    play.time_out(timed, seat)
+    step()
+    alone = challenges.new_game(user("carol"), "boxoff", [user("carol")], seed=2).id
+    step()
+    play.time_out(alone, 0)
+    step()
+    # A vacation, a time zone, sessions ended: the players' rows, not what the lists show.
+    playing = _active_game(user("alice"), user("carol"))
+    step()
+    vacation.turn_on(user("alice"))
+    step()
+    vacation.turn_off(user("alice"))
+    step()
+    accounts.set_time_zone(user("bob"), "Pacific/Auckland")
+    step()
+    # An imported game's player is a placeholder account until someone claims the handle.
+    seats = [{"seat": 1, "handle": "zoe"}, {"seat": 2, "handle": "bob"}]
+    record = records.record(db.session.get(Game, first)) | {"players": seats}
+    assert records.import_lines([json.dumps(record)]).added == 1
+    step()
+    zoe = accounts.sign_up("zoe", "zoe@example.org", "a long password")
+    mail = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == "zoe@example.org")).all()[-1]
+    accounts.verify(re.search(r"/verify/(\S+)", mail.body_text).group(1))
+    assert not db.session.get(User, zoe.id).placeholder
+    step()
+    # An account never confirmed is deleted once its link has expired.
+    accounts.sign_up("dan", "dan@example.org", "a long password")
+    set_clock(utcnow() + timedelta(days=30))
+    try:
+        assert accounts.expire_unconfirmed() == 1
+        step()
+    finally:
+        set_clock(None)
+    play_moves(playing, 1)
+    step()
