@@ -40,13 +40,13 @@ What a stamp must hold, and why the stamps below hold enough:
   theirs, and so their result, their board and their move, follows from the seats' players, read for
   everyone.
 
-The stamp is kept with the page and compared whole (no digest that two stamps could share).  The stamp
-is read before the page (on PostgreSQL by statements of their own, each seeing the latest commits), so
-a page is never older than its stamp; a visitor's page newer than its stamp is only an extra render,
-since their stamps never come back once changed (versions and record lengths only grow, and clocks
-only run forward).  A player's can (a line queued, then deleted), so their page is rendered in the
-same snapshot of the database as its stamp was read in: on SQLite the request's one transaction, on
-PostgreSQL one begun REPEATABLE READ for it when the page is not kept already.
+The stamp is kept with the page and compared whole (no digest that two stamps could share).  It is read
+by a statement of its own, outside any transaction, and a page kept under it is served when it is
+equal; a page not kept is rendered in one snapshot of the database with its stamp read again (see
+:func:`_in_snapshot`), and kept under what that read.  So a kept page always shows the database as it
+was when its stamp was read, and is served only while the stamp still reads the same: never older than
+the stamp, nor newer (a stamp can come back once changed: a player's line queued then deleted, a game
+of one joining the active list then abandoned).
 
 A player's page is served kept without loading the player: the session names their id and session
 token as Flask-Login stored it, and the stamp's statement reads the token from their row, to be
@@ -255,16 +255,20 @@ def _rendered_for(reader_id: int, reader: tuple[Any, ...]) -> bool:
 View = Callable[..., ResponseReturnValue]
 
 
-def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int, kwargs: dict[str, Any]) -> Stamp | None:
-    """On PostgreSQL, a player's stamp read again in a snapshot of the database that the page is then
-    rendered in: the session's transaction, begun REPEATABLE READ (a read-only one never fails for it).
+def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int | None,
+                 kwargs: dict[str, Any]) -> Stamp | None:
+    """The stamp read again in a snapshot of the database that the page is then rendered in: the
+    session's transaction, begun afresh for it (on PostgreSQL REPEATABLE READ, which a read-only
+    transaction never fails for; on SQLite a transaction's reads all see the database as its first did).
 
-    A visitor's page may be newer than its stamp, since their stamps never come back once changed; a
-    player's may come back (a line queued then deleted, watching turned on then off), and a page
-    rendered in between, kept under the older stamp, would be served again once it came back.  On
-    SQLite the stamp and the page are read in one transaction, one snapshot, anyway."""
+    A page rendered after its stamp was read, but kept under it, could show what came after: kept
+    under a stamp that comes back, it would then be served again when it no longer holds.  A player's
+    stamp can come back (a line queued then deleted, watching turned on then off), and so can a list's:
+    a game of one starts, joining the list of active games, then runs out of time and is abandoned,
+    leaving the list as it was."""
     db.session.rollback()
-    db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+    if is_postgresql():
+        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
     setattr(g, _IN_SNAPSHOT, True)
     try:
         return stamp(reader_id, **kwargs)
@@ -288,14 +292,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if signed_in is None and not _visitor():
                 return view(**kwargs)
             reader_id = signed_in[0] if signed_in else None
-            if signed_in is not None and not is_postgresql():
-                # On SQLite a player's stamp is read in the session's transaction, the snapshot their
-                # page is then rendered in (see _in_snapshot for why theirs must be).
-                setattr(g, _IN_SNAPSHOT, True)
-            try:
-                read = stamp(reader_id, **kwargs)
-            finally:
-                g.pop(_IN_SNAPSHOT, None)
+            read = stamp(reader_id, **kwargs)
             if read is None:
                 return view(**kwargs)
             made_of, reader = read
@@ -308,11 +305,10 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if page is not None:
                 body = page.body if signed_in is None else _with_form_token(page.body)
                 return current_app.response_class(body, headers=list(page.headers))
-            if signed_in is not None and is_postgresql():
-                read = _in_snapshot(stamp, reader_id, kwargs)
-                if read is None or read[1] != reader:
-                    return view(**kwargs)
-                made_of = (read[0], reader_id, *reader[1:])
+            read = _in_snapshot(stamp, reader_id, kwargs)
+            if read is None or read[1] != reader:
+                return view(**kwargs)
+            made_of = read[0] if signed_in is None else (read[0], reader_id, *reader[1:])
             if signed_in is not None:
                 # A player's page is rendered with the stand-in for the form token, which Flask-WTF
                 # then gives out as the request's own; it is taken back whatever happens, so that an
@@ -374,13 +370,11 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
     """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
     model object is made.
 
-    On PostgreSQL the statement runs by itself, outside any transaction: a transaction would cost two
-    more round trips to the server (BEGIN, then ROLLBACK), as much as the read, for a page that is often
-    answered with nothing more.  Reading parts of a stamp a moment apart is safe for the reason the
-    module gives: whatever the stamp saw, the page is rendered after it.  On SQLite a visitor's stamp is
-    read on a connection of its own from the pool too: the session's transaction, begun and ended around
-    it, cost a tenth of a kept page.  A player's stamp is read in the session's transaction, on either
-    database, since their page is then rendered in the stamp's snapshot (see :func:`_in_snapshot`)."""
+    Read first on a pooled connection of its own, outside the session: on PostgreSQL the statement runs
+    by itself, outside any transaction (a transaction would cost two more round trips to the server,
+    BEGIN then ROLLBACK, as much as the read, for a page that is often answered with nothing more); on
+    SQLite the session's transaction, begun and ended around it, cost a tenth of a kept page.  Read
+    again, for a page to be rendered, in the session's transaction (see :func:`_in_snapshot`)."""
     if g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
     if is_postgresql():

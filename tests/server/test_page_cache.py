@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from datetime import timedelta
 
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from pbem import accounts, challenges, play, records, vacation
 from pbem.extensions import db
@@ -250,3 +251,34 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
         set_clock(None)
     play_moves(playing, 1)
     step()
+
+
+def test_a_list_page_is_kept_under_the_stamp_of_what_it_shows(app: Flask, ctx: Flask, players) -> None:
+    """A game of one starts just after a visitor's stamp of the front page is read, and is abandoned
+    later, which puts the list back as it was: the page rendered meanwhile, showing the game, must not
+    have been kept under the stamp read before the game started, or it would be served again then."""
+    alice, bob, carol = players
+    _active_game(alice, bob)
+    carol_id = carol.id
+    started: list[int] = []
+
+    def start_a_game_of_one() -> None:
+        with app.app_context():
+            started.append(challenges.new_game(db.session.get(User, carol_id), "boxoff",
+                                               [db.session.get(User, carol_id)], seed=2).id)
+
+    def after_the_first_stamp(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "UNION ALL" in statement and not started:
+            writer = threading.Thread(target=start_a_game_of_one)
+            writer.start()
+            writer.join()
+
+    event.listen(db.engine, "after_cursor_execute", after_the_first_stamp)
+    try:
+        page = _page(WebClient(app), "/")
+    finally:
+        event.remove(db.engine, "after_cursor_execute", after_the_first_stamp)
+    (alone,) = started
+    assert f"/games/{alone}" in page
+    play.time_out(alone, 0)
+    assert f"/games/{alone}" not in _page(WebClient(app), "/")
