@@ -15,7 +15,8 @@ What a stamp must hold, and why the stamps below hold enough:
 
 - a game's row is covered by its ``version``: it is SQLAlchemy's version counter, raised by every
   UPDATE of the row the ORM sends (and nothing updates games without the ORM);
-- its record grows only by new rows (moves are never changed): their number and highest id cover it;
+- its record grows only by new rows (moves are never changed nor deleted): their number and the
+  highest entry number cover it;
 - the lists (the front page, the archive) show only active and finished games, and of their seats who
   holds each (by handle) and how each finished.  Those follow from the game's ``version``, so a list's
   stamp reads only its games' ids and versions (one row a game, the seats and players unread):
@@ -338,10 +339,14 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
 
 # What the game page shows of a game besides its record and position (which its version covers): its
 # seats, their players, clocks and results; its record's length.
+# The record's length is read by the game's id as bound, not as each seat's row names it, so that each
+# part is read once for the statement, not once for each seat; and by the index of the game's entry
+# numbers: the highest id, read by the moves' own index, walked back over every later game's moves.
+_RECORD = Move.game_id == bindparam("game_id")
 _GAME = (
     select(Game.version, Game.public, Game.status, Game.time_control,
-           select(func.count(Move.id)).where(Move.game_id == Game.id).scalar_subquery(),
-           select(func.max(Move.id)).where(Move.game_id == Game.id).scalar_subquery(),
+           select(func.count(Move.id)).where(_RECORD).scalar_subquery(),
+           select(func.max(Move.number)).where(_RECORD).scalar_subquery(),
            Seat.number, Seat.user_id, Seat.deadline, Seat.result, User.handle, User.vacation_since)
     .outerjoin(Seat, Seat.game_id == Game.id).outerjoin(User, Seat.user_id == User.id)
     .where(Game.id == bindparam("game_id")).order_by(Seat.number)
