@@ -71,6 +71,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,7 +235,68 @@ def _with_form_token(body: bytes) -> bytes:
     """A player's page with the asking session's form token in place of :data:`FORM_TOKEN`."""
     if _FORM_TOKEN_BYTES not in body:
         return body
-    return body.replace(_FORM_TOKEN_BYTES, generate_csrf().encode())
+    return body.replace(_FORM_TOKEN_BYTES, _form_token().encode())
+
+
+class _SignedTokens:
+    """The form tokens lately signed in this process, by the session's own token that each signs: the
+    signed token, when it was signed and under which key; at most :data:`SIGNED_TOKENS_KEPT`, the
+    oldest going first."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, tuple[str, float, object]] = {}
+        self.lock = threading.Lock()
+
+    def get(self, raw: str, key: object, since: float, now: float) -> str | None:
+        """The token signed for ``raw`` under ``key`` between ``since`` and ``now``, if there is one."""
+        signed = self.tokens.get(raw)
+        return signed[0] if signed is not None and since <= signed[1] <= now and signed[2] == key else None
+
+    def put(self, raw: str, token: str, at: float, key: object) -> None:
+        """Keep ``token``, signed for ``raw`` under ``key`` at ``at``."""
+        with self.lock:
+            self.tokens.pop(raw, None)
+            self.tokens[raw] = (token, at, key)
+            while len(self.tokens) > SIGNED_TOKENS_KEPT:
+                del self.tokens[next(iter(self.tokens))]
+
+
+# How long a signed form token is given out again to the same session: a hundredth of the time a token
+# is accepted (Flask-WTF's WTF_CSRF_TIME_LIMIT), and at most a minute.
+TOKEN_REUSE_SHARE = 0.01
+TOKEN_REUSE_SECONDS = 60.0
+SIGNED_TOKENS_KEPT = 4096
+_SIGNED_TOKENS = "pbem_signed_form_tokens"
+
+
+def _form_token() -> str:
+    """The asking session's form token: as Flask-WTF's ``generate_csrf`` makes it, or as it made it for
+    the same session a moment ago (see :data:`TOKEN_REUSE_SHARE`).
+
+    Signing a token (a serializer made for it, then an HMAC) cost a twentieth of a kept player's page.
+    Its signature carries the second it was made, and it is accepted for WTF_CSRF_TIME_LIMIT after
+    that: a token given out again is accepted a little less long after the answer carrying it, at
+    least the limit less a hundredth (and the second the signing rounds down to, as always).  It is the
+    same session's token, signed under the same key: nothing another session could use."""
+    raw = session.get(_TOKEN_IN_G)
+    if _TOKEN_IN_G in g or not isinstance(raw, str):
+        return generate_csrf()
+    config = current_app.config
+    limit = config.get("WTF_CSRF_TIME_LIMIT", 3600)
+    reuse = TOKEN_REUSE_SECONDS if limit is None else min(TOKEN_REUSE_SECONDS, limit * TOKEN_REUSE_SHARE)
+    key = config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
+    signed = current_app.extensions.get(_SIGNED_TOKENS)
+    if signed is None:
+        signed = current_app.extensions.setdefault(_SIGNED_TOKENS, _SignedTokens())
+    now = time.time()
+    token = signed.get(raw, key, now - reuse, now)
+    if token is None:
+        token = generate_csrf()
+        signed.put(raw, token, now, key)
+    else:
+        # Where generate_csrf keeps the request's token, as if it had made it.
+        setattr(g, _TOKEN_IN_G, token)
+    return token
 
 
 # A stamp as the views give it: what the page is made of, and the reader's row (see :func:`kept`).

@@ -247,3 +247,37 @@ def test_a_kept_page_costs_a_player_the_statements_it_costs_a_visitor(app: Flask
             _get(web, path)
             assert not _get(web, path)[1]
         assert count(web_alice, path) == count(visitor, path) <= 2
+
+
+def test_a_sessions_form_token_is_signed_afresh_after_a_hundredth_of_its_time(app: Flask, ctx: Flask,
+                                                                              players) -> None:
+    """The form token put into a player's pages is signed again only after a hundredth of the time a
+    token is accepted (two seconds of 200 here); meanwhile the session is given the same one, which is
+    accepted, and no other session ever is."""
+    alice, bob, _ = players
+    game_id = _cambio(alice, bob)
+    play.submit(game_id, alice, "b4", "web")
+    path = f"/games/{game_id}"
+    web_alice, web_bob = signed_in(app, alice, bob)
+
+    def token(web: WebClient) -> str:
+        return _TOKEN.search(_get(web, path)[0]).group(1)
+
+    app.config["WTF_CSRF_TIME_LIMIT"] = 200
+    try:
+        first = token(web_alice)
+        # A second later a token signed afresh would carry another second.
+        time.sleep(1.1)
+        assert token(web_alice) == first
+        assert token(web_bob) != first
+        time.sleep(1.1)
+        later = token(web_alice)
+        assert later != first
+        for given, line in ((first, "if b1 then c4"), (later, "if c1 then d3")):
+            answer = web_alice.post(f"{path}/conditionals", {"line": line, "seat": "0", "csrf_token": given},
+                                    json=True)
+            assert answer.status_code == 200 and json.loads(answer.data)["ok"], answer.data
+        refused = web_bob.post(f"{path}/draw", {"answer": "offer", "csrf_token": first}, json=True)
+        assert refused.status_code == 400
+    finally:
+        app.config["WTF_CSRF_TIME_LIMIT"] = 3600
