@@ -223,6 +223,15 @@ def _signed_in_as() -> tuple[int, str] | None:
     return int(user_id), token
 
 
+def _url() -> str:
+    """The URL a page is kept under: as the request names it, scheme, host, path and query as they
+    came (``request.url`` decodes them into an IRI each time, a sixtieth of a kept page)."""
+    environ = request.environ
+    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME')}:{environ.get('SERVER_PORT')}"
+    path = f"{environ.get('SCRIPT_NAME', '')}{environ.get('PATH_INFO', '')}"
+    return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
+
+
 def _keepable(response: Any) -> bool:
     """Whether a rendered answer may be kept: nothing was written to the session (a form token, a
     message) and no cookie set, and no form token made (a player's page carries :data:`FORM_TOKEN`)."""
@@ -364,7 +373,8 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
                     return view(**kwargs)
                 made_of = (made_of, reader_id, *reader[1:])
             cache = cache_of()
-            page = cache.get(request.url, made_of, reader_id)
+            url = _url()
+            page = cache.get(url, made_of, reader_id)
             if page is not None:
                 body = page.body if signed_in is None else _with_form_token(page.body)
                 return current_app.response_class(body, headers=list(page.headers))
@@ -386,7 +396,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if keep:
                 headers = tuple((name, value) for name, value in response.headers.items()
                                 if name.lower() not in _OWN_HEADERS)
-                cache.put(request.url, Page(made_of, response.get_data(), headers), reader_id)
+                cache.put(url, Page(made_of, response.get_data(), headers), reader_id)
             if signed_in is not None and not response.direct_passthrough and not response.is_streamed:
                 response.set_data(_with_form_token(response.get_data()))
             return response
