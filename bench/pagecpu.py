@@ -7,11 +7,14 @@ Run: ``.venv/bin/python bench/pagecpu.py`` (SQLite; add ``--pg ADMIN_URL``, or s
 The database is the one ``bench/web.py`` fills.  Each figure is ``time.process_time`` over a few hundred
 requests of one page, so it does not wander with the other work on the machine as wall-clock rates do;
 both figures of a page come from the same run, the kept one and the rendered one in turn.  The floor, a
-bare Flask app answering the same bytes the same way, is printed beside them.
+bare Flask app answering the same bytes the same way, is printed beside them.  On PostgreSQL the CPU the
+database server's own processes spend on a kept page is printed too ("db, kept", read from /proc: the
+server must run on this machine): it is spent on the same cores.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
@@ -20,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -39,6 +43,44 @@ def cpu_ms(client: FlaskClient, path: str, requests: int) -> float:
     for _ in range(requests):
         client.get(path)
     return (time.process_time() - start) * 1000 / requests
+
+
+# The server processes of the database, but the one asking.
+_BACKENDS = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+
+
+class DatabaseCpu:
+    """The CPU time the PostgreSQL server's processes serving one database have used, read from /proc
+    (the server runs on this machine): what the app's statements cost the server on the same cores.
+    Nothing (None) for SQLite, or a server whose processes are not readable here."""
+
+    def __init__(self, url: str) -> None:
+        postgresql = url.startswith("postgresql")
+        self.engine = sa.create_engine(url, isolation_level="AUTOCOMMIT") if postgresql else None
+
+    def seconds(self) -> float | None:
+        """CPU seconds used so far by the server processes of the database, this reader's own left out."""
+        if self.engine is None:
+            return None
+        with self.engine.connect() as connection:
+            pids = connection.exec_driver_sql(_BACKENDS).scalars().all()
+        ticks = 0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                return None
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def kept_ms(client: FlaskClient, path: str, requests: int, server: DatabaseCpu) -> tuple[float, float | None]:
+    """:func:`cpu_ms` of a kept page, and the database server's CPU milliseconds per request meanwhile."""
+    before = server.seconds()
+    ms = cpu_ms(client, path, requests)
+    after = server.seconds()
+    return ms, (None if before is None or after is None else (after - before) * 1000 / requests)
 
 
 def bare_ms(body: bytes, requests: int) -> float:
@@ -61,6 +103,7 @@ def measure(url: str, label: str, requests: int) -> None:
         assert answer.status_code == 302, answer.get_data(as_text=True)
         player.get("/")
         cache = cache_of(app)
+        server = DatabaseCpu(url)
         for name, path in (("game page", f"/games/{active}"), ("/", "/"), ("/archive", "/archive")):
             for who, client in (("visitor", visitor), ("player", player)):
                 body = client.get(path).get_data()
@@ -70,8 +113,9 @@ def measure(url: str, label: str, requests: int) -> None:
                 cache.clear()
                 rendered = cpu_ms(client, path, requests)
                 cache.max_bytes = 32 * 2**20
-                kept = cpu_ms(client, path, requests)
+                kept, database = kept_ms(client, path, requests, server)
                 print(f"{label:<11} {name:<10} {who:<8} {len(body):>7} {rendered:>9.2f} {kept:>9.2f} "
+                      f"{'' if database is None else f'{database:.2f}':>9} "
                       f"{bare_ms(body, requests):>7.2f}", flush=True)
 
 
@@ -81,7 +125,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="requests measured per figure")
     args = parser.parse_args()
     print(f"{'database':<11} {'page':<10} {'reader':<8} {'bytes':>7} {'rendered':>9} {'kept':>9} "
-          f"{'bare':>7}   (ms of CPU per request)")
+          f"{'db, kept':>9} {'bare':>7}   (ms of CPU per request)")
     for url, label in each_database(args.pg):
         measure(url, label, args.requests)
 
