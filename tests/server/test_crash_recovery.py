@@ -28,7 +28,10 @@ from pbem.models import InboundMail, Move, utcnow
 from tests.conftest import free_port
 from tests.server.test_mail_play import COMMANDS
 
-GAMES = 12
+# Enough messages that the listener is still working through them when it is killed: each is stored
+# before the next is sent, and processing one (a move and its answers) costs more than storing it, so a
+# backlog builds; with a dozen, a fast processor could catch up before the kill.
+GAMES = 30
 
 
 def _listener(port: int) -> subprocess.Popen:
@@ -84,10 +87,11 @@ def test_a_killed_listener_answers_every_message_once(app: Flask, ctx: Flask, pl
     port = free_port()
     first = _listener(port)
     try:
-        with smtplib.SMTP("127.0.0.1", port, timeout=30) as client:
-            for msg in batch:
-                client.send_message(msg)  # Each is stored (250) before the next is sent.
-        os.kill(first.pid, signal.SIGKILL)
+        client = smtplib.SMTP("127.0.0.1", port, timeout=30)
+        for msg in batch:
+            client.send_message(msg)  # Each is stored (250) before the next is sent.
+        os.kill(first.pid, signal.SIGKILL)  # At once after the last, not after a goodbye.
+        client.close()
         first.wait(30)
     finally:
         if first.poll() is None:
