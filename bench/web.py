@@ -5,14 +5,15 @@ for PostgreSQL too).  Needs gunicorn (installed with the project) and wrk (``apt
 
 A database is filled through the one move path with finished and active games of every kind.  The
 server then runs under gunicorn with 2 sync workers, as docs/DEPLOY.md runs it, and wrk loads each page
-over loopback with 32 connections.  Each page's bytes are then served by a bare Flask app (one route
-returning them, the same gunicorn settings) and loaded the same way: that is the floor, the cost of
-HTTP, WSGI and Flask with none of our work.  Printed per page: requests per second and p99 latency of
-ours and of the floor, and the ratio of their throughputs (the target is within 3x, p99 under 50 ms).
+over loopback with 32 connections, for a second unmeasured and then for the measured run.  Each page's
+bytes are then served by a bare Flask app (one route returning them, the same gunicorn settings) and
+loaded the same way: that is the floor, the cost of HTTP, WSGI and Flask with none of our work.  Printed
+per page: requests per second and p99 latency of ours and of the floor, and the ratio of their
+throughputs (the target is within 3x, p99 under 50 ms).
 
-Each page is loaded twice: by visitors who are not signed in (the public's view, which the server keeps
-ready per process), and by a player signed in with a session cookie, who is rendered a page of their
-own every time: the player of the game page, on their own move.
+Each page is loaded twice: by visitors who are not signed in, and by a player signed in with a session
+cookie (the player of the game page, on their own move); the server keeps each page ready per process,
+for every visitor alike and for each player.
 """
 
 from __future__ import annotations
