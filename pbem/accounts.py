@@ -353,9 +353,15 @@ def user_for_session(session_id: str) -> User | None:
     if not user_id.isdigit() or not token:
         return None
     user = db.session.get(User, int(user_id))
-    if user is None or not hmac.compare_digest(user.session_token.encode(), token.encode()):
+    if user is None or not session_token_matches(user.session_token, token):
         return None
     return user
+
+
+def session_token_matches(current: object, presented: str) -> bool:
+    """Whether ``presented`` (from a session) is the session token a user row holds, compared in constant
+    time."""
+    return hmac.compare_digest(str(current).encode(), presented.encode())
 
 
 def change_password(user: User, current: str, password: str) -> None:

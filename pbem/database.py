@@ -132,10 +132,10 @@ class DirectWrite:
     write (finding the compiled form in its cache, converting the parameters through an execution
     context): a game's UPDATE cost 50 µs of CPU on SQLite and 160 µs on PostgreSQL, against 12 µs and
     99 µs sent this way (an outbox INSERT: 119 and 191 µs against 85 and 175).  The move path sends five
-    writes a move.  The statement still goes
-    through the engine's connection and its events (statement logging, the benchmarks' recording), in the
-    session's transaction.  Every column the statement writes must be given: a default or ``onupdate``
-    of the model that was left out would be written by nobody, so a missing value raises instead.
+    writes a move.  The statement still goes through the engine's connection and its events (statement
+    logging, the benchmarks' recording), in the session's transaction.  Every column the statement
+    writes must be given: a default or ``onupdate`` of the model that was left out would be written by
+    nobody, so a missing value raises instead.
     """
 
     def __init__(self, statement: Any) -> None:

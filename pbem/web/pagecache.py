@@ -68,7 +68,6 @@ reader.
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import threading
 import time
@@ -101,6 +100,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from pbem import clock
+from pbem.accounts import session_token_matches
 from pbem.database import is_postgresql
 from pbem.extensions import db, login_manager
 from pbem.models import Game, Move, Seat, User, Watch
@@ -327,6 +327,14 @@ def _rendered_for(reader_id: int, reader: tuple[Any, ...]) -> bool:
 View = Callable[..., ResponseReturnValue]
 
 
+def _page_key(made_of: object, reader_id: int | None, reader: tuple[Any, ...] | None) -> object:
+    """What a page is kept under: what it is made of, and for a signed-in reader their id and what the
+    page shows of their row (the session token, the row's first column, is checked, not shown)."""
+    if reader_id is None or reader is None:
+        return made_of
+    return (made_of, reader_id, *reader[1:])
+
+
 def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int | None,
                  kwargs: dict[str, Any]) -> Stamp | None:
     """The stamp read again in a snapshot of the database that the page is then rendered in: the
@@ -368,10 +376,12 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if read is None:
                 return view(**kwargs)
             made_of, reader = read
-            if signed_in is not None:
-                if reader is None or not hmac.compare_digest(str(reader[0]).encode(), signed_in[1].encode()):
-                    return view(**kwargs)
-                made_of = (made_of, reader_id, *reader[1:])
+            # A signed-in reader's session must still be theirs (see _signed_in_as) before anything is kept.
+            ended = signed_in is not None and (reader is None or not session_token_matches(reader[0],
+                                                                                         signed_in[1]))
+            if ended:
+                return view(**kwargs)
+            made_of = _page_key(made_of, reader_id, reader)
             cache = cache_of()
             url = _url()
             page = cache.get(url, made_of, reader_id)
@@ -381,7 +391,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             read = _in_snapshot(stamp, reader_id, kwargs)
             if read is None or read[1] != reader:
                 return view(**kwargs)
-            made_of = read[0] if signed_in is None else (read[0], reader_id, *reader[1:])
+            made_of = _page_key(read[0], reader_id, reader)
             if signed_in is not None:
                 # A player's page is rendered with the stand-in for the form token, which Flask-WTF
                 # then gives out as the request's own; it is taken back whatever happens, so that an
