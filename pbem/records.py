@@ -95,7 +95,9 @@ def text(game: Game) -> str:
     lines = [f"{engine.title} #{game.id}"]
     for seat in game.seats:
         lines.append(f"Seat {seat.number + 1}: {names[seat.number]}")
-    options = ", ".join(f"{k}={v}" for k, v in sorted(game.options.items()))
+    # An option left unset (a Truchet game without a set-up position, say) is not worth a line's
+    # "position=None": only the options that have a value are shown.
+    options = ", ".join(f"{k}={v}" for k, v in sorted(game.options.items()) if v is not None)
     if options:
         lines.append(f"Options: {options}")
     lines.append(f"Seed: {game.seed}")

@@ -45,6 +45,15 @@ def test_the_json_record_has_every_documented_key(app: Flask, ctx: Flask, player
     assert data["finished"] == "2026-03-01T09:30:00Z"
 
 
+def test_the_text_record_shows_only_the_options_that_have_a_value(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = finished("truchet", [alice, bob], end="resign", moves=2)
+    assert game.options["position"] is None  # Truchet's set-up position, not given.
+    text = WebClient(app).get(f"/games/{game.id}.txt").get_data(as_text=True)
+    (options,) = [line for line in text.splitlines() if line.startswith("Options: ")]
+    assert options == f"Options: size={game.options['size']}, tiles={game.options['tiles']}"
+
+
 def test_the_text_record_has_header_moves_comments_and_final_board(app: Flask, ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = finished("cambio", [alice, bob], seed=3, comment="here goes\nsecond line")
