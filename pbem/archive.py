@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, exists, select, true, tuple_
+from sqlalchemy import Select, exists, insert, select, true, tuple_
 from sqlalchemy.orm import aliased, defer, selectinload
 
 import games
 from games import Outcome
 from pbem import results
+from pbem.database import DirectWrite, writes_batched
 from pbem.extensions import db
 from pbem.models import Game, Rating, RatingHistory, Seat, User
 
@@ -94,9 +95,15 @@ def record_finish(game: Game, outcome: Outcome, ending: str | None) -> None:
 def record_ratings(game: Game, changed: list[Rating]) -> None:
     """Add the ratings a game's end has just set to their players' rating histories."""
     for rating in changed:
-        db.session.add(RatingHistory(user_id=rating.user_id, engine=rating.engine, game_id=game.id,
-                                     rating=rating.rating, deviation=rating.deviation,
-                                     created_at=game.finished_at))
+        values = {"user_id": rating.user_id, "engine": rating.engine, "game_id": game.id,
+                  "rating": rating.rating, "deviation": rating.deviation, "created_at": game.finished_at}
+        if writes_batched():
+            _INSERT_HISTORY.later(values)  # With the batch's other rows (the sweep's), one executemany.
+        else:
+            db.session.add(RatingHistory(**values))
+
+
+_INSERT_HISTORY = DirectWrite(insert(RatingHistory.__table__))
 
 
 def result_words(game: Game) -> str:

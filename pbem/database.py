@@ -17,7 +17,8 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
+from sqlalchemy.orm.exc import StaleDataError
 
 from pbem.extensions import db
 
@@ -176,23 +177,122 @@ class DirectWrite:
             return self._run(connection, values, False).lastrowid
         return self._run(connection, values, True).scalar_one()
 
-    def _run(self, connection: Connection, values: dict[str, Any], returning: bool) -> Any:
-        key = (connection.dialect.name, connection.dialect.driver, returning, *values)
+    def later(self, values: dict[str, Any], *, rows: int | None = None) -> None:
+        """Keep the statement with ``values`` to be sent, with the others of its kind, by
+        :func:`send_batched_writes`; only inside :func:`batched_writes`.  ``rows`` is how many rows it must
+        change (an UPDATE's optimistic lock), checked then: a StaleDataError if they were not."""
+        pending: dict[tuple[Any, ...], _Pending] = db.session.info[_PENDING]
+        key = (self, *values)
+        group = pending.get(key)
+        if group is None:
+            group = pending[key] = _Pending(self, tuple(values))
+        group.values.append(values)
+        if rows is not None:
+            group.rows = (group.rows or 0) + rows
+
+    def _prepared(self, connection: Connection, keys: tuple[str, ...], returning: bool) -> tuple[
+            str, tuple[tuple[str, str, Any], ...], bool]:
+        key = (connection.dialect.name, connection.dialect.driver, returning, *keys)
         prepared = self._compiled.get(key)
         if prepared is None:
             primary_key = self.statement.table.primary_key.columns[0] if returning else None
-            prepared = self._compiled[key] = self._compile(connection, tuple(values), primary_key)
-        sql, binds, positional = prepared
+            prepared = self._compiled[key] = self._compile(connection, keys, primary_key)
+        return prepared
+
+    @staticmethod
+    def _parameters(binds: tuple[tuple[str, str, Any], ...], positional: bool, values: dict[str, Any]) -> Any:
         if positional:
-            parameters: Any = tuple(
+            return tuple(
                 values[name] if process is None else process(values[name]) for name, _, process in binds
             )
-        else:
-            parameters = {
-                escaped: values[name] if process is None else process(values[name])
-                for name, escaped, process in binds
-            }
-        return connection.exec_driver_sql(sql, parameters)
+        return {
+            escaped: values[name] if process is None else process(values[name])
+            for name, escaped, process in binds
+        }
+
+    def _run(self, connection: Connection, values: dict[str, Any], returning: bool) -> Any:
+        sql, binds, positional = self._prepared(connection, tuple(values), returning)
+        return connection.exec_driver_sql(sql, self._parameters(binds, positional, values))
+
+    def _run_many(self, connection: Connection, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> Any:
+        """The statement once for each of ``rows`` (all with the same ``keys``), as one executemany."""
+        sql, binds, positional = self._prepared(connection, keys, False)
+        return connection.exec_driver_sql(sql, [self._parameters(binds, positional, row) for row in rows])
+
+
+class _Pending:
+    """The rows one statement (one :class:`DirectWrite` and set of columns) has kept for a batch."""
+
+    def __init__(self, writer: DirectWrite, keys: tuple[str, ...]) -> None:
+        self.writer, self.keys = writer, keys
+        self.values: list[dict[str, Any]] = []
+        self.rows: int | None = None  # The rows they must change together, when that is checked.
+
+
+_PENDING = "pbem_batched_writes"
+
+
+@contextmanager
+def batched_writes() -> Iterator[None]:
+    """Within this block, in the session's transaction, the writes that ask for it
+    (:func:`writes_batched`: the outbox's mails, the record's entries, the move path's UPDATEs of a game
+    and its seats) are kept and sent together at the block's end, one executemany per statement.
+
+    For a batch of many small writes, such as the sweep's: each would otherwise be a round trip to the
+    server, and psycopg sends an executemany in one pipeline.  The writes are still part of the
+    transaction, which the caller commits after the block (a commit inside it sends them first, and a
+    rollback drops them with the rest).  A row kept is not in the database until it is sent, so the
+    block is only for work that does not read what it writes this way; as a guard, a read through the
+    session while writes are kept sends them first.
+    """
+    session = db.session()
+    if _PENDING in session.info:
+        raise RuntimeError("batched_writes() inside batched_writes()")
+    session.info[_PENDING] = {}
+    event.listen(session, "do_orm_execute", _send_before_reading)
+    try:
+        yield
+        send_batched_writes()
+    finally:
+        event.remove(session, "do_orm_execute", _send_before_reading)
+        session.info.pop(_PENDING, None)
+
+
+def writes_batched() -> bool:
+    """Whether the session is inside :func:`batched_writes`, where a plain write is kept (see
+    :meth:`DirectWrite.later`) rather than sent at once."""
+    return _PENDING in db.session().info
+
+
+def send_batched_writes() -> None:
+    """Send the writes kept by :func:`batched_writes` so far, one executemany per statement, in the
+    order each statement was first used (rows of one statement in the order they were kept)."""
+    session = db.session()
+    pending: dict[tuple[Any, ...], _Pending] | None = session.info.get(_PENDING)
+    if not pending:
+        return
+    session.info[_PENDING] = {}
+    connection = session.connection()
+    for group in pending.values():
+        result = group.writer._run_many(connection, group.keys, group.values)
+        if group.rows is not None and result.rowcount != group.rows:
+            raise StaleDataError(
+                f"{result.rowcount} rows changed of the {group.rows} expected: {group.writer.statement}"
+            )
+
+
+def _send_before_reading(orm_execute_state: ORMExecuteState) -> None:
+    # Whatever a read in the batch looks at sees the batch's own writes.
+    if orm_execute_state.session.info.get(_PENDING):
+        send_batched_writes()
+
+
+@event.listens_for(Session, "before_commit")
+def _send_before_commit(session: Session) -> None:
+    # A commit inside batched_writes() commits what it kept too, rather than leave it for the next
+    # transaction.
+    if session.info.get(_PENDING):
+        send_batched_writes()
 
 
 _CACHE = "pbem_transaction_cache"
@@ -213,3 +313,6 @@ def _forget_transaction_state(session: Session, transaction: SessionTransaction)
         session.info.pop(_CACHE, None)
         session.info.pop(_LEFT_OPEN, None)
         session.info.pop(_WRITING, None)
+        if session.info.get(_PENDING):
+            # Rolled back: what the batch kept goes with the rest of its transaction.
+            session.info[_PENDING] = {}

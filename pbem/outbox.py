@@ -25,7 +25,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
-from pbem.database import DirectWrite, begin_write
+from pbem.database import DirectWrite, begin_write, writes_batched
 from pbem.extensions import db, mail
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
@@ -63,8 +63,9 @@ def enqueue(
     game: Game | None = None,
     reply_to: str | None = None,
     headers: dict[str, str] | None = None,
-) -> int:
-    """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id."""
+) -> int | None:
+    """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
+    None inside :func:`pbem.database.batched_writes`, where the row is written with the batch's others."""
     to_addr = to.email if isinstance(to, User) else to
     all_headers = dict(headers or {})
     if game is not None:
@@ -94,6 +95,9 @@ def enqueue(
     # A plain INSERT, not an object for the session's flush: nothing changes a queued mail in the
     # transaction that writes it, and the unit of work's bookkeeping cost more than the statement (this
     # runs inside every move).
+    if writes_batched():
+        _INSERT.later(values)  # Sent with the batch's other mails, before its transaction commits.
+        return None
     return _INSERT.insert(db.session.connection(), values)
 
 

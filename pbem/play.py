@@ -26,7 +26,15 @@ import games
 from games import IllegalMove, Outcome
 from games.words import join_words
 from pbem import archive, clock, conditional, notify, ratings, results, watching
-from pbem.database import DirectWrite, begin_write, finish_write, is_postgresql, transaction_cache
+from pbem.database import (
+    DirectWrite,
+    batched_writes,
+    begin_write,
+    finish_write,
+    is_postgresql,
+    transaction_cache,
+    writes_batched,
+)
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, Watch, utcnow
@@ -182,6 +190,7 @@ def _write_back(game: Game) -> None:
     """
     session = db.session()
     connection = session.connection()
+    batched = writes_batched()  # Inside the sweep's batches, the UPDATEs are sent with the batch's others.
     identity_map = session.identity_map
     game_state = inspect(game)
     changed = game_state.committed_state
@@ -191,8 +200,10 @@ def _write_back(game: Game) -> None:
         version = game_state.dict["version"]
         values["version"] = version + 1
         values.setdefault("updated_at", utcnow())
-        result = _UPDATE_GAME.execute(connection, {**values, "locked_id": game.id, "read_version": version})
-        if result.rowcount != 1:
+        parameters = {**values, "locked_id": game.id, "read_version": version}
+        if batched:
+            _UPDATE_GAME.later(parameters, rows=1)  # Checked when the batch's writes are sent.
+        elif _UPDATE_GAME.execute(connection, parameters).rowcount != 1:
             raise StaleDataError(f"game #{game.id} was changed by another writer (version {version})")
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
         # What the session's flush does for an object it saved (a private step, but the one it takes).
@@ -203,7 +214,10 @@ def _write_back(game: Game) -> None:
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        _UPDATE_SEAT.execute(connection, {**values, "seat_id": seat.id})
+        if batched:
+            _UPDATE_SEAT.later({**values, "seat_id": seat.id})
+        else:
+            _UPDATE_SEAT.execute(connection, {**values, "seat_id": seat.id})
         seat_state._commit_all(seat_state.dict, identity_map)
 
 
@@ -309,20 +323,31 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
         "text": text, "via": via, "user_id": user.id if user else None,
         "comment": (comment or "").strip() or None, "created_at": utcnow(),
     }
-    # The entry is written at once by a plain INSERT rather than left to the session's flush: a record
-    # entry is never changed afterwards, and the unit of work's bookkeeping for a new object cost more
-    # than the statement itself (bench/movepath.py).  It is then attached to the session as the row it
-    # now is, so that it behaves like any loaded entry.
-    values["id"] = _INSERT_MOVE.insert(db.session.connection(), values)
-    move = Move(**values)
-    make_transient_to_detached(move)
-    db.session.add(move)
+    if writes_batched():
+        # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the
+        # transaction commits: the caller gets the entry as it will be stored, without its id and outside
+        # the session.
+        _INSERT_MOVE.later(values)
+        move = Move(**values)
+    else:
+        # The entry is written at once by a plain INSERT rather than left to the session's flush: a
+        # record entry is never changed afterwards, and the unit of work's bookkeeping for a new object
+        # cost more than the statement itself (bench/movepath.py).  It is then attached to the session
+        # as the row it now is, so that it behaves like any loaded entry.
+        values["id"] = _INSERT_MOVE.insert(db.session.connection(), values)
+        move = Move(**values)
+        make_transient_to_detached(move)
+        db.session.add(move)
     if kind == "move":
         transaction_cache("last_moves")[game.id] = move  # What the mails show as the last move.
     # Appending through the relationship would first load the game's whole record; a record already
-    # loaded in this transaction is kept in step.
+    # loaded in this transaction is kept in step (in a batch, let go: read again, the read sends the
+    # batch's writes first and finds the entry).
     if "moves" in game.__dict__:
-        set_committed_value(game, "moves", [*game.moves, move])
+        if move.id is None:
+            db.session.expire(game, ["moves"])
+        else:
+            set_committed_value(game, "moves", [*game.moves, move])
     return move
 
 
@@ -659,10 +684,15 @@ def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
         {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
     )
     acted = 0
-    for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
-        game = locked.get(item.game_id)
-        if game is not None:
-            acted += _time_out_locked(game, item.seat, item.deadline)[0]
+    # The batch's record entries, mails and game and seat UPDATEs go to the server together (one
+    # executemany each) rather than a round trip each; nothing in it reads them back.
+    with batched_writes():
+        for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
+            game = locked.get(item.game_id)
+            if game is not None:
+                acted += _time_out_locked(game, item.seat, item.deadline)[0]
+        for game in locked.values():
+            _write_back(game)
     db.session.commit()
     return acted
 

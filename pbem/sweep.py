@@ -26,7 +26,7 @@ from sqlalchemy import Row, select, update
 from sqlalchemy.orm import joinedload
 
 from pbem import clock, notify, play, vacation
-from pbem.database import begin_write, is_postgresql
+from pbem.database import batched_writes, begin_write, is_postgresql
 from pbem.digest import turn_summary
 from pbem.extensions import db
 from pbem.models import Game, Seat, User, utcnow
@@ -142,7 +142,8 @@ def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> N
     try:
         begin_write()
         seats = _load_seats([row.id for row in rows])
-        sent = sum(_remind(row, seats.get(row.id), now) for row in rows)
+        with batched_writes():  # The batch's mails go to the server together, as one executemany.
+            sent = sum(_remind(row, seats.get(row.id), now) for row in rows)
         db.session.commit()
         report.reminded += sent
         return

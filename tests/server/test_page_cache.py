@@ -222,6 +222,12 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
     step()
     play.time_out(alone, 0)
     step()
+    # And as the sweep times games out, a batch at a time, its writes sent together.
+    swept = _active_game(user("alice"), user("bob"))
+    step()
+    seat = next(iter(play.seats_to_move(db.session.get(Game, swept))))
+    assert play.time_out_many([play.DueTimeout(swept, seat)]) == (1, [])
+    step()
     # A vacation, a time zone, sessions ended: the players' rows, not what the lists show.
     playing = _active_game(user("alice"), user("carol"))
     step()

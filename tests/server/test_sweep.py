@@ -8,11 +8,13 @@ from datetime import datetime, timedelta
 
 import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select
+from sqlalchemy.orm.exc import StaleDataError
 
 from pbem import clock, outbox, play, results, sweep, tokens, vacation
+from pbem.database import batched_writes, begin_write, writes_batched
 from pbem.extensions import db
-from pbem.models import Game, OutboxMail, User, set_clock
+from pbem.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
 from tests.server.test_cli import pbem
 
 T0 = datetime(2025, 3, 3, 12, 0)  # a Monday
@@ -299,3 +301,164 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
     assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0
     assert results.sentence(fresh(broken)) == "bob (X) wins on time: alice (O) did not move in time."
+
+
+# The sweep's batches send their writes together (pbem.database.batched_writes): every record entry, mail
+# and game change of a batch is committed with it, in order and once; a batch that fails leaves nothing;
+# a read inside a batch sees what the batch wrote; and the statements a sweep sends do not grow with the
+# games it times out.
+
+
+def versions(game_ids: list[int]) -> list[int]:
+    """The games' versions as committed, in the order of their ids."""
+    db.session.rollback()
+    return list(db.session.scalars(select(Game.version).where(Game.id.in_(game_ids)).order_by(Game.id)))
+
+
+def outbox_rows() -> list[tuple[str, int | None, str]]:
+    """Every queued mail as (kind, game id, recipient), in the order of the rows' ids."""
+    db.session.rollback()
+    query = select(OutboxMail.kind, OutboxMail.game_id, OutboxMail.to_addr).order_by(OutboxMail.id)
+    rows = db.session.execute(query)
+    return [tuple(row) for row in rows]
+
+
+def record(game_id: int) -> list[tuple[int, int, str, str]]:
+    """The game's record as (number, seat, kind, via), in the order of the entries' ids."""
+    db.session.rollback()
+    rows = db.session.execute(
+        select(Move.number, Move.seat, Move.kind, Move.via).where(Move.game_id == game_id).order_by(Move.id)
+    )
+    return [tuple(row) for row in rows]
+
+
+def test_a_batch_commits_every_entry_mail_and_game_change_in_order_once(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    at(T0)
+    ending = [new_game("cambio", pair, CAMBIO, kind="per_move", days=2).id
+              for pair in ([alice, bob], [carol, bob], [alice, carol])]
+    at(T0 + timedelta(days=1))
+    # Their 48-hour point: T0 + 2 days.
+    reminded = [new_game("cambio", pair, CAMBIO, kind="per_move", days=3).id
+                for pair in ([bob, carol], [carol, alice])]
+    # A game whose record already holds a move: the timeout's entry follows it.
+    play.submit(ending[2], alice, "b3", "web")
+    at(T0 + timedelta(days=3, hours=1))  # Carol's clock in that game, restarted a day later, has run out.
+    db.session.rollback()
+    before = versions(ending)
+    queued = len(outbox_rows())
+    report = sweep.sweep()
+    assert (report.timed_out, report.reminded, report.failed) == (3, 2, 0)
+    # Each game changed once, its version raised once (what the pages' stamps rely on).
+    assert versions(ending) == [v + 1 for v in before]
+    assert [db.session.get(Game, g).status for g in ending] == ["finished"] * 3
+    assert record(ending[0]) == [(1, 0, "timeout", "server")]
+    assert record(ending[1]) == [(1, 0, "timeout", "server")]
+    assert record(ending[2]) == [(1, 0, "move", "web"), (2, 1, "timeout", "server")]
+    # Each rated game's end is in both its players' rating histories, in seat order.
+    query = select(RatingHistory.game_id, RatingHistory.user_id).order_by(RatingHistory.id)
+    assert list(db.session.execute(query)) == [
+        (ending[0], alice.id), (ending[0], bob.id), (ending[1], carol.id), (ending[1], bob.id),
+        (ending[2], alice.id), (ending[2], carol.id),
+    ]
+    # The mails in the order they were written: the games' ends in the order of the games, each to its
+    # players in seat order; then the reminders.
+    assert outbox_rows()[queued:] == [
+        ("game-over", ending[0], alice.email), ("game-over", ending[0], bob.email),
+        ("game-over", ending[1], carol.email), ("game-over", ending[1], bob.email),
+        ("game-over", ending[2], alice.email), ("game-over", ending[2], carol.email),
+        ("reminder", reminded[0], bob.email), ("reminder", reminded[1], carol.email),
+    ]
+    # Nothing is done twice.
+    again = sweep.sweep()
+    assert (again.timed_out, again.reminded) == (0, 0)
+    assert len(outbox_rows()) == queued + 8 and len(record(ending[2])) == 2
+
+
+def test_a_batch_that_fails_leaves_nothing_and_is_redone_game_by_game(ctx: Flask, players, at) -> None:
+    alice, bob, carol = players
+    at(T0)
+    # First in the batch: its writes are kept when the next game fails.
+    sound = new_game("cambio", [carol, bob], CAMBIO, kind="per_move", days=1).id
+    broken = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1).id
+    db.session.get(Game, broken).state = {"not": "a cambio position"}
+    db.session.commit()
+    at(T0 + timedelta(days=2))
+    queued = len(outbox_rows())
+    report = sweep.sweep()
+    assert (report.timed_out, report.failed) == (1, 1)
+    # The sound game's end is written once, by its own transaction, not also by the failed batch's.
+    assert record(sound) == [(1, 0, "timeout", "server")] and record(broken) == []
+    assert outbox_rows()[queued:] == [("game-over", sound, carol.email), ("game-over", sound, bob.email)]
+
+
+def test_kept_writes_go_with_a_rollback_and_a_stale_game_fails_the_batch(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game_id = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3).id
+    (version,) = versions([game_id])
+    queued = len(outbox_rows())
+    begin_write()
+    with batched_writes():
+        outbox.enqueue(alice, "[pbem] dropped", "rolled back", kind="test")
+        db.session.rollback()  # What was kept goes with its transaction...
+        begin_write()
+        assert outbox.enqueue(bob, "[pbem] kept", "committed", kind="test") is None
+    db.session.commit()
+    assert outbox_rows()[queued:] == [("test", None, bob.email)]  # ...and is not written by the next.
+    # A game UPDATE kept against a version that is no longer the game's fails the batch when it is sent.
+    begin_write()
+    with pytest.raises(StaleDataError), batched_writes():
+        outbox.enqueue(alice, "[pbem] lost", "with the stale batch", kind="test")
+        stale = {"ply": 5, "version": version, "updated_at": T0, "locked_id": game_id,
+                 "read_version": version - 1}
+        play._UPDATE_GAME.later(stale, rows=1)
+    db.session.rollback()
+    assert outbox_rows()[queued:] == [("test", None, bob.email)]
+    assert versions([game_id]) == [version] and not writes_batched()
+
+
+def test_a_read_or_a_commit_inside_a_batch_sends_what_it_kept(ctx: Flask, players) -> None:
+    alice, _, _ = players
+    begin_write()
+    with batched_writes():
+        outbox.enqueue(alice, "[pbem] one", "first", kind="test")
+        outbox.enqueue(alice, "[pbem] two", "second", kind="test")
+        seen = db.session.scalars(select(OutboxMail.subject).order_by(OutboxMail.id)).all()
+        assert seen[-2:] == ["[pbem] one", "[pbem] two"]
+        outbox.enqueue(alice, "[pbem] three", "third", kind="test")
+        db.session.commit()
+    db.session.rollback()
+    subjects = db.session.scalars(select(OutboxMail.subject).order_by(OutboxMail.id)).all()
+    assert subjects[-3:] == ["[pbem] one", "[pbem] two", "[pbem] three"]
+
+
+def test_the_statements_of_a_sweep_do_not_grow_with_its_games(ctx: Flask, players, at) -> None:
+    """Each batch sends its entries, mails and game and seat changes as one statement each (one
+    executemany), not one a game: a sweep of three timeouts and three reminders sends as many statements
+    as a sweep of one of each."""
+    alice, bob, carol = players
+    pairs = [[alice, bob], [bob, carol], [carol, alice]]
+
+    def statements_of_a_sweep(count: int, start: datetime) -> int:
+        at(start)
+        for users in pairs[:count]:
+            new_game("cambio", users, CAMBIO, kind="per_move", days=2)
+        at(start + timedelta(days=1))
+        for users in pairs[:count]:
+            new_game("cambio", users, CAMBIO, kind="per_move", days=3)
+        sent = []
+
+        def listener(_connection, _cursor, statement: str, *_args) -> None:
+            sent.append(statement)
+
+        event.listen(db.engine, "before_cursor_execute", listener)
+        try:
+            report = sweep_at(start + timedelta(days=2))
+        finally:
+            event.remove(db.engine, "before_cursor_execute", listener)
+        assert (report.timed_out, report.reminded, report.failed) == (count, count, 0)
+        return len(sent)
+
+    one = statements_of_a_sweep(1, T0)
+    assert sweep_at(T0 + timedelta(days=10)).timed_out == 1  # The game reminded above, out of the way.
+    assert statements_of_a_sweep(3, T0 + timedelta(days=30)) == one
