@@ -8,6 +8,8 @@ stopped with SIGTERM as systemd stops it.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -17,8 +19,28 @@ from pathlib import Path
 
 from flask import Flask
 
+from tests.conftest import ROOT
+
 PBEM = [sys.executable, "-m", "pbem"]
 GUNICORN = [sys.executable, "-m", "gunicorn"]
+BIN = Path(sys.executable).parent
+
+
+def exec_start(unit: str) -> list[str]:
+    """The command line of a unit in deploy/, with this environment's executables for /opt/pbem's."""
+    text = (ROOT / "deploy" / unit).read_text()
+    line = re.search(r"^ExecStart=(.*)$", text, re.M)
+    assert line, f"deploy/{unit} has no ExecStart"
+    argv = shlex.split(line.group(1))
+    argv[0] = str(BIN / Path(argv[0]).name)
+    assert Path(argv[0]).exists(), argv
+    return argv
+
+
+def option(argv: list[str], name: str, value: str) -> list[str]:
+    """``argv`` with the value of ``name`` replaced."""
+    at = argv.index(name)
+    return [*argv[: at + 1], value, *argv[at + 2 :]]
 
 
 def environment(app: Flask, **extra: str) -> dict[str, str]:

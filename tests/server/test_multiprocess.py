@@ -14,9 +14,7 @@ import email
 import http.cookiejar
 import json
 import re
-import shlex
 import smtplib
-import sys
 import threading
 import time
 import urllib.error
@@ -40,9 +38,9 @@ from sqlalchemy import func, select, text, update
 from pbem import accounts, apitokens, play, tokens
 from pbem.extensions import db
 from pbem.models import Game, InboundMail, Move, OutboxMail, Seat, User, utcnow
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port
 from tests.server.conftest import PG_ADMIN_URL, create_pg_database, drop_pg_database
-from tests.server.processes import Processes, environment, wait_for_port
+from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME
 
 pytestmark = pytest.mark.skipif(
@@ -54,24 +52,6 @@ RACED_GAMES = 3
 TIMEOUT_GAMES = 3
 REMINDED_GAMES = 3
 PASSWORD = "correct horse"
-BIN = Path(sys.executable).parent
-
-
-def exec_start(unit: str) -> list[str]:
-    """The command line of a unit in deploy/, with this environment's executables for /opt/pbem's."""
-    text = (ROOT / "deploy" / unit).read_text()
-    line = re.search(r"^ExecStart=(.*)$", text, re.M)
-    assert line, f"deploy/{unit} has no ExecStart"
-    argv = shlex.split(line.group(1))
-    argv[0] = str(BIN / Path(argv[0]).name)
-    assert Path(argv[0]).exists(), argv
-    return argv
-
-
-def option(argv: list[str], name: str, value: str) -> list[str]:
-    """``argv`` with the value of ``name`` replaced."""
-    at = argv.index(name)
-    return [*argv[: at + 1], value, *argv[at + 2 :]]
 
 
 @pytest.fixture
