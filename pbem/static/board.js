@@ -11,35 +11,8 @@
   // Refusals that mean the page is out of date (the server's 409 answers).
   var OUT_OF_DATE = ["stale", "not-your-turn", "over", "conflict"];
 
-  // Whether `fragment` occurs in `move` at or after `from` as a whole name (so "a1" does not match
-  // inside "a12", nor the junction "a3" inside the tile flip "^a3"); returns the index just after it,
-  // or -1.
-  function find(move, fragment, from) {
-    var i = move.indexOf(fragment, from);
-    while (i >= 0) {
-      var before = i === 0 ? "" : move[i - 1];
-      var after = move[i + fragment.length] || "";
-      var word = /[a-z0-9^]/i;
-      var clean = !(word.test(before) && word.test(fragment[0])) &&
-                  !(word.test(after) && word.test(fragment[fragment.length - 1]));
-      if (clean) return i + fragment.length;
-      i = move.indexOf(fragment, i + 1);
-    }
-    return -1;
-  }
-
-  // The legal moves that contain every clicked fragment in order; when none do, in any order (a pair of
-  // tiles can be clicked either way round).
-  function candidates(fragments) {
-    var ordered = legal.filter(function (move) {
-      var at = 0;
-      return fragments.every(function (f) { at = find(move, f, at); return at >= 0; });
-    });
-    if (ordered.length || fragments.length < 2) return ordered;
-    return legal.filter(function (move) {
-      return fragments.every(function (f) { return find(move, f, 0) >= 0; });
-    });
-  }
+  // The legal moves that fit the fragments clicked so far (moves.js says how).
+  function candidates(fragments) { return window.pbemMoves.candidates(legal, fragments); }
 
   function show(message, isError) {
     notice.textContent = message;
@@ -120,7 +93,7 @@
     if (!board) return found;
     board.querySelectorAll("[data-move][data-warning]").forEach(function (el) {
       var text = el.getAttribute("data-warning");
-      if (find(move, el.getAttribute("data-move"), 0) >= 0 && found.indexOf(text) < 0) found.push(text);
+      if (window.pbemMoves.find(move, el.getAttribute("data-move"), 0) >= 0 && found.indexOf(text) < 0) found.push(text);
     });
     return found;
   }

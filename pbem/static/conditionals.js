@@ -6,21 +6,16 @@
   "use strict";
   var line = [];      // the moves of the line built so far
   var legal = [];     // the legal moves of the side to move where the line leads
-  var clicked = [];   // board fragments clicked towards the next move
+  var clicked = [];   // board fragments clicked towards the next move, in order
   var LISTED = 40;    // moves listed as buttons when there are this few (or when clicks narrow them)
 
   function byId(id) { return document.getElementById(id); }
 
   function text() { return line.length ? "if " + line.join(" then ") : ""; }
 
-  // The names a move is made of (cells, junctions, flips), for matching board clicks to moves.
-  function names(move) { return move.match(/\^?[a-z]+[0-9]+/gi) || []; }
-
-  function fitting() {
-    return legal.filter(function (move) {
-      return clicked.every(function (f) { return move === f || names(move).indexOf(f) >= 0; });
-    });
-  }
+  // The legal moves that fit the board clicks so far, matched as the move composer matches them
+  // (moves.js), so that the same clicks pick the same move here and on the game's own board.
+  function fitting() { return window.pbemMoves.candidates(legal, clicked); }
 
   function button(label, onClick) {
     var b = document.createElement("button");

@@ -1,6 +1,6 @@
 """The conditional-moves panel in a real headless Chromium: a line built by clicking the boards of the
-positions it reaches, another typed and deleted, the opponent's move answered at once, and the
-opponent's page never showing the lines."""
+positions it reaches, another typed and deleted, the opponent's move answered at once, the
+opponent's page never showing the lines, and board clicks picking the move the move composer picks."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from pbem import accounts, play
 from pbem.extensions import db
+from tests.e2e.test_board_page import start
 from tests.e2e.test_web_play import PASSWORD, click_move, sign_in
 
 pytestmark = pytest.mark.e2e
@@ -60,3 +61,35 @@ def test_a_line_built_by_clicking_answers_the_opponent_at_once(browser, server, 
 
     alice.reload()
     expect(alice.locator("#conditional-lines")).to_have_text("if c1 then d2 Delete")
+
+
+def test_the_panel_picks_the_move_the_composer_picks_for_the_same_clicks(browser, server, sink) -> None:
+    # Truchet 5x5, seed 1, after d1<ne b5-b3 b1<ew b3-b5,b6<sw: Dark (alice) clicking the junctions e2
+    # then d2 means the one move naming them in that order, ^c3 b1-e2,d2<es (a flip, b1 stepping to e2
+    # and merging onto d2).  Ten other moves name both the other way round (b2-d2,e2<ew: e2 the merge
+    # target, after one flip or none), so a panel that ignored the click order would list eleven moves
+    # instead of taking that one.
+    game_id = start(server, "truchet", ("alice", "bob"), {"size": 5}, seed=1)
+    with server.app.app_context():
+        for handle, move in (("alice", "d1<ne"), ("bob", "b5-b3"), ("alice", "b1<ew")):
+            play.submit(game_id, accounts.find_user(handle), move, "web")
+    page = sign_in(browser, server, "alice")
+    page.goto(f"{server.url}/games/{game_id}")
+
+    # In the panel, on the board of the position the typed line reaches.
+    page.fill("#conditional-line", "if b3-b5,b6<sw")
+    page.click("#build-conditional")
+    expect(page.locator("#builder-prompt")).to_contain_text("Your answer")
+    page.locator('#builder-board [data-move="e2"]').click()
+    expect(page.locator("#conditional-line")).to_have_value("if b3-b5,b6<sw")
+    page.locator('#builder-board [data-move="d2"]').click()
+    expect(page.locator("#builder-prompt")).to_contain_text("Then if your opponent plays")
+    expect(page.locator("#conditional-line")).to_have_value("if b3-b5,b6<sw then ^c3 b1-e2,d2<es")
+
+    # The move composer, once the position is on the board itself, proposes the same move.
+    with server.app.app_context():
+        play.submit(game_id, accounts.find_user("bob"), "b3-b5,b6<sw", "web")
+    page.goto(f"{server.url}/games/{game_id}")
+    page.locator('#my-board [data-move="e2"]').click()
+    page.locator('#my-board [data-move="d2"]').click()
+    expect(page.locator("#proposed-move")).to_have_text("^c3 b1-e2,d2<es")

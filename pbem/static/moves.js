@@ -1,0 +1,40 @@
+// Matching board clicks to legal moves, for the game page's move composer (board.js) and its
+// conditional-moves panel (conditionals.js): one rule, so that the same clicks pick the same move in both.
+// A clicked fragment is what a board target carries in data-move: a cell or junction ("c2"), a tile flip
+// ("^c3"), or a whole move.
+window.pbemMoves = (function () {
+  "use strict";
+  var WORD = /[a-z0-9^]/i;
+
+  // Whether `fragment` occurs in `move` at or after `from` as a whole name (so "a1" does not match
+  // inside "a12", nor the junction "a3" inside the tile flip "^a3"); returns the index just after it,
+  // or -1.
+  function find(move, fragment, from) {
+    var i = move.indexOf(fragment, from);
+    while (i >= 0) {
+      var before = i === 0 ? "" : move[i - 1];
+      var after = move[i + fragment.length] || "";
+      var clean = !(WORD.test(before) && WORD.test(fragment[0])) &&
+                  !(WORD.test(after) && WORD.test(fragment[fragment.length - 1]));
+      if (clean) return i + fragment.length;
+      i = move.indexOf(fragment, i + 1);
+    }
+    return -1;
+  }
+
+  // The moves of `legal` that contain every clicked fragment in click order (a Truchet step-and-merge
+  // clicked from its source: e2 then d2 is "b1-e2,d2<es", not a merge onto e2); when none do, in any
+  // order (a pair of Box Off tiles can be clicked either way round).
+  function candidates(legal, fragments) {
+    var ordered = legal.filter(function (move) {
+      var at = 0;
+      return fragments.every(function (f) { at = find(move, f, at); return at >= 0; });
+    });
+    if (ordered.length || fragments.length < 2) return ordered;
+    return legal.filter(function (move) {
+      return fragments.every(function (f) { return find(move, f, 0) >= 0; });
+    });
+  }
+
+  return { find: find, candidates: candidates };
+})();
