@@ -20,7 +20,11 @@ bp = Blueprint("auth", __name__)
 
 def _safe_next(target: str | None) -> str:
     """Only a path on this site, so a crafted link cannot send a player elsewhere after signing in."""
-    if target and target.startswith("/") and not target.startswith("//") and not urlsplit(target).netloc:
+    # Browsers read a backslash in a link as a slash and drop tabs and line breaks, so "/\evil.example"
+    # or "/<tab>/evil.example" would take them to another site as "//evil.example" does: a target with any
+    # of these is refused outright rather than cleaned.
+    if (target and target.startswith("/") and not target.startswith("//") and target.isprintable()
+            and "\\" not in target and not urlsplit(target).netloc):
         return target
     return url_for("games.dashboard")
 

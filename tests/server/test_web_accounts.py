@@ -114,8 +114,13 @@ def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, play
     accounts.set_password(players[0], "correct horse")
     db.session.commit()
     form = {"login": "alice", "password": "correct horse"}
-    assert web.post("/login?next=//evil.example/x", form).headers["Location"] == "/dashboard"
+    # A browser would go to evil.example from each of these (it reads "\\" as "/" and drops tabs and
+    # line breaks from a link).
+    for elsewhere in ("//evil.example/x", "/\\evil.example/x", "/%5Cevil.example", "/%09/evil.example",
+                      "/%0A/evil.example", "https://evil.example/x"):
+        assert web.post(f"/login?next={elsewhere}", form).headers["Location"] == "/dashboard", elsewhere
     assert web.post("/login?next=/lobby", form).headers["Location"] == "/lobby"
+    assert web.post("/login?next=/games/3%3Fmove%3D1", form).headers["Location"] == "/games/3?move=1"
 
 
 def test_revoking_reply_addresses_from_the_settings_page(app: Flask, ctx: Flask, players) -> None:
