@@ -13,6 +13,7 @@ from jinja2.runtime import Context
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, Map
+from werkzeug.wrappers import Response
 
 import games
 from pbem import api, clock, results
@@ -85,6 +86,17 @@ def init_app(app: Flask) -> None:
     api.init_app(app)
     # After every route is added: the links that carry a secret are found among them.
     secretlinks.init_app(app)
+
+    @app.after_request
+    def never_in_a_frame(response: Response) -> Response:
+        # No page of ours is shown inside another site's frame, where a decoy laid over it could get a
+        # player to press Resign or Accept unawares.  (The sign-in cookie is SameSite=Lax, so a frame on
+        # another site is already signed out; this also covers the sites that count as the same one.)
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Content-Security-Policy", "frame-ancestors 'none'")
+        # A download (a game's record) is taken as what it says it is, never sniffed into a page.
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        return response
 
     @app.errorhandler(CSRFError)
     def csrf_refused(exc: CSRFError) -> tuple[object, int]:
