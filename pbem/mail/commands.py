@@ -75,13 +75,26 @@ class Answer:
 # Grammar ---------------------------------------------------------------------------------------------
 
 
+# A move written as a sentence ("b3.") or marked as over the board ("b3!", "c4?!") is read without the
+# marks: no game's notation ends in one, and a refusal for a full stop would only puzzle the player.
+_SENTENCE_MARKS = ".!?"
+
+
+def _without_marks(text: str) -> str:
+    """``text`` without the full stops, exclamation and question marks at its end (unless that is all)."""
+    bare = text.rstrip().rstrip(_SENTENCE_MARKS).rstrip()
+    return bare or text.strip()
+
+
 def _split_expect(text: str) -> tuple[str, int | None]:
-    """"b3 #7", "a3v#7": the move, and the move number the player saw after the last "#", if any."""
+    """"b3 #7", "a3v#7", "b3! #7.": the move, and the move number the player saw after the last "#", if
+    any."""
+    text = _without_marks(text)
     move, hash_sign, number = text.rpartition("#")
     number = number.strip()
     if not hash_sign or not number.isascii() or not number.isdigit() or len(number) > 9:
-        return text.strip(), None
-    return move.strip(), int(number)
+        return text, None
+    return _without_marks(move), int(number)
 
 
 def take_conditionals(text: str) -> tuple[list[str], str]:

@@ -88,7 +88,7 @@ def test_if_lines_alone_are_queued_listed_and_cleared(postman: Postman, players)
     postman.reply(notice, alice.email, "If b1 then c4\nThanks!")
     postman.settle()
     refusal = text_of(postman.last(alice.email, "Re: "))
-    assert "Nothing was queued either: 'Thanks!' was read as a move" in refusal
+    assert "Nothing was queued either: 'Thanks' was read as a move" in refusal
     postman.reply(notice, alice.email, "If b1 then c4\nif b2 THEN c4 then c1 then d2")
     postman.settle()
     answer = text_of(postman.last(alice.email, "Re: "))

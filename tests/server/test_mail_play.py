@@ -181,6 +181,25 @@ def test_a_whole_game_of_cambio_by_replying_to_the_mails(postman: Postman, playe
         assert "full line on rank 3" in text_of(postman.last(player.email, "game over"))
 
 
+def test_a_move_written_as_a_sentence_or_marked_is_played(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3, "placements": 2})
+    challenges.accept(game.id, bob)
+    postman.settle()
+    postman.reply(postman.last(alice.email, "your move (move 1)"), alice.email, f"{GAME[0].upper()}.")
+    postman.settle()
+    assert f"Your move {GAME[0]} (move 1)" in text_of(postman.last(alice.email, "Re: "))
+    postman.reply(postman.last(bob.email, "your move (move 2)"), bob.email, f"{GAME[1]}!? #2")
+    postman.settle()
+    assert f"Your move {GAME[1]} (move 2)" in text_of(postman.last(bob.email, "Re: "))
+    assert moves_of(game.id) == GAME[:2]
+    # A reply of marks alone is still no move, and is answered as one.
+    postman.reply(postman.last(alice.email, "your move (move 3)"), alice.email, "?")
+    postman.settle()
+    assert "'?' was not played" in text_of(postman.last(alice.email, "Re: "))
+    assert moves_of(game.id) == GAME[:2]
+
+
 def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) -> None:
     alice, bob, _ = players
     postman.command(alice.email, "cambio challenge alice bob size=3 placements=2")
