@@ -97,11 +97,11 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def never_in_a_frame(response: Response) -> Response:
-        # No page of ours is shown inside another site's frame, where a decoy laid over it could get a
-        # player to press Resign or Accept unawares.  (The sign-in cookie is SameSite=Lax, so a frame on
-        # another site is already signed out; this also covers the sites that count as the same one.)
-        # (Added together, after one look: this runs for every kept page, whose whole cost is tenths of a
-        # millisecond.)  A download (a game's record) is taken as what it says it is, never sniffed.
+        # No page of ours is drawn inside another site's frame, where a decoy laid over it could get a
+        # player to press Resign or Accept unawares (the SameSite=Lax cookie signs out a frame on another
+        # site, but not on one that counts as the same, such as another port of this host); and a
+        # download (a game's record) is taken as what it says it is, never sniffed into a page.  The
+        # headers go on together after one look: this runs for every kept page.
         if "X-Frame-Options" not in response.headers:
             response.headers.extend(_FRAME_AND_SNIFF_HEADERS)
         return response
