@@ -14,6 +14,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from pbem.extensions import db
 from pbem.models import OutboxMail, User
 from pbem.web import secretlinks
 from tests.conftest import ROOT, free_port
-from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
+from tests.server.processes import PBEM, Process, Processes, environment, exec_start, option, wait_for_port
 from tests.server.webclient import WebClient
 
 
@@ -78,13 +79,14 @@ def assert_logged_without_secrets(log: str, links: dict[str, str]) -> None:
         assert f"GET {path}[redacted] HTTP/1.1" in log
 
 
-def start_gunicorn(processes: Processes, app: Flask, port: int):
+def start_gunicorn(processes: Processes, app: Flask, port: int) -> Process:
     """gunicorn as deploy/pbem-web.service starts it (access log on), with one worker on ``port``."""
     argv = option(option(exec_start("pbem-web.service"), "--bind", f"127.0.0.1:{port}"), "--workers", "1")
     return processes.start("gunicorn", argv, environment(app))
 
 
-def _wait_for_log(process, text: str, seconds: float = 20) -> str:
+def _wait_for_log(process: Process, text: str, seconds: float = 20) -> str:
+    """What ``process`` has logged, once ``text`` is among it."""
     deadline = time.monotonic() + seconds
     while text not in process.output():
         assert time.monotonic() < deadline, f"{text!r} never logged:\n{process.output()}"
@@ -93,7 +95,8 @@ def _wait_for_log(process, text: str, seconds: float = 20) -> str:
 
 
 @pytest.fixture
-def processes(tmp_path: Path):
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    """The server processes of this test, all stopped at its end."""
     running = Processes(tmp_path)
     yield running
     running.stop_all()
