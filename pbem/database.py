@@ -163,11 +163,6 @@ class DirectWrite:
         )
         return compiled.string, binds, compiled.positional
 
-    def execute(self, connection: Connection, values: dict[str, Any]) -> Any:
-        """Run the statement on ``connection`` with ``values`` (by column key and bound name); the
-        result, whose ``rowcount`` an UPDATE's caller reads."""
-        return self._run(connection, values, False)
-
     def insert(self, connection: Connection, values: dict[str, Any]) -> int:
         """Run the INSERT on ``connection`` with ``values``; the new row's primary key.
 
@@ -176,6 +171,15 @@ class DirectWrite:
         if connection.dialect.postfetch_lastrowid and not connection.dialect.favor_returning_over_lastrowid:
             return self._run(connection, values, False).lastrowid
         return self._run(connection, values, True).scalar_one()
+
+    def write(self, connection: Connection, values: dict[str, Any], *, rows: int | None = None) -> None:
+        """Send the statement with ``values`` now, or, inside :func:`batched_writes`, keep it for the batch.
+        ``rows`` is how many rows it must change (an UPDATE's optimistic lock): checked when it is sent,
+        a StaleDataError if they were not."""
+        if writes_batched():
+            self.later(values, rows=rows)
+            return
+        _check_rows(self._run(connection, values, False).rowcount, rows, self.statement)
 
     def later(self, values: dict[str, Any], *, rows: int | None = None) -> None:
         """Keep the statement with ``values`` to be sent, with the others of its kind, by
@@ -274,11 +278,14 @@ def send_batched_writes() -> None:
     session.info[_PENDING] = {}
     connection = session.connection()
     for group in pending.values():
-        result = group.writer._run_many(connection, group.keys, group.values)
-        if group.rows is not None and result.rowcount != group.rows:
-            raise StaleDataError(
-                f"{result.rowcount} rows changed of the {group.rows} expected: {group.writer.statement}"
-            )
+        _check_rows(group.writer._run_many(connection, group.keys, group.values).rowcount, group.rows,
+                    group.writer.statement)
+
+
+def _check_rows(changed: int, expected: int | None, statement: Any) -> None:
+    """A StaleDataError unless a write changed the rows it was expected to (when that was given)."""
+    if expected is not None and changed != expected:
+        raise StaleDataError(f"{changed} rows changed of the {expected} expected: {statement}")
 
 
 def _send_before_reading(orm_execute_state: ORMExecuteState) -> None:

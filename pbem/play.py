@@ -190,7 +190,6 @@ def _write_back(game: Game) -> None:
     """
     session = db.session()
     connection = session.connection()
-    batched = writes_batched()  # Inside the sweep's batches, the UPDATEs are sent with the batch's others.
     identity_map = session.identity_map
     game_state = inspect(game)
     changed = game_state.committed_state
@@ -200,11 +199,8 @@ def _write_back(game: Game) -> None:
         version = game_state.dict["version"]
         values["version"] = version + 1
         values.setdefault("updated_at", utcnow())
-        parameters = {**values, "locked_id": game.id, "read_version": version}
-        if batched:
-            _UPDATE_GAME.later(parameters, rows=1)  # Checked when the batch's writes are sent.
-        elif _UPDATE_GAME.execute(connection, parameters).rowcount != 1:
-            raise StaleDataError(f"game #{game.id} was changed by another writer (version {version})")
+        # (Inside the sweep's batches the UPDATEs are sent, and their rows checked, with the batch's others.)
+        _UPDATE_GAME.write(connection, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
         # What the session's flush does for an object it saved (a private step, but the one it takes).
         game_state._commit_all(game_state.dict, identity_map)
@@ -214,10 +210,7 @@ def _write_back(game: Game) -> None:
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        if batched:
-            _UPDATE_SEAT.later({**values, "seat_id": seat.id})
-        else:
-            _UPDATE_SEAT.execute(connection, {**values, "seat_id": seat.id})
+        _UPDATE_SEAT.write(connection, {**values, "seat_id": seat.id})
         seat_state._commit_all(seat_state.dict, identity_map)
 
 
