@@ -5,11 +5,15 @@ for PostgreSQL too).  Needs gunicorn (installed with the project) and wrk (``apt
 
 A database is filled through the one move path with finished and active games of every kind.  The
 server then runs under gunicorn with 2 sync workers, as docs/DEPLOY.md runs it, and wrk loads each page
-over loopback with 32 connections, for a second unmeasured and then for the measured run.  Each page's
-bytes are then served by a bare Flask app (one route returning them, the same gunicorn settings) and
-loaded the same way: that is the floor, the cost of HTTP, WSGI and Flask with none of our work.  Printed
-per page: requests per second and p99 latency of ours and of the floor, and the ratio of their
-throughputs (the target is within 3x, p99 under 50 ms).
+over loopback with 32 connections.  Each page's bytes are also served by a bare Flask app (one route
+returning them, the same gunicorn settings), loaded the same way: that is the floor, the cost of HTTP,
+WSGI and Flask with none of our work.  Both servers run side by side, each is loaded for a second
+unmeasured, and then the two are loaded in turns, a slice of ``--slice`` seconds each, ``--turns`` times:
+this machine's speed wanders by up to half within a minute, and a run of ours followed by a run of the
+floor measured the wander as much as the pages (the same code gave 2.5x and 3.6x twenty minutes apart).
+Printed per page: requests per second of ours and of the floor over all their slices, the worst p99
+latency of any one slice, and the ratio of the throughputs (the target is within 3x, p99 under 50 ms),
+with the lowest and highest ratio of one turn beside it.
 
 Each page is loaded twice: by visitors who are not signed in, and by a player signed in with a session
 cookie (the player of the game page, on their own move); the server keeps each page ready per process,
@@ -148,20 +152,54 @@ def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     raise RuntimeError(f"gunicorn on port {port} did not answer")
 
 
-def wrk(url: str, seconds: int, cookie: str | None = None) -> tuple[float, float]:
-    """Requests per second and p99 latency (ms) of 32 connections on ``url``, sending ``cookie``."""
+def wrk(url: str, seconds: int, cookie: str | None = None) -> tuple[int, float, float]:
+    """Requests, their seconds and the p99 latency (ms) of 32 connections on ``url``, sending ``cookie``."""
     headers = ["-H", f"User-Agent: {USER_AGENT}"] + (["-H", f"Cookie: {cookie}"] if cookie else [])
     out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", *headers, url],
                          capture_output=True, text=True, check=True).stdout
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests, elapsed, unit = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", out).groups()
+    elapsed_seconds = float(elapsed) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit]
     value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)\b", out).groups()
     p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
     if "Non-2xx" in out:
         raise RuntimeError(f"errors under load on {url}:\n{out}")
-    return rate, p99
+    return int(requests), elapsed_seconds, p99
 
 
-def measure(url: str, label: str, seconds: int) -> None:
+class Load:
+    """What the slices of one side (ours or the floor) added up to."""
+
+    def __init__(self) -> None:
+        self.requests, self.seconds, self.worst_p99 = 0, 0.0, 0.0
+        self.rates: list[float] = []
+
+    def add(self, requests: int, seconds: float, p99: float) -> None:
+        """One slice's figures."""
+        self.requests, self.seconds = self.requests + requests, self.seconds + seconds
+        self.worst_p99 = max(self.worst_p99, p99)
+        self.rates.append(requests / seconds)
+
+    @property
+    def rate(self) -> float:
+        """Requests per second over all the slices."""
+        return self.requests / self.seconds
+
+
+def in_turns(ours_url: str, floor_url: str, cookie: str | None, slice_seconds: int,
+             turns: int) -> tuple[Load, Load]:
+    """Load ours and the floor in turns, a slice each, after a second of each unmeasured: every worker
+    then has its templates compiled and its page kept, as in a server that has been up for a while (two
+    requests could land on one worker and leave the other's first render inside the measured run)."""
+    wrk(ours_url, 1, cookie)
+    wrk(floor_url, 1)
+    ours, floor = Load(), Load()
+    for _ in range(turns):
+        ours.add(*wrk(ours_url, slice_seconds, cookie))
+        floor.add(*wrk(floor_url, slice_seconds))
+    return ours, floor
+
+
+def measure(url: str, label: str, slice_seconds: int, turns: int) -> None:
     """Fill the database at ``url``, then load each page of ours and its floor."""
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
@@ -192,21 +230,18 @@ def measure(url: str, label: str, seconds: int) -> None:
                         raise RuntimeError(f"the player's session is written on every request of {path}")
                 Path(tmp, "body").write_bytes(body)
                 Path(tmp, "bare.py").write_text(BARE_APP)
-                # Each side is loaded for a second first, unmeasured: every worker then has its templates
-                # compiled and its page kept, as in a server that has been up for a while.  Two requests
-                # could land on one worker and leave the other's first render inside the measured run.
-                wrk(f"http://127.0.0.1:{port}{path}", 1, *cookie)
-                ours, ours_p99 = wrk(f"http://127.0.0.1:{port}{path}", seconds, *cookie)
                 bare = gunicorn("bare:app", bare_port, dict(env, BENCH_BODY=str(Path(tmp, "body")),
                                                             PYTHONPATH=tmp))
                 try:
-                    wrk(f"http://127.0.0.1:{bare_port}{path}", 1)
-                    floor, floor_p99 = wrk(f"http://127.0.0.1:{bare_port}{path}", seconds)
+                    ours, floor = in_turns(f"http://127.0.0.1:{port}{path}", f"http://127.0.0.1:{bare_port}{path}",
+                                           cookie[0] if cookie else None, slice_seconds, turns)
                 finally:
                     bare.terminate()
                     bare.wait(10)
-                print(f"{label:<11} {name:<19} {len(body):>7} {ours:>9.0f} {ours_p99:>8.1f} {floor:>9.0f} "
-                      f"{floor_p99:>8.1f} {floor / ours:>6.2f}x", flush=True)
+                each_turn = [f / o for o, f in zip(ours.rates, floor.rates, strict=True)]
+                print(f"{label:<11} {name:<19} {len(body):>7} {ours.rate:>9.0f} {ours.worst_p99:>8.1f} "
+                      f"{floor.rate:>9.0f} {floor.worst_p99:>8.1f} {floor.rate / ours.rate:>6.2f}x "
+                      f"{min(each_turn):>5.2f}-{max(each_turn):.2f}x", flush=True)
         finally:
             server.terminate()
             server.wait(10)
@@ -215,12 +250,13 @@ def measure(url: str, label: str, seconds: int) -> None:
 def main() -> None:
     """SQLite, and PostgreSQL when given an admin URL."""
     parser = arguments(__doc__)
-    parser.add_argument("--seconds", type=int, default=5, help="seconds of load per page")
+    parser.add_argument("--slice", type=int, default=2, help="whole seconds of load per slice")
+    parser.add_argument("--turns", type=int, default=4, help="slices of each side, taken in turns")
     args = parser.parse_args()
     print(f"{'database':<11} {'page':<19} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
-          f"{'p99 ms':>8} {'ratio':>7}")
+          f"{'p99 ms':>8} {'ratio':>7} {'a turn':>11}")
     for url, label in each_database(args.pg):
-        measure(url, label, args.seconds)
+        measure(url, label, args.slice, args.turns)
 
 
 if __name__ == "__main__":
