@@ -304,23 +304,27 @@ def conditional_refused(game: Game, seat: Seat, expected: str, answer: str, reas
          lines=[conditional.describe([expected, *line]) for line in lines])
 
 
-def game_over(game: Game, outcome: Outcome) -> None:
+def game_over(game: Game, outcome: Outcome, last_word: Move | None = None) -> None:
     """Everyone seated gets the result, and so does every watcher.  The subject says the result in a
-    few words (the whole sentence is in the mail), so that it stays on one line."""
+    few words (the whole sentence is in the mail), so that it stays on one line.  ``last_word`` is the
+    record entry that ended the game (a resignation, an accepted draw): its comment, if any, is passed
+    on to everyone but its author."""
     engine = games.get(game.engine)
     state = engine.load(game.state) if game.state else None
     board = engine.render_text(state, None) if state is not None else ""
     last = _last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
+    said_by = last_word.seat if last_word is not None and last_word.comment else None
+    said = {"said": last_word.comment, "said_by": _player(game, said_by)} if said_by is not None else {}
     for seat in game.seats:
         if seat.user is None:
             continue
         _mail(seat.user, game, f"game over, {results.headline(game, seat.number)}", "mail/game_over.txt",
               "game-over", engine=engine, outcome=outcome, result=results.seat_words(game, seat.number),
-              board=board, last=last, **words)
+              board=board, last=last, **words, **(said if seat.number != said_by else {}))
     for user in watchers(game):
         _mail(user, game, f"game over, {results.headline(game)}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=None, board=board, last=last, **words)
+              engine=engine, outcome=outcome, result=None, board=board, last=last, **words, **said)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:
@@ -331,25 +335,27 @@ def send(to: User, game: Game, what: str, template: str, **context: Any) -> None
     _mail(to, game, what, template, kind, **context)
 
 
-def _tell_opponents(game: Game, actor: Seat, what: str, template: str) -> None:
+def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context: Any) -> None:
     for seat in game.seats:
         if seat.user is not None and seat.number != actor.number:
-            send(seat.user, game, what, template, actor=_player(game, actor.number))
+            send(seat.user, game, what, template, actor=_player(game, actor.number), **context)
 
 
-def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset()) -> None:
-    """The opponents are asked to accept or decline; those whose conditional moves the offer cancelled
-    (``cancelled``, seat numbers) are told so."""
+def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
+                 comment: str | None = None) -> None:
+    """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
+    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so."""
     actor = _player(game, seat.number)
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
             send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
-                 lines_cancelled=other.number in cancelled)
+                 lines_cancelled=other.number in cancelled, comment=comment)
 
 
-def draw_declined(game: Game, seat: Seat) -> None:
-    """The offerer learns the answer."""
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt")
+def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:
+    """The offerer learns the answer, with the decliner's ``comment``."""
+    _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt",
+                    comment=comment)
 
 
 def timed_out(game: Game, seat: Seat) -> None:

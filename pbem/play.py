@@ -481,9 +481,10 @@ def _advance(
     return before
 
 
-def _finish(game: Game, outcome: Outcome, ending: str | None = None) -> None:
+def _finish(game: Game, outcome: Outcome, ending: str | None = None, last_word: Move | None = None) -> None:
     """End the game with ``outcome``: stop every clock, rate it, and tell everyone.  ``ending`` is how
-    the server ended it (see :data:`pbem.archive.ENDINGS`); None when the engine did."""
+    the server ended it (see :data:`pbem.archive.ENDINGS`); None when the engine did.  ``last_word`` is
+    the record entry that ended it (a resignation, an accepted draw), whose comment the mails pass on."""
     game.status = "finished"
     game.result = outcome.to_dict()
     game.finished_at = utcnow()
@@ -493,7 +494,7 @@ def _finish(game: Game, outcome: Outcome, ending: str | None = None) -> None:
     for seat in game.seats:
         clock.stop_turn(game, seat)
     archive.record_ratings(game, ratings.rate(game, outcome))
-    notify.game_over(game, outcome)
+    notify.game_over(game, outcome, last_word)
 
 
 # Server actions: resignation, draws, timeouts -------------------------------------------------------------
@@ -532,9 +533,10 @@ def _require_draws(game: Game) -> None:
     raise PlayError(message, "no-draws")
 
 
-def resign(game: Game | int, user: User, via: str) -> Outcome:
+def resign(game: Game | int, user: User, via: str, comment: str | None = None) -> Outcome:
     """``user`` resigns and the game ends: the opponent wins, or with more players the resigner loses and
-    the others share first place; a solitaire game is abandoned."""
+    the others share first place; a solitaire game is abandoned.  ``comment`` goes to the others with the
+    result, and into the record."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         engine = engine_of(locked)
@@ -548,13 +550,14 @@ def resign(game: Game | int, user: User, via: str) -> Outcome:
             outcome_results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
             others_words = join_words(others, "and")
             outcome = Outcome(outcome_results, f"{name} resigned; {others_words} share first place")
-        _record(locked, seat, "resign", "resign", via, user)
-        _finish(locked, outcome, "resignation")
+        entry = _record(locked, seat, "resign", "resign", via, user, comment)
+        _finish(locked, outcome, "resignation", entry)
         return outcome
 
 
-def offer_draw(game: Game | int, user: User, via: str) -> bool:
+def offer_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> bool:
     """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it).
+    ``comment`` goes to them with the offer, and into the record.
 
     The offer cancels every conditional move queued in the game (an answer should be thought over, not
     played by a line queued before); returns whether ``user`` had lines of their own cancelled."""
@@ -567,27 +570,29 @@ def offer_draw(game: Game | int, user: User, via: str) -> bool:
             raise PlayError("Your opponent has offered a draw: accept or decline it.", "draw-pending")
         locked.draw_offered_by = seat.number
         cancelled = conditional.cancel_all(locked)
-        _record(locked, seat, "draw-offer", "draw offer", via, user)
-        notify.draw_offered(locked, seat, cancelled)
+        entry = _record(locked, seat, "draw-offer", "draw offer", via, user, comment)
+        notify.draw_offered(locked, seat, cancelled, entry.comment)
         return seat.number in cancelled
 
 
-def accept_draw(game: Game | int, user: User, via: str) -> Outcome:
-    """``user`` accepts the pending draw offer; the game ends drawn."""
+def accept_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> Outcome:
+    """``user`` accepts the pending draw offer; the game ends drawn.  ``comment`` goes to the others with
+    the result, and into the record."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         if locked.draw_offered_by is None:
             _require_draws(locked)
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
-        _record(locked, seat, "draw-accept", "draw accept", via, user)
+        entry = _record(locked, seat, "draw-accept", "draw accept", via, user, comment)
         outcome = Outcome.draw(locked.players, "Drawn by agreement")
-        _finish(locked, outcome, "agreement")
+        _finish(locked, outcome, "agreement", entry)
         return outcome
 
 
-def decline_draw(game: Game | int, user: User, via: str) -> None:
-    """``user`` declines the pending draw offer; play goes on."""
+def decline_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> None:
+    """``user`` declines the pending draw offer; play goes on.  ``comment`` goes to the offerer with the
+    answer, and into the record."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
         if locked.draw_offered_by is None:
@@ -595,8 +600,8 @@ def decline_draw(game: Game | int, user: User, via: str) -> None:
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
         locked.draw_offered_by = None
-        _record(locked, seat, "draw-decline", "draw decline", via, user)
-        notify.draw_declined(locked, seat)
+        entry = _record(locked, seat, "draw-decline", "draw decline", via, user, comment)
+        notify.draw_declined(locked, seat, entry.comment)
 
 
 @dataclass(frozen=True)

@@ -378,6 +378,10 @@ def _run_general(command: Command, user: User) -> Answer:
     raise CommandError("Write 'vacation on' to stop your clocks, or 'vacation off' when you are back.")
 
 
+# Said in the answer to a command that came with a comment (the lines under it).
+_COMMENT_PASSED_ON = " Your comment goes to the other players."
+
+
 def _run_in_game(
     command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
 ) -> Answer:
@@ -391,16 +395,17 @@ def _run_in_game(
         if verb == "conditionals":
             return _conditionals(command, user, game, seat_number)
         if verb == "resign":
-            play.resign(game.id, user, via)
+            play.resign(game.id, user, via, comment or None)
             over = db.session.get(Game, game.id)
             assert over is not None
-            return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}")
+            return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}"
+                          f"{_COMMENT_PASSED_ON if comment else ''}")
         if verb in ("accept", "decline") and game.status == "waiting":
             return _answer_challenge(verb, user, game, comment)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
             verb, command.args = "draw", [verb]
         if verb == "draw":
-            return _draw(command.args, user, game, via)
+            return _draw(command.args, user, game, via, comment)
         if verb in ("accept", "decline"):
             raise CommandError(
                 f"There is nothing to {verb} in {engine.title} #{game.id}: no challenge or draw offer is "
@@ -437,7 +442,7 @@ def _move(
     number = play.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
     if comment:
-        done += " Your comment goes to the other players."
+        done += _COMMENT_PASSED_ON
     answers = play.answers_to(move)
     if answers:
         done += " Conditional moves answered it at once: " + ", ".join(
@@ -487,18 +492,22 @@ def _listed(lines: list[list[str]]) -> str:
     return "\n".join(f"  {conditional.describe(line)}" for line in lines)
 
 
-def _draw(args: list[str], user: User, game: Game, via: str) -> Answer:
+def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "") -> Answer:
+    # What the player wrote under the command goes with it, as under a move.
+    passed_on = _COMMENT_PASSED_ON if comment else ""
     if args[:1] == ["offer"]:
-        play.offer_draw(game.id, user, via)
-        return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered.")
+        play.offer_draw(game.id, user, via, comment or None)
+        return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered."
+                      f"{passed_on}")
     if args[:1] == ["accept"]:
-        play.accept_draw(game.id, user, via)
+        play.accept_draw(game.id, user, via, comment or None)
         finished = db.session.get(Game, game.id)
         assert finished is not None
-        return Answer(f"You accepted the draw: game #{game.id} is over. {results.sentence(finished)}")
+        return Answer(f"You accepted the draw: game #{game.id} is over. {results.sentence(finished)}"
+                      f"{passed_on}")
     if args[:1] == ["decline"]:
-        play.decline_draw(game.id, user, via)
-        return Answer(f"You declined the draw offer in game #{game.id}; play goes on.")
+        play.decline_draw(game.id, user, via, comment or None)
+        return Answer(f"You declined the draw offer in game #{game.id}; play goes on.{passed_on}")
     raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
 
 

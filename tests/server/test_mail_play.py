@@ -279,6 +279,51 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     assert "is over; no more moves" in text_of(postman.last(alice.email, "Re: "))
 
 
+def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Postman, players) -> None:
+    # What a player writes under "resign" or a draw command goes to the others, as it does under a move,
+    # and into the record: it used to be dropped without a word.
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    request = postman.last(alice.email, "your move (move 1)")
+    postman.reply(request, alice.email, "draw offer", "Shall we call it a day?")
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(alice.email, "Re: "))
+    offer = postman.last(bob.email, "alice offers a draw")
+    assert "alice says: Shall we call it a day?" in text_of(offer)
+    postman.reply(offer, bob.email, "draw decline", "Not yet!")
+    postman.settle()
+    assert "bob says: Not yet!" in text_of(postman.last(alice.email, "bob declined the draw"))
+
+    postman.reply(request, alice.email, "resign", "Well played, bob.")
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(alice.email, "Re: "))
+    assert "alice says: Well played, bob." in text_of(postman.last(bob.email, "game over"))
+    # The resigner is not told their own words back.
+    assert "says:" not in text_of(postman.last(alice.email, "game over"))
+    db.session.rollback()
+    entries = db.session.scalars(select(Move).where(Move.game_id == game.id).order_by(Move.number)).all()
+    assert [(m.kind, m.comment) for m in entries] == [
+        ("draw-offer", "Shall we call it a day?"), ("draw-decline", "Not yet!"),
+        ("resign", "Well played, bob."),
+    ]
+
+
+def test_words_under_an_accepted_draw_reach_the_offerer(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    postman.settle()
+    postman.reply(postman.last(alice.email, "your move (move 1)"), alice.email, "draw offer")
+    postman.settle()
+    postman.reply(postman.last(bob.email, "alice offers a draw"), bob.email, "draw accept", "Fair enough.")
+    postman.settle()
+    db.session.rollback()
+    assert db.session.get(Game, game.id).result["results"] == ["draw", "draw"]
+    assert "bob says: Fair enough." in text_of(postman.last(alice.email, "game over"))
+
+
 def test_a_draw_offer_by_mail_is_refused_where_draws_make_no_sense(postman: Postman, players) -> None:
     alice, bob, _ = players
     game = play.create_game("easyslider", [alice, bob], {"rounds": 1})
