@@ -197,20 +197,21 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
 
 
-@operation("/v1/games/<int:game_id>/resign", "POST", "Resign", response=s.GameSchema,
-           errors=(400, 403, 404, 409))
-def resign(user: User, game_id: int) -> dict[str, Any]:
-    """Resign the game (or abandon a game played alone)."""
-    play.resign(_game_for(user, game_id).id, user, "api")
+@operation("/v1/games/<int:game_id>/resign", "POST", "Resign", body=s.ResignSchema, body_required=False,
+           response=s.GameSchema, errors=(400, 403, 404, 409, 422))
+def resign(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Resign the game (or abandon a game played alone), with an optional comment to the others."""
+    play.resign(_game_for(user, game_id).id, user, "api", body.get("comment"))
     return _fresh_game(user, game_id)
 
 
 @operation("/v1/games/<int:game_id>/draw", "POST", "Offer or answer a draw", body=s.DrawSchema,
            response=s.GameSchema, errors=(400, 403, 404, 409, 422))
 def draw(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
-    """Offer a draw (``offer``), or answer your opponent's offer (``accept`` or ``decline``)."""
+    """Offer a draw (``offer``), or answer your opponent's offer (``accept`` or ``decline``), with an
+    optional comment to the others."""
     action = {"offer": play.offer_draw, "accept": play.accept_draw, "decline": play.decline_draw}
-    action[body["action"]](_game_for(user, game_id).id, user, "api")
+    action[body["action"]](_game_for(user, game_id).id, user, "api", body.get("comment"))
     return _fresh_game(user, game_id)
 
 

@@ -268,10 +268,19 @@ class AnswerSchema(Schema):
         "description": "Passed on to the challenger with your answer."})
 
 
+class ResignSchema(Schema):
+    """A resignation, with an optional word to the other players."""
+
+    comment = fields.String(validate=validate.Length(max=MAX_COMMENT), metadata={
+        "description": "Passed on to the other players with the result, and kept in the record."})
+
+
 class DrawSchema(Schema):
     """Offer a draw, or answer the opponent's offer."""
 
     action = fields.String(required=True, validate=validate.OneOf(("offer", "accept", "decline")))
+    comment = fields.String(validate=validate.Length(max=MAX_COMMENT), metadata={
+        "description": "Passed on to the others with the offer or the answer, and kept in the record."})
 
 
 class ConditionalLinesSchema(Schema):

@@ -228,11 +228,20 @@ def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Fla
     assert carol.call("POST", path + "/resign")[0] == 403
     status, game = alice.call("POST", path + "/draw", {"action": "offer"})
     assert status == 200 and game["draw_offered_by"] == 0
-    assert bob.call("POST", path + "/draw", {"action": "decline"})[1]["draw_offered_by"] is None
+    assert bob.call("POST", path + "/draw", {"action": "decline", "comment": "Play on!"})[1][
+        "draw_offered_by"] is None
     alice.call("POST", path + "/draw", {"action": "offer"})
-    assert bob.call("POST", path + "/draw", {"action": "accept"})[1]["result"]["results"] == ["draw", "draw"]
+    assert bob.call("POST", path + "/draw", {"action": "accept", "comment": "Fair."})[1]["result"][
+        "results"] == ["draw", "draw"]
+    outbox.deliver_due()
+    to_alice = [text_of(m) for m in sink.messages("alice@example.org")]
+    assert any("bob says: Play on!" in text for text in to_alice)
+    assert "bob says: Fair." in to_alice[-1]
+    record = alice.call("GET", path)[1]["record"]
+    assert [entry["comment"] for entry in record][-4:] == [None, "Play on!", None, "Fair."]
     _, game = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"]})
     bob.call("POST", f"/api/v1/games/{game['id']}/accept")
+    # The comment is optional: a resignation may come with no body at all.
     status, game = bob.call("POST", f"/api/v1/games/{game['id']}/resign")
     assert status == 200 and game["result"]["results"] == ["win", "loss"]
     listed = alice.call("GET", "/api/v1/games?limit=1")[1]
