@@ -160,15 +160,23 @@ class Engine(Protocol):
     def outcome(self, state: Any) -> Outcome | None:
         """The result once the game is over, else None."""
 
-    def render_text(self, state: Any, seat: int | None = None) -> str:
-        """A fixed-width board for mail, with coordinates."""
+    def render_text(self, state: Any, seat: int | None = None, *, over: bool = False) -> str:
+        """A fixed-width board for mail, with coordinates.
 
-    def render_svg(self, state: Any, seat: int | None = None, targets: bool = True) -> str:
+        With ``over`` True the game has ended whatever the state says: the server ended it (a
+        resignation, a loss on time, a draw agreed, a solitaire game abandoned) and left a state in
+        which the engine still has a player to move.  The board, its legend and the counts or scores
+        are shown as ever, but nothing only a position with a mover has: whose move it is, what may be
+        played, the hints that go with them.  The server gives the reason, so the engine names none."""
+
+    def render_svg(self, state: Any, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
         """An SVG board for the web; legal move targets of ``seat`` carry ``data-move`` attributes.
 
         With ``targets`` False the board is drawn as it stands, with no targets: the server asks for
-        that when the seat cannot move on the page (a game ended by resignation, time or agreement
-        leaves a state in which the engine still has a player to move)."""
+        that when the seat cannot move on the page (a replayed position, the others' turn).  With
+        ``over`` True the game has ended though the state has a mover (see :meth:`render_text`): no
+        targets, and the board's title names no mover."""
 
     def dump(self, state: Any) -> dict[str, Any]:
         """A JSON-safe form of ``state``."""

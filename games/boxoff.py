@@ -581,8 +581,11 @@ class BoxOff:
 
     # -- rendering ------------------------------------------------------------------------------
 
-    def render_text(self, state: BoxOffState, seat: int | None = None) -> str:
-        """The seat's board (or every board, for a spectator) in fixed width for a plain-text mail."""
+    def render_text(self, state: BoxOffState, seat: int | None = None, *, over: bool = False) -> str:
+        """The seat's board (or every board, for a spectator) in fixed width for a plain-text mail.
+
+        ``over``: the game has ended though boards are still in play (the server ended it), so no board
+        asks for a move: each one still in play says how many tiles it was left with."""
         legend = "Legend: " + ", ".join(
             f"{PALETTE[i]} {COLOUR_NAMES[i]}" for i in range(state.colours)
         ) + ", . empty"
@@ -594,18 +597,20 @@ class BoxOff:
             if many:
                 parts.append(f"Seat {s + 1}:")
             parts.append(self._text_board(state, board.occupied))
-            parts.append(self._status(state, s, own=seat is not None))
+            parts.append(self._status(state, s, own=seat is not None, over=over))
         parts.append(legend)
         if seat is not None and many:
             others = [
-                f"seat {s + 1}: {self._short_status(state, s)}" for s in range(len(state.seats)) if s != seat
+                f"seat {s + 1}: {self._short_status(state, s, over)}" for s in range(len(state.seats))
+                if s != seat
             ]
             parts.extend(textwrap.wrap("Others: " + "; ".join(others) + ".", 72))
         return "\n".join(parts) + "\n"
 
-    def render_svg(self, state: BoxOffState, seat: int | None = None, targets: bool = True) -> str:
+    def render_svg(self, state: BoxOffState, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
         """The seat's board (or every board, for a spectator); the seat's movable tiles carry data-move
-        (unless ``targets`` is False)."""
+        (unless ``targets`` is False, or the game is ``over``: ended by the server, no board in play)."""
         cell, margin, gap = 40, 24, 16
         shown = list(range(len(state.seats))) if seat is None else [seat]
         labelled = len(state.seats) > 1
@@ -619,10 +624,10 @@ class BoxOff:
         title_id = f"boxoff-title-{'all' if seat is None else seat + 1}"
         if seat is None:
             title = f"Box Off, {state.width}x{state.height}: " + "; ".join(
-                (f"seat {s + 1} " if labelled else "") + self._short_status(state, s) for s in shown
+                (f"seat {s + 1} " if labelled else "") + self._short_status(state, s, over) for s in shown
             )
         else:
-            status = self._short_status(state, seat)
+            status = self._short_status(state, seat, over)
             title = f"Box Off, {state.width}x{state.height}, seat {seat + 1}: {status}"
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {total_w} {total_h}" '
@@ -634,14 +639,14 @@ class BoxOff:
             x0 = (n % columns) * (board_w + gap)
             y0 = (n // columns) * (board_h + gap)
             movable: set[int] = set()
-            if targets and seat is not None and self._playing(state, s):
+            if targets and not over and seat is not None and self._playing(state, s):
                 for p in _legal(state.pairs, state.seats[s].occupied):
                     movable.update((p[2], p[3]))
             out.append(f'<g transform="translate({x0},{y0})">')
             if labelled:
                 out.append(
                     f'<text x="{margin}" y="14" font-size="14" fill="#333">'
-                    f"Seat {s + 1}: {escape(self._short_status(state, s))}</text>"
+                    f"Seat {s + 1}: {escape(self._short_status(state, s, over))}</text>"
                 )
             out.extend(self._svg_board(state, state.seats[s].occupied, movable, cell, margin, label_h))
             out.append("</g>")
@@ -783,15 +788,21 @@ class BoxOff:
             return f"ran out of time with {left} {tiles} left"
         return f"stuck with {left} {tiles} left"
 
-    def _short_status(self, state: BoxOffState, seat: int) -> str:
+    def _short_status(self, state: BoxOffState, seat: int, over: bool = False) -> str:
         board = state.seats[seat]
         left = _count(board.occupied)
         if self._playing(state, seat):
-            return f"{left} tiles left, playing"
+            return self._stopped_words(board) if over else f"{left} tiles left, playing"
         return self._result_words(board)
 
-    def _status(self, state: BoxOffState, seat: int, own: bool) -> str:
-        """Tiles left per colour, the last move, and what the seat may do now."""
+    @staticmethod
+    def _stopped_words(board: SeatBoard) -> str:
+        """A board still in play when the server ended the game (a resignation, a time-out)."""
+        left = _count(board.occupied)
+        return f"{left} tile{'' if left == 1 else 's'} left when the game ended"
+
+    def _status(self, state: BoxOffState, seat: int, own: bool, over: bool = False) -> str:
+        """Tiles left per colour, the last move, and what the seat may do now (nothing, once ``over``)."""
         board = state.seats[seat]
         present = [c for n, c in enumerate(state.deal) if board.occupied >> n & 1]
         counts = ", ".join(f"{PALETTE[i]} {present.count(PALETTE[i])}" for i in range(state.colours))
@@ -799,7 +810,9 @@ class BoxOff:
         if board.moves:
             lines[0] += f" Last: {board.moves[-1]}."
         legal = _legal(state.pairs, board.occupied)
-        if self._playing(state, seat):
+        if self._playing(state, seat) and over:
+            lines.append("Finished: " + self._stopped_words(board) + ".")
+        elif self._playing(state, seat):
             example = _notation(legal[0], state.width)
             who = "Your move" if own else "To move"
             lines.append(f"{who}: two tiles of one colour, like {example} ({len(legal)} pairs can go).")

@@ -460,8 +460,11 @@ class Cambio:
 
     # -- rendering ----------------------------------------------------------------------------------
 
-    def render_text(self, state: State, seat: int | None = None) -> str:
-        """The board with coordinates, the phase, whose turn, placements left and the last move."""
+    def render_text(self, state: State, seat: int | None = None, *, over: bool = False) -> str:
+        """The board with coordinates, the phase, whose turn, placements left and the last move.
+
+        ``over``: the game has ended though the rules would go on (the server ended it), so the phase,
+        the mover and the placements left are not shown."""
         n = state.size
         letters = " ".join(file_letters(n))
         rule = "+" + "-" * (2 * n + 1) + "+"
@@ -471,15 +474,18 @@ class Cambio:
             out.append(f"{r + 1} | {row} | {r + 1}")
         out += [f"  {rule}", f"    {letters}", ""]
         out.append("O = seat 1's cubes, X = seat 2's cubes, . = neutral cube")
-        out.extend(self._status_lines(state))
+        out.extend(self._status_lines(state, over))
         return "\n".join(out) + "\n"
 
-    def _status_lines(self, state: State) -> list[str]:
+    def _status_lines(self, state: State, over: bool = False) -> list[str]:
         lines: list[str] = []
         if state.last:
             lines.append(f"Last move: {self._describe_last(state)}")
         if state.outcome:
             lines.append(f"Game over: {state.outcome.reason}.")
+            return lines
+        if over:
+            # Ended by the server: the reason is the server's to give, and nobody is to move.
             return lines
         mover = SEAT_NAMES[state.turn]
         if state.pushing:
@@ -500,23 +506,26 @@ class Cambio:
             return f"{mover} pushed {state.last}."
         return f"{mover} placed an {SYMBOLS[state.turn].upper()} cube on {state.last}."
 
-    def _title(self, state: State) -> str:
+    def _title(self, state: State, over: bool = False) -> str:
         n = state.size
         if state.outcome:
             return f"Cambio {n}x{n}, game over: {state.outcome.reason}"
         after = f" after {SYMBOLS[1 - state.turn].upper()} {state.last}" if state.last else ""
+        if over:
+            return f"Cambio {n}x{n}{after}, game over"
         if state.pushing:
             return f"Cambio {n}x{n}{after}, push phase: {SEAT_NAMES[state.turn]} to push"
         return f"Cambio {n}x{n}{after}, placement phase: {SEAT_NAMES[state.turn]} to place"
 
-    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
         """The tray of cubes with coordinates; for the seat to move, clickable cells or push arrows
-        (unless ``targets`` is False)."""
+        (unless ``targets`` is False, or the game is ``over``: ended by the server, with no mover named)."""
         n = state.size
         cell, band, label = 60, 34, 22
         pad = band + label
         side = n * cell + 2 * pad
-        title = _escape(self._title(state))
+        title = _escape(self._title(state, over))
         parts = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {side} {side}" width="{side}" '
             f'height="{side}" role="img" aria-labelledby="cambio-title">',
@@ -543,7 +552,7 @@ class Cambio:
             for r in range(n):
                 x, y = corner((f, r))
                 parts.append(_cube(x, y, cell, state.at((f, r)), (f, r) == last_cell))
-        if targets and seat is not None and seat == state.turn and not state.outcome:
+        if targets and not over and seat is not None and seat == state.turn and not state.outcome:
             if state.pushing:
                 for move in _legal_pushes(state):
                     c, arrow = parse_cell(move[:-1], n, n), move[-1]

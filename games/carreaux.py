@@ -718,19 +718,26 @@ Rulings:
 
     # --- rendering ---
 
-    def _status(self, state: State) -> str:
+    def _status(self, state: State, over: bool = False) -> str:
         result = self.outcome(state)
         if result is not None:
             return f"Game over: {result.reason}."
+        if over:
+            # Ended by the server, which gives the reason: the slides made, and nobody to move.
+            slides = len(state.history)
+            return f"Game over after {slides} slide{'' if slides == 1 else 's'}."
         return f"Move {len(state.history) + 1}: {NAMES[state.turn]} (seat {state.turn + 1}) to move."
 
-    def render_text(self, state: State, seat: int | None = None) -> str:
-        """A fixed-width board; tiles Red may slide (or Blue, on Blue's turn) are listed below it."""
+    def render_text(self, state: State, seat: int | None = None, *, over: bool = False) -> str:
+        """A fixed-width board; tiles Red may slide (or Blue, on Blue's turn) are listed below it.
+
+        ``over``: the game has ended though the rules would go on (the server ended it), so neither the
+        mover nor the tiles it may slide are shown."""
         n = state.size
         red, blue = self.group_values(state)
         letters = ("    " + "".join(f" {f} " for f in file_letters(n))).rstrip()
         symbol = {RED: "R", BLUE: "B", GREEN: "g", BUBBLE: "."}
-        lines = [f"Carreaux {n}x{n}", self._status(state),
+        lines = [f"Carreaux {n}x{n}", self._status(state, over),
                  f"Group values: Red {red}, Blue {blue}, total {red + blue}", "", letters]
         for r in reversed(range(n)):
             row = "".join(f" {symbol[state.board[r * n + f]]} " for f in range(n))
@@ -738,22 +745,23 @@ Rulings:
         lines += [letters, "", "R red  B blue  g green  . the bubble (empty)"]
         if state.history:
             lines.append(f"Last move: {NAMES[1 - state.turn]} slid {state.history[-1]}.")
-        if not state.over:
+        if not state.over and not over:
             legal = self.moves(state, state.turn)
             lines.append(f"{NAMES[state.turn]} may slide: {' '.join(legal)}")
         return "\n".join(lines) + "\n"
 
-    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
         """An SVG board; when ``seat`` is to move, its legal tiles carry ``data-move`` and a target class
-        (unless ``targets`` is False)."""
+        (unless ``targets`` is False, or the game is ``over``: ended by the server, with no mover named)."""
         n = state.size
         cell, margin = 48, 28
         side = n * cell
         width, height = side + 2 * margin, side + 2 * margin + 34
         red, blue = self.group_values(state)
-        status = self._status(state)
+        status = self._status(state, over)
         title = f"Carreaux {n}x{n}: {status} Group values Red {red}, Blue {blue}."
-        movable = set(self.moves(state, seat)) if seat is not None and targets else set()
+        movable = set(self.moves(state, seat)) if seat is not None and targets and not over else set()
         fill = {RED: "#c62828", BLUE: "#1565c0", GREEN: "#2e7d32"}
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '

@@ -501,38 +501,46 @@ class EasySlider:
 
     # --- rendering -------------------------------------------------------------------------------------
 
-    def render_text(self, state: State, seat: int | None = None) -> str:
-        """A seat's own board with pawns, coins and scores; for a spectator, a summary of all seats."""
+    def render_text(self, state: State, seat: int | None = None, *, over: bool = False) -> str:
+        """A seat's own board with pawns, coins and scores; for a spectator, a summary of all seats.
+
+        ``over``: the game has ended though boards are still being solved (the server ended it), so it
+        reads as a finished game: no slides offered, and a board still in play shows as unsolved."""
+        over = over or state.over
         head = f"Easy Slider - {_round_name(state)}, {state.options.scoring} scoring"
-        lines = [head if not state.over else "Easy Slider - the game is over", ""]
+        lines = [head if not over else "Easy Slider - the game is over", ""]
         if seat is not None and 0 <= seat < state.players and state.seats[seat].status != WAITING:
             lines += _text_board(state, state.seats[seat].board)
             lines.append("")
             lines += _text_legend()
             lines.append("")
             me = state.seats[seat]
-            lines.append(f"You ({_seat_label(seat)}): {_status_words(me)}.")
-            if seat in self.to_move(state):
+            lines.append(f"You ({_seat_label(seat)}): {_status_words(me, over)}.")
+            if not over and seat in self.to_move(state):
                 lines.append(f"You can slide {join_words(self.moves(state, seat)[:-1])}.")
                 lines.append("Send one or more slides, like 'd1 d2 c2', or 'done'.")
             lines.append("")
-        elif seat is not None and 0 <= seat < state.players and not state.over:
+        elif seat is not None and 0 <= seat < state.players and not over:
             playing = join_words([str(s + 1) for s in _playing(state)], "and")
             lines += [f"You ({_seat_label(seat)}) are not in {_round_name(state)}: it is between the "
                       f"leaders, seats {playing}.", ""]
-        lines += _text_scores(state)
+        lines += _text_scores(state, over)
         outcome = self.outcome(state)
         if outcome is not None:
             lines += ["", *textwrap.wrap(outcome.reason, 72)]
         return "\n".join(lines) + "\n"
 
-    def render_svg(self, state: State, seat: int | None = None, targets: bool = True) -> str:
+    def render_svg(self, state: State, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
         """The seat's board (the round's deal for a spectator) with pawns, coins and a score table.
 
         For the seat to move, each tile that can slide carries ``data-move`` with its cell, and the
-        ``done`` button carries ``data-move="done"`` (unless ``targets`` is False).
+        ``done`` button carries ``data-move="done"`` (unless ``targets`` is False, or the game is
+        ``over``: ended by the server, when a board still in play shows as unsolved).
         """
-        return _svg(state, seat, targets and seat is not None and seat in self.to_move(state))
+        over = over or state.over
+        return _svg(state, seat, targets and not over and seat is not None and seat in self.to_move(state),
+                    over)
 
     # --- storage ---------------------------------------------------------------------------------------
 
@@ -596,10 +604,11 @@ def _round_name(state: State) -> str:
     return f"round {state.round} of {state.options.rounds}"
 
 
-def _status_words(seat: SeatState) -> str:
+def _status_words(seat: SeatState, over: bool = False) -> str:
+    """How a seat stands in the round; once the game is ``over``, a board still in play is unsolved."""
     slides = f"{seat.slides} slide{'' if seat.slides == 1 else 's'}"
     return {
-        SOLVING: f"solving, {slides} so far",
+        SOLVING: f"unsolved after {slides}" if over else f"solving, {slides} so far",
         SOLVED: f"solved in {slides}",
         FUMBLED: f"fumbled after {slides}",
         LAST: f"last, unsolved after {slides}",
@@ -636,11 +645,12 @@ def _text_legend() -> list[str]:
     ]
 
 
-def _text_scores(state: State) -> list[str]:
-    """Totals and each seat's round so far, then the points of every finished round."""
-    lines = ["Seat  Total  " + ("Last round" if state.over else "This round")]
+def _text_scores(state: State, over: bool) -> list[str]:
+    """Totals and each seat's round so far, then the points of every finished round; ``over`` when the
+    game has ended (by its rules or the server's)."""
+    lines = ["Seat  Total  " + ("Last round" if over else "This round")]
     for s, seat in enumerate(state.seats):
-        lines.append(f"{s + 1:<4}{state.totals[s]:>7}  {_status_words(seat)}")
+        lines.append(f"{s + 1:<4}{state.totals[s]:>7}  {_status_words(seat, over)}")
     if state.history:
         # A column per round, kept apart from the statuses so 10 rounds and playoffs fit in 72 columns.
         names = [f"r{r.number}" if not r.playoff else f"p{r.playoff}" for r in state.history]
@@ -690,7 +700,7 @@ LEFT = 96  # room for the pawns and rank numbers
 TOP = 78  # room for the title line, the coins and file letters
 
 
-def _svg(state: State, seat: int | None, active: bool) -> str:
+def _svg(state: State, seat: int | None, active: bool, over: bool) -> str:
     showing = seat is not None and 0 <= seat < state.players and state.seats[seat].status != WAITING
     board = state.seats[seat].board if showing and seat is not None else state.start
     who = f"seat {seat + 1}" if showing and seat is not None else "the deal"
@@ -761,13 +771,13 @@ def _svg(state: State, seat: int | None, active: bool) -> str:
                    f'font-size="15" text-anchor="middle" fill="#fff">done</text></g>')
     if showing and seat is not None:
         out.append(f'<text x="{LEFT + 100}" y="{below + 20}" font-size="13" fill="#333">'
-                   f'{escape(_status_words(state.seats[seat]))}</text>')
+                   f'{escape(_status_words(state.seats[seat], over))}</text>')
     out.append(f'<text x="10" y="{table_top}" font-size="13" font-weight="bold" fill="#333">Seat'
-               f'<tspan x="70">Total</tspan><tspan x="130">{"Last round" if state.over else "This round"}'
+               f'<tspan x="70">Total</tspan><tspan x="130">{"Last round" if over else "This round"}'
                f'</tspan></text>')
     for s in range(state.players):
         y = table_top + 22 * (s + 1)
-        now = _status_words(state.seats[s])
+        now = _status_words(state.seats[s], over)
         out.append(f'<text x="10" y="{y}" font-size="13" fill="#333">{s + 1}<tspan x="70">{state.totals[s]}'
                    f'</tspan><tspan x="130">{escape(now)}</tspan></text>')
     out.append(f'<circle cx="14" cy="{legend_y - 4}" r="3" fill="{PLACED}"/>')

@@ -1040,28 +1040,35 @@ class TruchetEngine:
 
     # -- drawing
 
-    def status(self, state: TruchetState) -> str:
-        """One line: phase, whose turn, pieces left."""
+    def status(self, state: TruchetState, over: bool = False) -> str:
+        """One line: phase, whose turn, pieces left.  ``over``: the server ended the game, so no phase or
+        mover is named (the server gives the reason)."""
         counts = [sum(abs(v) for v in state.stacks if v * SIGN[s] > 0) for s in (DARK, LIGHT)]
         pieces = f"pieces: Dark {counts[0]}, Light {counts[1]}"
         if state.over:
             out = self.outcome(state)
             return f"Game over: {out.reason if out else state.reason} ({pieces})"
+        if over:
+            return f"Game over ({pieces})"
         if state.setting:
             left = state.tiles.count(UNSET)
             return f"Tile setting: {SIDE[state.turn]} (seat {state.turn + 1}) sets a tile, {left} left"
         return f"{SIDE[state.turn]} (seat {state.turn + 1}) to move; {pieces}"
 
-    def render_text(self, state: TruchetState, seat: int | None = None) -> str:
-        """The tiles drawn in characters, dark areas dotted; stacks and coordinates on the edges."""
-        return render_text(state, self.status(state))
+    def render_text(self, state: TruchetState, seat: int | None = None, *, over: bool = False) -> str:
+        """The tiles drawn in characters, dark areas dotted; stacks and coordinates on the edges.
+        ``over``: the game has ended though the rules would go on (the server ended it), so the status
+        line names no mover."""
+        return render_text(state, self.status(state, over))
 
-    def render_svg(self, state: TruchetState, seat: int | None = None, targets: bool = True) -> str:
-        """Truchet tiles with arcs, regions shaded, stacks with heights; legal fragments for ``seat``."""
+    def render_svg(self, state: TruchetState, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
+        """Truchet tiles with arcs, regions shaded, stacks with heights; legal fragments for ``seat``
+        (none when ``targets`` is False or the game is ``over``, which also names no mover)."""
         fragments: set[str] = set()
-        if targets and seat is not None and seat in self.to_move(state):
+        if targets and not over and seat is not None and seat in self.to_move(state):
             fragments = move_fragments(self.moves(state, seat))
-        return render_svg(state, self.status(state), fragments)
+        return render_svg(state, self.status(state, over), fragments)
 
 
 # ------------------------------------------------------------------------------------------- rendering

@@ -85,7 +85,8 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "game": game,
         "engine": engine,
         "seat": seat,
-        "board": engine.render_text(state, number),
+        # A game no longer active may still have a mover in the engine's eyes (the server ended it).
+        "board": engine.render_text(state, number, over=game.status != "active"),
         "to_move": to_move,
         "whose": seat_names(game, movers),
         "legal": listed,
@@ -311,7 +312,9 @@ def game_over(game: Game, outcome: Outcome, last_word: Move | None = None) -> No
     on to everyone but its author."""
     engine = games.get(game.engine)
     state = engine.load(game.state) if game.state else None
-    board = engine.render_text(state, None) if state is not None else ""
+    # Drawn as over: when the server ended the game (a resignation, time, a draw agreed) the engine's
+    # state still has someone to move, which the final board must not say.
+    board = engine.render_text(state, None, over=True) if state is not None else ""
     last = _last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     said_by = last_word.seat if last_word is not None and last_word.comment else None

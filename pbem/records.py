@@ -120,7 +120,7 @@ def text(game: Game) -> str:
     if game.state is not None:
         lines.append("")
         lines.append("Final board:" if game.status != "active" else "Board now:")
-        lines.append(engine.render_text(engine.load(game.state), None).rstrip())
+        lines.append(engine.render_text(engine.load(game.state), None, over=game.status != "active").rstrip())
     return "\n".join(lines) + "\n"
 
 

@@ -95,9 +95,13 @@ def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
     all_states = states(game)
     at = clamp(game, at)
     state = all_states[at]
+    # The last position of a game no longer active is drawn as over: when the server ended the game (a
+    # resignation, time, a draw agreed) its state still has a mover, whom the final board must not name.
+    over = at == len(all_states) - 1 and game.status != "active"
+
     def board(seat: int | None) -> Markup:
-        return drawn(("replay", _record_key(game), at, seat),
-                     lambda: engine.render_svg(state, seat, targets=False))
+        return drawn(("replay", _record_key(game), at, seat, over),
+                     lambda: engine.render_svg(state, seat, targets=False, over=over))
 
     if engine.simultaneous:
         boards = [(names.get(s.number, f"seat {s.number + 1}"), board(s.number)) for s in game.seats]

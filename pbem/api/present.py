@@ -70,7 +70,8 @@ def game(game: Game, viewer: User, seat_number: int | None = None) -> dict[str, 
     board = None
     if game.state is not None:
         state = play.state_of(game)
-        board = view.engine.render_text(state, view.viewer_seat.number if view.viewer_seat else None)
+        board = view.engine.render_text(state, view.viewer_seat.number if view.viewer_seat else None,
+                                        over=game.status != "active")
     if view.my_turn and view.expect is not None:
         data["move_number"] = view.expect
     data.update({

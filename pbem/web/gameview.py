@@ -231,14 +231,16 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
     stay hidden until the end (they would give the solution away)."""
     if state is None:
         return []
-    if engine.simultaneous and game.status != "active":
-        return [Board(player_name(game, s.number), board_svg(engine, state, s.number, stored=game.state))
+    over = game.status != "active"
+    if engine.simultaneous and over:
+        return [Board(player_name(game, s.number),
+                      board_svg(engine, state, s.number, stored=game.state, over=over))
                 for s in game.seats]
     if viewer_seat is not None:
         caption = "Your board" if engine.simultaneous else ""
-        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn, stored=game.state)
+        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn, stored=game.state, over=over)
         return [Board(caption, svg, clickable=my_turn)]
-    return [Board("", board_svg(engine, state, None, stored=game.state))]
+    return [Board("", board_svg(engine, state, None, stored=game.state, over=over))]
 
 
 def position_key(stored: dict[str, Any]) -> str:
@@ -254,7 +256,7 @@ def legal_moves(engine: games.Engine, state: Any, seat: int, stored: dict[str, A
 
 
 def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,
-              stored: dict[str, Any] | None = None) -> Markup:
+              stored: dict[str, Any] | None = None, over: bool = False) -> Markup:
     """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
     nobody can click on (a game over, a position replayed, the others' turn) shows none, whatever the
     engine would still allow in that state.
@@ -262,11 +264,15 @@ def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool 
     ``stored`` is the game's stored state that ``state`` was loaded from: given, it names the position,
     and a board drawn once serves every page that shows the same position (drawing is most of a game
     page's work, and players, watchers and the page's own updates ask for the same position again and
-    again)."""
+    again).
+
+    ``over`` says the game is no longer active: a game the server ended (a resignation, time, a draw
+    agreed) leaves a state with a mover, which its board must not name.  A resignation leaves the stored
+    state as it was, so ``over`` is part of what names the board kept."""
     if stored is None:
-        return Markup(engine.render_svg(state, seat, targets=targets))
-    return boards.drawn(("position", engine.slug, position_key(stored), seat, targets),
-                        lambda: engine.render_svg(state, seat, targets=targets))
+        return Markup(engine.render_svg(state, seat, targets=targets, over=over))
+    return boards.drawn(("position", engine.slug, position_key(stored), seat, targets, over),
+                        lambda: engine.render_svg(state, seat, targets=targets, over=over))
 
 
 def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:

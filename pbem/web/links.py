@@ -68,7 +68,7 @@ def _page(link: MoveLink, token: str, **extra: Any) -> str:
     return render_template(
         "links/move.html",
         game=game, engine=engine, seat=seat, user=link.user, number=link.number, move=link.move,
-        board=gameview.board_svg(engine, state, seat.number),
+        board=gameview.board_svg(engine, state, seat.number, over=game.status != "active"),
         legal=[] if moved_on else engine.moves(state, seat.number),
         moved_on=moved_on, now=now, fresh=fresh, token=token, url=notify.game_url(game), **extra,
     )

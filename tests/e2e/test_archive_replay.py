@@ -25,7 +25,8 @@ SAME_BOARD = """([svg, seat]) => {
 
 
 def expected_boards(game: Game) -> list[str]:
-    """The board after each entry of the record (0: the start), rendered here through the engine."""
+    """The board after each entry of the record (0: the start), rendered here through the engine; the
+    last one drawn as over, since the game is (nobody is to move on it, whoever ended the game)."""
     engine = games.get(game.engine)
     state = engine.new(game.players, engine.options.load(game.options), game.seed)
     boards = [engine.render_svg(state, None, targets=False)]
@@ -33,6 +34,7 @@ def expected_boards(game: Game) -> list[str]:
         if move.kind == "move":
             state = engine.play(state, move.seat, move.text)
         boards.append(engine.render_svg(state, None, targets=False))
+    boards[-1] = engine.render_svg(state, None, targets=False, over=True)
     return boards
 
 
