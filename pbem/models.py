@@ -334,10 +334,14 @@ class OutboxMail(db.Model):
     next_attempt_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When the deliverer gave the mail up (refused for good, or failing for longer than
+    # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
-        Index("ix_outbox_mail_due", "sent_at", "next_attempt_at"),
+        # The mails due: neither sent nor given up, by when they are next tried.
+        Index("ix_outbox_mail_due", "sent_at", "failed_at", "next_attempt_at"),
         # Counting the answers sent to one address lately (see pbem.mail.process).
         Index("ix_outbox_mail_to_kind", "to_addr", "kind", "created_at"),
     )
