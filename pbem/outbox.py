@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import formataddr, formatdate, parseaddr
+from email.utils import formataddr, formatdate
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
+from pbem import tokens
 from pbem.database import DirectWrite, begin_write, writes_batched
 from pbem.extensions import db, mail
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
@@ -288,7 +289,8 @@ def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime
             return failed, False
         try:
             data = render(row)
-            connection.send(parseaddr(row.from_addr)[1], row.to_addr, data)
+            # Each mail's own envelope sender (VERP), so that a bounce coming back later names it.
+            connection.send(tokens.bounce_address(row.id), row.to_addr, data)
         except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
             connection.close()
             _failed(row, failure(exc))
