@@ -114,6 +114,13 @@ class User(db.Model):
     # A new address the player asked for, until they confirm it from a mail sent there (the current
     # address keeps working until then).
     pending_email: Mapped[str | None] = mapped_column(String(254))
+    # Mail to the player's address comes back (see pbem.bouncing): since when, and the receiving
+    # server's words.  While set, game mail to the address is not sent; account mail still is.
+    mail_bouncing_since: Mapped[datetime | None] = mapped_column(DateTime)
+    mail_bounce_reason: Mapped[str | None] = mapped_column(String(300))
+    # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
+    mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 

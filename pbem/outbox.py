@@ -29,9 +29,10 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
-from pbem import tokens
+from pbem import bouncing, tokens
 from pbem.database import DirectWrite, begin_write, writes_batched
 from pbem.extensions import db, mail
+from pbem.mail.bounces import enhanced_status
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,8 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
                 db.session.rollback()
                 log.exception("outbox %s… could not be claimed; left for the next run", due[start])
                 continue
+            rows, held_back = _hold_back(rows)
+            failed += held_back
             went = _Sent()
             try:
                 batch_failed, finished = _send(rows, connection, went, until)
@@ -300,13 +303,29 @@ def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime
     return failed, True
 
 
+def _hold_back(rows: list[Row]) -> tuple[list[Row], int]:
+    """The claimed ``rows`` to send, and how many were given up instead: game mail to an address that
+    bounces (see :mod:`pbem.bouncing`) is not sent, so that the sending host is not seen mailing a dead
+    address; account mail still goes."""
+    game_mail = [row for row in rows if row.kind not in bouncing.ACCOUNT_KINDS]
+    stopped = bouncing.bouncing(row.to_addr for row in game_mail)
+    held = [row.id for row in game_mail if row.to_addr.lower() in stopped]
+    if not held:
+        return rows, 0
+    _record(held, failed_at=utcnow(), claimed_until=None, last_error=bouncing.HELD_BACK)
+    log.info("outbox %s not sent: game mail to an address that bounces", held)
+    return [row for row in rows if row.id not in held], len(held)
+
+
 @dataclass(frozen=True)
 class Failure:
-    """Why a mail could not be sent: for good (a 5xx refusal) or for now, in the server's words, and
-    whether it was the recipient that was refused (their address, not our mail or our sender)."""
+    """Why a mail could not be sent: for good (a 5xx refusal) or for now, in the server's words and its
+    enhanced status code ("5.1.1", or ''), and whether the refusal was of the recipient's address (not
+    of our sender, nor of this one mail's content), so that it counts as a bounce of the address."""
 
     permanent: bool
     words: str
+    status: str = ""
     of_recipient: bool = False
 
 
@@ -315,17 +334,24 @@ def failure(exc: BaseException) -> Failure:
     failure (a 4xx answer, a connection refused or broken, a timeout, a refused login) may pass."""
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         code, answer = next(iter(exc.recipients.values()), (0, b""))
-        return _answered(code, answer, of_recipient=True)
-    if isinstance(exc, smtplib.SMTPDataError | smtplib.SMTPSenderRefused):
-        return _answered(exc.smtp_code, exc.smtp_error, of_recipient=isinstance(exc, smtplib.SMTPDataError))
+        return _answered(code, answer, "RCPT")
+    if isinstance(exc, smtplib.SMTPDataError):
+        return _answered(exc.smtp_code, exc.smtp_error, "DATA")
+    if isinstance(exc, smtplib.SMTPSenderRefused):
+        return _answered(exc.smtp_code, exc.smtp_error, "MAIL")
     return Failure(False, f"{type(exc).__name__}: {exc}")
 
 
-def _answered(code: int, answer: bytes | str, of_recipient: bool) -> Failure:
-    """A failure the server answered with ``code`` and the text ``answer``."""
+def _answered(code: int, answer: bytes | str, command: str) -> Failure:
+    """A failure the server answered to ``command`` with ``code`` and the text ``answer``.  A refused
+    RCPT is about the address; a refused DATA only when its status says so (5.1.x the address, 5.2.x the
+    mailbox), since a server also refuses one mail's content there; a refused MAIL FROM is about us."""
     text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
-    words = f"{code} {' '.join(text.split())}"
-    return Failure(500 <= code <= 599, words, of_recipient and 500 <= code <= 599)
+    text = " ".join(text.split())
+    status = enhanced_status(text)
+    permanent = 500 <= code <= 599
+    of_recipient = command == "RCPT" or (command == "DATA" and status.startswith(("5.1.", "5.2.")))
+    return Failure(permanent, f"{code} {text}", status, permanent and of_recipient)
 
 
 def _failed(row: Row, what: Failure) -> None:
@@ -340,6 +366,8 @@ def _failed(row: Row, what: Failure) -> None:
         _record([row.id], attempts=attempts, failed_at=now, claimed_until=None,
                 last_error=f"{why}: {what.words}"[:2000])
         log.warning("outbox %s to %s %s: %s", row.id, row.to_addr, why, what.words)
+        if what.of_recipient:
+            bouncing.count_refusal(row.to_addr, what.status or "5.0.0", what.words)
         return
     delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
     _record([row.id], attempts=attempts, next_attempt_at=now + timedelta(seconds=delay),

@@ -33,7 +33,7 @@ from sqlalchemy import bindparam, event, func, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 import games
-from pbem import notify, outbox, play, tokens
+from pbem import bouncing, notify, outbox, play, tokens
 from pbem.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
@@ -405,7 +405,9 @@ def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> 
     said = f"{report.action} {report.status or '(no status)'} {report.diagnostic}".strip()
     if not report.hard:
         return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; not a bounce")
-    return Handling("ignored", f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}")
+    user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
+    note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
+    return Handling("ignored", note, user=user)
 
 
 def _return_path(mail: parse.Incoming) -> str | None:

@@ -5,15 +5,20 @@ envelope) → a real delivery report sent over SMTP to the real listener → pro
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import outbox, tokens
+from pbem import accounts, bouncing, challenges, outbox, play, tokens
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.mail import process, receive
-from pbem.models import InboundMail, OutboxMail
+from pbem.models import InboundMail, OutboxMail, User, set_clock, utcnow
+from pbem.web.pagecache import cache_of
 from tests.server.test_mail_play import Postman, postman  # noqa: F401  (the listener fixture)
+from tests.server.test_web_games import signed_in
+from tests.server.webclient import WebClient
 
 DIAGNOSTIC = "smtp; 550 5.1.1 <{to}>: Recipient address rejected: User unknown in virtual mailbox table"
 
@@ -84,6 +89,19 @@ def queue(to: str, kind: str = "test") -> int:
     return row_id
 
 
+def marked(user: User) -> bool:
+    """Whether ``user``'s address is marked as bouncing, as the database has it now."""
+    db.session.rollback()
+    return db.session.get(User, user.id).mail_bouncing_since is not None
+
+
+def mark(user: User) -> None:
+    """Mark ``user``'s address as bouncing, as a conclusive bounce does."""
+    begin_write()
+    bouncing.count_bounce(user.email, "5.1.1", "550 5.1.1 User unknown")
+    db.session.commit()
+
+
 def outbox_count() -> int:
     db.session.rollback()
     return db.session.scalar(select(func.count(OutboxMail.id))) or 0
@@ -126,7 +144,12 @@ def test_a_hard_bounce_is_read_as_one_and_not_answered(postman: Postman, players
     row = report(postman, delivery_report(bob.email), verp)
     assert row.status == "ignored" and row.note.startswith("bounce of outbox #")
     assert "failed 5.1.1" in row.note and "User unknown" in row.note
+    assert row.note.endswith("bob's address is marked as bouncing") and row.user_id == bob.id
     assert outbox_count() == before  # Never answered.
+    bob = db.session.get(User, bob.id)
+    assert bob.mail_bouncing_since is not None
+    assert bob.mail_bounce_reason == f"550 5.1.1 <{bob.email}>: Recipient address rejected: User unknown " \
+        "in virtual mailbox table"
 
 
 def test_a_delay_report_is_not_a_bounce(postman: Postman, players) -> None:  # noqa: F811
@@ -137,6 +160,7 @@ def test_a_delay_report_is_not_a_bounce(postman: Postman, players) -> None:  # n
                                           diagnostic="smtp; 451 4.4.1 try again later"),
                  envelope_sender(postman, bob.email))
     assert row.status == "ignored" and "delayed 4.4.1" in row.note and row.note.endswith("not a bounce")
+    assert not marked(bob)
 
 
 def test_an_out_of_office_reply_to_the_bounce_address_is_not_a_bounce(postman: Postman,  # noqa: F811
@@ -148,6 +172,7 @@ def test_an_out_of_office_reply_to_the_bounce_address_is_not_a_bounce(postman: P
     row = report(postman, out_of_office(bob.email), envelope_sender(postman, bob.email), mail_from=bob.email)
     assert row.status == "ignored" and "not a delivery report (Auto-Submitted: auto-replied)" in row.note
     assert outbox_count() == before  # Never answered.
+    assert not marked(bob)
 
 
 def test_a_bounce_with_a_forged_token_does_nothing(postman: Postman, players) -> None:  # noqa: F811
@@ -160,6 +185,7 @@ def test_a_bounce_with_a_forged_token_does_nothing(postman: Postman, players) ->
     row = report(postman, delivery_report(bob.email), forged)
     assert row.status == "ignored" and "token is not ours" in row.note
     assert str(row_id) not in row.note
+    assert not marked(bob)
 
 
 def _folded(value: bytes) -> bytes:
@@ -209,6 +235,7 @@ def test_hostile_delivery_reports_are_read_quickly_and_count_for_nothing(postman
         row = _newest()
         assert row.status == "ignored" and not row.note.startswith("bounce of"), (what, row.note)
         assert time.process_time() - started < 2, what
+        assert not marked(bob), what
     # A header line of a megabyte does not pass SMTP (lines end at 1,000 octets), but an MTA's pipe to
     # `pbem ingest` takes it: stored and processed as that command does.
     long_line = delivery_report(bob.email, message_id="<hostile-line@mx.example.org>").replace(
@@ -219,3 +246,126 @@ def test_hostile_delivery_reports_are_read_quickly_and_count_for_nothing(postman
     row = _newest()
     assert row.status == "ignored" and not row.note.startswith("bounce of"), row.note
     assert time.process_time() - started < 2
+    assert not marked(bob)
+
+
+# Step 3: the address marked, game mail stopped, the player told --------------------------------------
+
+
+def test_a_permanent_refusal_of_a_players_address_marks_it(ctx: Flask, sink, players) -> None:
+    _alice, bob, _ = players
+    sink.refuse[bob.email] = "550 5.1.1 <bob@example.org>: Recipient address rejected: User unknown"
+    queue(bob.email)
+    assert outbox.deliver_due() == (0, 1)
+    assert marked(bob)
+    assert db.session.get(User, bob.id).mail_bounce_reason == \
+        "550 5.1.1 <bob@example.org>: Recipient address rejected: User unknown"
+
+
+def test_a_refusal_not_about_the_address_takes_two_within_the_window(ctx: Flask, sink, players) -> None:
+    _alice, bob, carol = players
+    sink.refuse[bob.email] = "550 5.7.1 Service unavailable; client host blocked"
+    sink.refuse[carol.email] = "550 5.2.2 Mailbox full"
+    queue(bob.email), queue(carol.email)
+    assert outbox.deliver_due() == (0, 2)
+    assert not marked(bob) and not marked(carol)
+    try:
+        set_clock(utcnow() + timedelta(days=8))  # Past the window: counting starts again.
+        queue(bob.email)
+        assert outbox.deliver_due() == (0, 1)
+        assert not marked(bob)
+        set_clock(utcnow() + timedelta(days=2))  # A second one within the window marks it.
+        queue(bob.email), queue(carol.email)
+        assert outbox.deliver_due() == (0, 2)
+    finally:
+        set_clock(None)
+    assert marked(bob) and not marked(carol)  # Carol's first bounce was ten days ago.
+
+
+def test_a_temporary_refusal_counts_for_nothing(ctx: Flask, sink, players) -> None:
+    _alice, bob, _ = players
+    queue(bob.email)
+    sink.refuse[bob.email] = "450 4.2.1 Mailbox busy"
+    assert outbox.deliver_due() == (0, 1)
+    assert not marked(bob)
+
+
+def test_a_bounce_of_an_address_the_player_has_left_counts_for_nothing(postman: Postman,  # noqa: F811
+                                                                     players) -> None:
+    _alice, bob, _ = players
+    old = bob.email
+    queue(old)
+    outbox.deliver_due()
+    verp = envelope_sender(postman, old)
+    begin_write()
+    db.session.get(User, bob.id).email = "bob.new@example.org"
+    db.session.commit()
+    row = report(postman, delivery_report(old), verp)
+    assert row.note.startswith("bounce of") and row.note.endswith("no player has that address now")
+    assert not marked(bob)
+
+
+def test_while_marked_game_mail_is_given_up_and_account_mail_still_goes(ctx: Flask, sink, players) -> None:
+    alice, bob, _ = players
+    game_id = challenges.new_game(alice, "cambio", [alice, bob], seed=3).id
+    challenges.accept(game_id, bob)
+    outbox.deliver_due()
+    mark(bob)
+    before = len(sink.messages(bob.email))
+    play.submit(game_id, db.session.get(User, alice.id), "b3", "web")  # Bob's move request.
+    accounts.request_reset(bob.email)
+    db.session.commit()
+    outbox.deliver_due()
+    got = sink.messages(bob.email)[before:]
+    assert [str(m["Subject"]) for m in got] == ["[pbem] Reset your password"]
+    db.session.rollback()
+    held = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == bob.email,
+                                                       OutboxMail.sent_at.is_(None))).all()
+    assert [m.kind for m in held] != [] and all(m.failed_at is not None for m in held)
+    assert {m.last_error for m in held} == {bouncing.HELD_BACK}
+    assert sink.messages(alice.email), "mail to the other player goes as ever"
+    assert outbox.deliver_due() == (0, 0)  # Given up, not retried.
+
+
+def test_the_player_sees_the_notice_and_can_say_the_address_works_again(app: Flask, ctx: Flask, sink,
+                                                                      players) -> None:
+    alice, bob, _ = players
+    game_id = challenges.new_game(alice, "cambio", [alice, bob], seed=3).id
+    challenges.accept(game_id, bob)
+    [web] = signed_in(app, bob)
+    game_page = f"/games/{game_id}"
+    assert "mail-bouncing" not in web.get(game_page).get_data(as_text=True)
+    assert len(cache_of(app)) >= 1  # Bob's game page is kept for him.
+    mark(bob)
+    for path in ("/dashboard", game_page, "/"):
+        page = web.get(path).get_data(as_text=True)
+        assert 'id="mail-bouncing"' in page and "Your clocks keep running" in page, path
+    settings = web.get("/settings").get_data(as_text=True)
+    assert 'id="bouncing-details"' in settings and "550 5.1.1 User unknown" in settings
+    assert "bob@example.org" in settings and 'id="mail-works"' in settings
+    assert 'id="mail-bouncing"' not in WebClient(app).get(game_page).get_data(as_text=True)  # Visitors.
+
+    refused = web.post("/settings", {"action": "mail-works"}, csrf=False)
+    assert refused.status_code == 400 and marked(bob)  # Not without the form's token.
+    answer = web.post("/settings", {"action": "mail-works"})
+    assert answer.status_code == 302 and not marked(bob)
+    for path in ("/dashboard", game_page, "/"):
+        assert 'id="mail-bouncing"' not in web.get(path).get_data(as_text=True), path
+    before = len(sink.messages(bob.email))
+    play.submit(game_id, db.session.get(User, alice.id), "b3", "web")
+    outbox.deliver_due()
+    assert len(sink.messages(bob.email)) > before  # Game mail goes again.
+
+
+def test_confirming_a_new_address_takes_the_mark_off(app: Flask, ctx: Flask, sink, players) -> None:
+    _alice, bob, _ = players
+    mark(bob)
+    accounts.set_password(db.session.get(User, bob.id), "correct horse")
+    db.session.commit()
+    accounts.request_email_change(db.session.get(User, bob.id), "bob.new@example.org", "correct horse")
+    outbox.deliver_due()
+    [link_mail] = sink.messages("bob.new@example.org")
+    body = link_mail.get_payload(decode=True).decode()
+    token = body.split("/settings/email/", 1)[1].split()[0]
+    accounts.confirm_email_change(token)
+    assert not marked(bob)
