@@ -17,7 +17,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, exists, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from pbem import clock, outbox
+from pbem import bouncing, clock, outbox
 from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import (
@@ -491,6 +491,7 @@ def confirm_email_change(token: str) -> User:
         db.session.rollback()
         raise AccountError(f"There is already an account for {new_email}.")
     user.email, user.pending_email = new_email, None
+    bouncing.forget(user)  # What bounced was the old address.
     if user.verified_at is None:
         user.verified_at = utcnow()
     db.session.commit()

@@ -20,11 +20,12 @@ class MaildirHandler:
         self.maildir = mailbox.Maildir(str(path), create=True)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        """Keep the message with its envelope recipients."""
+        """Keep the message with its envelope sender and recipients."""
         raw = envelope.original_content or envelope.content or b""
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
-        header = f"X-Pbem-Envelope-To: {', '.join(envelope.rcpt_tos)}\r\n".encode()
+        header = (f"X-Pbem-Envelope-From: {envelope.mail_from}\r\n"
+                  f"X-Pbem-Envelope-To: {', '.join(envelope.rcpt_tos)}\r\n").encode()
         self.maildir.add(mailbox.MaildirMessage(header + raw))
         return "250 2.0.0 Kept in the dev mailbox"
 

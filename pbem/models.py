@@ -114,6 +114,13 @@ class User(db.Model):
     # A new address the player asked for, until they confirm it from a mail sent there (the current
     # address keeps working until then).
     pending_email: Mapped[str | None] = mapped_column(String(254))
+    # Mail to the player's address comes back (see pbem.bouncing): since when, and the receiving
+    # server's words.  While set, game mail to the address is not sent; account mail still is.
+    mail_bouncing_since: Mapped[datetime | None] = mapped_column(DateTime)
+    mail_bounce_reason: Mapped[str | None] = mapped_column(String(300))
+    # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
+    mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 
@@ -334,10 +341,14 @@ class OutboxMail(db.Model):
     next_attempt_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When the deliverer gave the mail up (refused for good, or failing for longer than
+    # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
-        Index("ix_outbox_mail_due", "sent_at", "next_attempt_at"),
+        # The mails due: neither sent nor given up, by when they are next tried.
+        Index("ix_outbox_mail_due", "sent_at", "failed_at", "next_attempt_at"),
         # Counting the answers sent to one address lately (see pbem.mail.process).
         Index("ix_outbox_mail_to_kind", "to_addr", "kind", "created_at"),
     )

@@ -2,9 +2,12 @@
 
 Nothing in pbem sends mail inline.  Rows are claimed with a conditional UPDATE (so two deliverers never
 send the same row at once), written out as bytes (:func:`render`), sent over SMTP, and marked sent
-together after the batch they were claimed in (within a second).  A refused or failed send is retried
-with a doubling backoff and never dropped.  If a deliverer dies between sending and marking, the claim
-lapses and the mails of that batch go out once more with the same Message-IDs.
+together after the batch they were claimed in (within a second).  A send that fails for now (the
+server away, a 4xx answer) is retried with a doubling backoff, until ``mail.give_up_after_hours`` after
+the mail was written; a 5xx refusal of the recipient or of the mail is final at once.  Either way the
+mail is then given up (``failed_at``, with the server's answer in ``last_error``) and never claimed
+again.  If a deliverer dies between sending and marking, the claim lapses and the mails of that batch go
+out once more with the same Message-IDs.
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import formataddr, formatdate, parseaddr
+from email.utils import formataddr, formatdate
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
+from pbem import bouncing, tokens
 from pbem.database import DirectWrite, begin_write, writes_batched
 from pbem.extensions import db, mail
+from pbem.mail.bounces import enhanced_status
 from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
 
 log = logging.getLogger(__name__)
@@ -199,8 +205,10 @@ def _smtp_timeout(seconds: float) -> Iterator[None]:
 _TABLE = OutboxMail.__table__
 _C = _TABLE.c
 # What a deliverer reads of a row it has claimed.
-_CLAIMED = (_C.id, _C.message_id, _C.to_addr, _C.from_addr, _C.reply_to, _C.subject, _C.body_text,
-            _C.body_html, _C.headers, _C.attempts)
+_CLAIMED = (_C.id, _C.message_id, _C.kind, _C.to_addr, _C.from_addr, _C.reply_to, _C.subject,
+            _C.body_text, _C.body_html, _C.headers, _C.attempts, _C.created_at)
+# The mails still to send: neither sent nor given up.
+WAITING = _C.sent_at.is_(None) & _C.failed_at.is_(None)
 # Rows claimed by one statement: enough that a run of mail costs a few claims, few enough that rows wait
 # little for their turn under a claim another deliverer cannot take.
 _CLAIM_BATCH = 25
@@ -212,8 +220,7 @@ def _claim(row_ids: list[int], now: datetime, until: datetime) -> list[Row]:
     begin_write()
     taken = db.session.execute(
         update(_TABLE)
-        .where(_C.id.in_(row_ids), _C.sent_at.is_(None),
-               or_(_C.claimed_until.is_(None), _C.claimed_until < now))
+        .where(_C.id.in_(row_ids), WAITING, or_(_C.claimed_until.is_(None), _C.claimed_until < now))
         .values(claimed_until=until)
         .returning(*_CLAIMED)
     ).all()
@@ -227,7 +234,7 @@ def _release(row_ids: list[int], until: datetime) -> None:
     begin_write()
     db.session.execute(
         update(_TABLE)
-        .where(_C.id.in_(row_ids), _C.sent_at.is_(None), _C.claimed_until == until)
+        .where(_C.id.in_(row_ids), WAITING, _C.claimed_until == until)
         .values(claimed_until=None)
     )
     db.session.commit()
@@ -238,9 +245,9 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
     cfg = settings()
     now = utcnow()
     due = db.session.scalars(
-        select(OutboxMail.id)
-        .where(OutboxMail.sent_at.is_(None), OutboxMail.next_attempt_at <= now)
-        .order_by(OutboxMail.id)
+        select(_C.id)
+        .where(WAITING, _C.next_attempt_at <= now)
+        .order_by(_C.id)
         .limit(limit)
     ).all()
     db.session.rollback()
@@ -255,6 +262,8 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
                 db.session.rollback()
                 log.exception("outbox %s… could not be claimed; left for the next run", due[start])
                 continue
+            rows, held_back = _hold_back(rows)
+            failed += held_back
             went = _Sent()
             try:
                 batch_failed, finished = _send(rows, connection, went, until)
@@ -283,18 +292,87 @@ def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime
             return failed, False
         try:
             data = render(row)
-            connection.send(parseaddr(row.from_addr)[1], row.to_addr, data)
+            # Each mail's own envelope sender (VERP), so that a bounce coming back later names it.
+            connection.send(tokens.bounce_address(row.id), row.to_addr, data)
         except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
             connection.close()
-            attempts = row.attempts + 1
-            delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
-            _record([row.id], attempts=attempts, next_attempt_at=utcnow() + timedelta(seconds=delay),
-                    claimed_until=None, last_error=f"{type(exc).__name__}: {exc}"[:2000])
-            log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, attempts, exc)
+            _failed(row, failure(exc))
             failed += 1
             continue
         went.add(row.id)
     return failed, True
+
+
+def _hold_back(rows: list[Row]) -> tuple[list[Row], int]:
+    """The claimed ``rows`` to send, and how many were given up instead: game mail to an address that
+    bounces (see :mod:`pbem.bouncing`) is not sent, so that the sending host is not seen mailing a dead
+    address; account mail still goes."""
+    game_mail = [row for row in rows if row.kind not in bouncing.ACCOUNT_KINDS]
+    stopped = bouncing.bouncing(row.to_addr for row in game_mail)
+    held = [row.id for row in game_mail if row.to_addr.lower() in stopped]
+    if not held:
+        return rows, 0
+    _record(held, failed_at=utcnow(), claimed_until=None, last_error=bouncing.HELD_BACK)
+    log.info("outbox %s not sent: game mail to an address that bounces", held)
+    return [row for row in rows if row.id not in held], len(held)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a mail could not be sent: for good (a 5xx refusal) or for now, in the server's words and its
+    enhanced status code ("5.1.1", or ''), and whether the refusal was of the recipient's address (not
+    of our sender, nor of this one mail's content), so that it counts as a bounce of the address."""
+
+    permanent: bool
+    words: str
+    status: str = ""
+    of_recipient: bool = False
+
+
+def failure(exc: BaseException) -> Failure:
+    """What a failed send means.  Only a 5xx answer to RCPT, DATA or MAIL FROM is final: every other
+    failure (a 4xx answer, a connection refused or broken, a timeout, a refused login) may pass."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        code, answer = next(iter(exc.recipients.values()), (0, b""))
+        return _answered(code, answer, "RCPT")
+    if isinstance(exc, smtplib.SMTPDataError):
+        return _answered(exc.smtp_code, exc.smtp_error, "DATA")
+    if isinstance(exc, smtplib.SMTPSenderRefused):
+        return _answered(exc.smtp_code, exc.smtp_error, "MAIL")
+    return Failure(False, f"{type(exc).__name__}: {exc}")
+
+
+def _answered(code: int, answer: bytes | str, command: str) -> Failure:
+    """A failure the server answered to ``command`` with ``code`` and the text ``answer``.  A refused
+    RCPT is about the address; a refused DATA only when its status says so (5.1.x the address, 5.2.x the
+    mailbox), since a server also refuses one mail's content there; a refused MAIL FROM is about us."""
+    text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
+    text = " ".join(text.split())
+    status = enhanced_status(text)
+    permanent = 500 <= code <= 599
+    of_recipient = command == "RCPT" or (command == "DATA" and status.startswith(("5.1.", "5.2.")))
+    return Failure(permanent, f"{code} {text}", status, permanent and of_recipient)
+
+
+def _failed(row: Row, what: Failure) -> None:
+    """Record a failed send: retried later with a doubling backoff, or given up when it was refused for
+    good or has failed for longer than ``mail.give_up_after_hours`` since it was written."""
+    cfg = settings()
+    now = utcnow()
+    attempts = row.attempts + 1
+    expired = now - row.created_at >= timedelta(hours=cfg["give_up_after_hours"])
+    if what.permanent or expired:
+        why = "refused" if what.permanent else f"given up after {cfg['give_up_after_hours']} hours"
+        _record([row.id], attempts=attempts, failed_at=now, claimed_until=None,
+                last_error=f"{why}: {what.words}"[:2000])
+        log.warning("outbox %s to %s %s: %s", row.id, row.to_addr, why, what.words)
+        if what.of_recipient:
+            bouncing.count_refusal(row.to_addr, what.status or "5.0.0", what.words)
+        return
+    delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
+    _record([row.id], attempts=attempts, next_attempt_at=now + timedelta(seconds=delay),
+            claimed_until=None, last_error=what.words[:2000])
+    log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, attempts, what.words)
 
 
 # Mails that went are marked sent together, by one UPDATE, after the batch they were claimed in (at most
@@ -375,5 +453,5 @@ def _record(row_ids: list[int], tries: int = 5, **values: object) -> None:
 
 
 def pending_count() -> int:
-    """How many mails are waiting to be sent."""
-    return db.session.scalar(select(db.func.count(OutboxMail.id)).where(OutboxMail.sent_at.is_(None))) or 0
+    """How many mails are waiting to be sent (not sent, not given up)."""
+    return db.session.scalar(select(db.func.count(_C.id)).where(WAITING)) or 0

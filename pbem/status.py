@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from pbem import outbox
 from pbem.clock import describe
 from pbem.extensions import db
 from pbem.models import InboundMail, OutboxMail, Seat, utcnow
@@ -52,6 +53,7 @@ class Status:
     outbox_oldest: datetime | None = None
     outbox_retrying: int = 0
     outbox_last_error: str | None = None
+    outbox_given_up: int = 0
     sweep_due: int = 0
     sweep_oldest_due: datetime | None = None
     problems: list[str] = field(default_factory=list)
@@ -75,6 +77,8 @@ class Status:
         outbox += f"; {self.outbox_retrying} being retried"
         if self.outbox_last_error:
             outbox += f" (last error: {self.outbox_last_error})"
+        if self.outbox_given_up:
+            outbox += f"; {self.outbox_given_up} given up in the last day"
         sweep = f"{self.sweep_due} seat(s) due"
         if self.sweep_oldest_due is not None:
             sweep += f", the longest due for {describe(self.age(self.sweep_oldest_due))}"
@@ -161,7 +165,7 @@ def _inbound(status: Status, now: datetime, limits: Limits) -> None:
 
 
 def _outbox(status: Status, now: datetime, limits: Limits) -> None:
-    unsent = OutboxMail.sent_at.is_(None)
+    unsent = outbox.WAITING
     status.outbox_waiting, status.outbox_oldest = db.session.execute(
         select(func.count(OutboxMail.id), func.min(OutboxMail.created_at)).where(unsent)
     ).one()
@@ -172,6 +176,11 @@ def _outbox(status: Status, now: datetime, limits: Limits) -> None:
         select(OutboxMail.last_error).where(unsent, OutboxMail.last_error.is_not(None))
         .order_by(OutboxMail.next_attempt_at.desc()).limit(1)
     )
+    status.outbox_given_up = db.session.scalar(
+        # By the index of the mails due: a given-up mail is never sent.
+        select(func.count(OutboxMail.id)).where(OutboxMail.sent_at.is_(None),
+                                                OutboxMail.failed_at >= now - timedelta(days=1))
+    ) or 0
     if status.outbox_oldest is not None and now - status.outbox_oldest > limits.outbox:
         status.problems.append(
             f"the oldest unsent mail has waited {describe(now - status.outbox_oldest)}: is a scheduler "

@@ -2,13 +2,20 @@
 
 Such mail is recorded and never answered, so the server can never start a mail loop with a vacation
 responder, a mailing list or itself (RFC 3834 asks the same of every automatic responder).
+
+Delivery reports (RFC 3464) that come back to a mail's own envelope sender are read here too: what
+became of the mail at each recipient, and in the remote server's words.  They are hostile input like
+any mail: only the parts the parser has already bounded are looked at, only the first recipients of a
+report, each field only as far as :data:`pbem.mail.parse.MAX_HEADER`, and with string methods alone.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from email.message import Message
 
-from pbem.mail.parse import Incoming, strip_prefixes
+from pbem.mail.parse import MAX_PARTS, Incoming, header_text, strip_prefixes
 
 _BOUNCE_SENDERS = re.compile(r"^(mailer-daemon|postmaster|mail-daemon|mailerdaemon|bounces?|noreply|no-reply)"
                              r"([+-].*)?@", re.IGNORECASE)
@@ -61,3 +68,86 @@ def automatic(mail: Incoming, envelope_sender: str | None, own_domain: str) -> s
     if _AUTO_SUBJECTS.match(strip_prefixes(mail.subject)):
         return f"an automatic subject: {mail.subject[:80]!r}"
     return None
+
+
+# The recipients of one report looked at, and the longest remote answer kept (a player reads it).
+_MAX_RECIPIENTS = 10
+MAX_DIAGNOSTIC = 200
+# A report larger than this is not read as one: an MTA's report on one of our mails (tens of kilobytes
+# at most) is far smaller even when it returns the whole mail, and a report that could mark a player's
+# address must not be one built to be huge.
+MAX_REPORT_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a delivery report says became of a mail at one recipient: its ``action`` ("failed",
+    "delayed", "delivered", "relayed", "expanded"), its status code ("5.1.1"), and the remote
+    server's words (its Diagnostic-Code, one line, cut short)."""
+
+    action: str
+    status: str
+    diagnostic: str
+
+    @property
+    def hard(self) -> bool:
+        """Whether the mail failed for good: Action failed with a permanent (5.x.x) status."""
+        return self.action == "failed" and self.status.startswith("5.")
+
+
+def enhanced_status(text: str) -> str:
+    """The enhanced status code (RFC 3463) that ``text`` begins with, e.g. "5.1.1" of "5.1.1 (bad
+    mailbox)" or of "5.1.1 <bob@x>: User unknown"; '' when it begins with none."""
+    code = text[:16].split(" ", 1)[0].strip()
+    parts = code.split(".")
+    if len(parts) != 3 or parts[0] not in ("2", "4", "5"):
+        return ""
+    if not all(part.isdigit() and part.isascii() and len(part) <= 3 for part in parts[1:]):
+        return ""
+    return code
+
+
+def delivery_report(mail: Incoming) -> Delivery | None:
+    """What a delivery status notification says of the mail it reports on: the first recipient that
+    failed for good, else the first one reported; None when ``mail`` is not such a report
+    (``multipart/report; report-type=delivery-status`` with a ``message/delivery-status`` part), or
+    could not be read, or is larger than :data:`MAX_REPORT_BYTES`."""
+    message = mail.message
+    if mail.unreadable is not None or mail.size > MAX_REPORT_BYTES:
+        return None
+    if message.get_content_type() != "multipart/report":
+        return None
+    if str(message.get_param("report-type", "")).lower() != "delivery-status":
+        return None
+    for n, part in enumerate(message.walk()):
+        if n > MAX_PARTS:
+            break
+        if part.get_content_type() == "message/delivery-status":
+            found = _recipients(part)
+            return next((d for d in found if d.hard), found[0] if found else None)
+    return None
+
+
+def _recipients(part: Message) -> list[Delivery]:
+    """The per-recipient fields of a ``message/delivery-status`` part: each block that has an Action."""
+    blocks = part.get_payload()
+    found: list[Delivery] = []
+    for block in blocks if isinstance(blocks, list) else []:
+        if len(found) >= _MAX_RECIPIENTS:
+            break
+        if not isinstance(block, Message):
+            continue
+        action = header_text(block, "Action")[:20].lower()
+        if not action:
+            continue  # The per-message block (Reporting-MTA, Arrival-Date).
+        status = enhanced_status(header_text(block, "Status"))
+        found.append(Delivery(action, status, _diagnostic(header_text(block, "Diagnostic-Code"))))
+    return found
+
+
+def _diagnostic(code: str) -> str:
+    """The remote server's words of a Diagnostic-Code ("smtp; 550 5.1.1 User unknown"), without its type,
+    printable and cut to :data:`MAX_DIAGNOSTIC` characters."""
+    kind, semicolon, words = code.partition(";")
+    text = words if semicolon else kind
+    return "".join(c if c.isprintable() else " " for c in text[:MAX_DIAGNOSTIC]).strip()

@@ -118,6 +118,8 @@ class Incoming:
     text: str = ""
     unreadable: str | None = None
     from_ambiguous: bool = False
+    # The message's size in bytes, as stored.
+    size: int = 0
 
     def header(self, name: str) -> str:
         """A header's value as text ('' when absent or unreadable)."""
@@ -251,6 +253,7 @@ def read(raw: bytes, rcpt_to: str = "") -> Incoming:
         text=text,
         unreadable=unreadable,
         from_ambiguous=ambiguous,
+        size=len(raw),
     )
 
 

@@ -4,6 +4,9 @@ A stored message (status "received") is claimed with a conditional UPDATE to "pr
 anything is done, as the first statement of the transaction it is handled in, so two processors, or a
 processor and a restart, never act on it twice.  Then:
 
+- a message to a mail's own envelope sender, ``bounces+TOKEN@<mail domain>``, is "ignored", never
+  answered: a delivery report that says the mail failed for good marks its address as bouncing (see
+  :mod:`pbem.bouncing`); anything else there (a delay, a vacation responder's reply) only gets a note;
 - mail no person wrote (bounces, auto-replies, list mail, our own mail) is "ignored", never answered;
 - a message to ``play+TOKEN@<mail domain>`` is a reply: the token must verify and the From address
   must be the registered address of the player it names; its first line is the command;
@@ -30,7 +33,7 @@ from sqlalchemy import bindparam, event, func, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 import games
-from pbem import notify, outbox, play, tokens
+from pbem import bouncing, notify, outbox, play, tokens
 from pbem.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
@@ -363,6 +366,9 @@ def stuck(older_than: timedelta = timedelta(minutes=10)) -> list[InboundMail]:
 
 def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     envelope = mail_from if by_smtp else _return_path(mail)
+    bounce_address = next((a for a in mail.recipients if tokens.is_bounce_address(a)), None)
+    if bounce_address is not None:
+        return _bounce_report(mail, envelope, bounce_address)
     if mail.from_ambiguous:
         # Whoever is named first may not be who sent it: act for nobody, and answer nobody.
         return Handling("rejected", "the From header does not name one sender beyond doubt; not answered")
@@ -379,6 +385,29 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
         if token is not None:
             return _reply(mail, token, address)
     return _subject_command(mail)
+
+
+def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> Handling:
+    """A message to the envelope sender of one of our mails: what came of that mail, never answered.
+    Only a delivery report that says it failed for good counts; a vacation responder's reply, a delay or
+    a forged token is noted and nothing else."""
+    outbox_id = tokens.bounced_mail(address)
+    if outbox_id is None:
+        return Handling("ignored", "to a bounce address whose token is not ours; nothing done")
+    sent = db.session.get(OutboxMail, outbox_id)
+    if sent is None:
+        return Handling("ignored", f"to the bounce address of outbox #{outbox_id}, which no longer exists")
+    report = bounces.delivery_report(mail)
+    if report is None:
+        why = bounces.automatic(mail, envelope, mail_domain()) or mail.unreadable or "written by a person?"
+        return Handling("ignored", f"to the bounce address of outbox #{outbox_id}, not a delivery report "
+                                   f"({why}); not counted as a bounce")
+    said = f"{report.action} {report.status or '(no status)'} {report.diagnostic}".strip()
+    if not report.hard:
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; not a bounce")
+    user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
+    note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
+    return Handling("ignored", note, user=user)
 
 
 def _return_path(mail: parse.Incoming) -> str | None:

@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts, apitokens, clock, tokens, vacation
+from pbem import accounts, apitokens, bouncing, clock, tokens, vacation
 from pbem.accounts import AccountError
 from pbem.database import begin_write
 from pbem.extensions import db, limiter
@@ -209,6 +209,9 @@ def _apply_setting(action: str) -> str:
             raise AccountError("You have no such token (it may be revoked already).")
         row = apitokens.revoke(user, int(token_id))
         return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
+    if action == "mail-works":
+        bouncing.works_again(user)
+        return f"Game mail goes to {user.email} again."
     if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

@@ -35,8 +35,9 @@ What a stamp must hold, and why the stamps below hold enough:
   seats and their players' columns;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
   and the game page's stamp holds those very words, in the reader's time zone;
-- a signed-in player's page shows, besides, what is theirs: their handle and time zone from their user
-  row (:data:`READER_COLUMNS`), and on the game page their own seats' conditional lines and whether
+- a signed-in player's page shows, besides, what is theirs: their handle, time zone and since when
+  their mail bounces (the layout's notice) from their user row (:data:`READER_COLUMNS`), and on the
+  game page their own seats' conditional lines and whether
   they watch the game; those columns are read in the same statement as the rest.  Which seat is
   theirs, and so their result, their board and their move, follows from the seats' players, read for
   everyone.
@@ -87,7 +88,6 @@ from sqlalchemy import (
     CompoundSelect,
     Integer,
     Select,
-    String,
     bindparam,
     case,
     exists,
@@ -312,16 +312,18 @@ def _form_token() -> str:
 Stamp = tuple[object, tuple[Any, ...] | None]
 
 # What a stamp reads of a signed-in reader's user row: their session token (to check the session's),
-# and what every page shows of them: their handle (in the layout) and the time zone it writes times in.
-READER_COLUMNS = (User.session_token, User.handle, User.time_zone)
+# and what every page shows of them: their handle (in the layout), the time zone it writes times in,
+# and since when their mail bounces (the layout's notice, which shows that time and nothing else).
+READER_COLUMNS = (User.session_token, User.handle, User.time_zone, User.mail_bouncing_since)
 
 
 def _rendered_for(reader_id: int, reader: tuple[Any, ...]) -> bool:
     """Whether the page just rendered was rendered for the user ``reader_id`` as the stamp read their
     row: the sign-in loads them after the stamp is read (in the same snapshot, see :func:`_in_snapshot`;
     checked all the same, since a page kept under another's row would be served to them)."""
-    return (current_user.is_authenticated and current_user.id == reader_id
-            and (current_user.handle, current_user.time_zone) == tuple(reader[1:]))
+    if not current_user.is_authenticated or current_user.id != reader_id:
+        return False
+    return tuple(getattr(current_user, column.key) for column in READER_COLUMNS[1:]) == tuple(reader[1:])
 
 
 View = Callable[..., ResponseReturnValue]
@@ -522,10 +524,9 @@ def list_statement(*queries: Select[Any]) -> CompoundSelect:
     reader."""
     # The empty columns of a part's rows are typed as the others' are: PostgreSQL matches a union's
     # columns by type.
-    words = null().cast(String)
+    empty = [null().cast(column.type) for column in READER_COLUMNS]
     lists = [query.subquery() for query in queries]
-    parts = [select(literal(i), listed.c.id, listed.c.version, words, words, words)
-             for i, listed in enumerate(lists)]
+    parts = [select(literal(i), listed.c.id, listed.c.version, *empty) for i, listed in enumerate(lists)]
     parts.append(select(literal(len(queries)), User.id, null().cast(Integer), *READER_COLUMNS)
                  .where(User.id == bindparam("reader_id")))
     return union_all(*parts)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from aiosmtpd.controller import Controller
 from flask import Flask
 
 from pbem import create_app, devmail
@@ -100,16 +101,36 @@ def ctx(app: Flask) -> Iterator[Flask]:
         db.session.remove()
 
 
+class RefusingMaildir(devmail.MaildirHandler):
+    """The dev mailbox's handler, answering RCPT TO for the addresses in ``refuse`` with the answer
+    given there (e.g. "550 5.1.1 No such user here"), as a real server refuses a recipient."""
+
+    def __init__(self, path: Path, refuse: dict[str, str]) -> None:
+        super().__init__(path)
+        self.refuse = refuse
+
+    async def handle_RCPT(self, server, session, envelope, address: str, rcpt_options) -> str:
+        """Refuse the address if told to, else take it."""
+        answer = self.refuse.get(address.lower())
+        if answer:
+            return answer
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+
 class Sink:
-    """The dev mailbox's SMTP sink, running on a loopback port, with helpers to read what arrived."""
+    """The dev mailbox's SMTP sink, running on a loopback port, with helpers to read what arrived.
+    ``refuse`` maps recipients to the answer the sink gives them instead of taking their mail."""
 
     def __init__(self, path: Path, port: int) -> None:
         self.path, self.port = path, port
         self.controller = None
+        self.refuse: dict[str, str] = {}
 
     def start(self) -> None:
         """Start listening (an aiosmtpd controller cannot be restarted, so each start makes one)."""
-        self.controller = devmail.controller(self.path, "127.0.0.1", self.port)
+        self.controller = Controller(RefusingMaildir(self.path, self.refuse), hostname="127.0.0.1",
+                                     port=self.port, decode_data=False)
         self.controller.start()
 
     def stop(self) -> None:

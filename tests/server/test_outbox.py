@@ -154,6 +154,7 @@ def test_one_run_sends_over_one_connection_and_a_refusal_loses_nothing(ctx: Flas
     assert len({session for session, _rcpt in server.accepted}) == 2
     refused = db.session.scalar(select(OutboxMail).where(OutboxMail.to_addr == "nobody@example.org"))
     assert refused.sent_at is None and refused.attempts == 1 and "No such user" in refused.last_error
+    assert refused.failed_at is not None  # A 550 is final: given up, not retried.
     # Those that went are marked sent (together, with the refusal between them): none goes again.
     went = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr != "nobody@example.org")).all()
     assert [(m.sent_at is not None, m.attempts, m.last_error) for m in went] == [(True, 1, None)] * 4
@@ -182,3 +183,83 @@ def test_a_mail_reads_as_written_whatever_its_text(ctx: Flask, sink) -> None:
     assert received.get_body(preferencelist=("plain",)).get_content().replace("\r\n", "\n") == text
     assert received.get_body(preferencelist=("html",)).get_content().replace("\r\n", "\n") == html
     assert not [part for part in received.walk() if part.defects]
+
+
+def _later(hours: float) -> None:
+    """Move the clock ``hours`` on from now (every retry is due by then)."""
+    set_clock(utcnow() + timedelta(hours=hours))
+
+
+def test_a_recipient_refused_for_good_is_given_up_and_never_tried_again(ctx: Flask, sink) -> None:
+    sink.refuse["gone@example.org"] = "550 5.1.1 <gone@example.org>: Recipient address rejected: User unknown"
+    row_id = queue_one("gone@example.org")
+    kept = queue_one("alice@example.org")
+    assert outbox.deliver_due() == (1, 1)
+    row = db.session.get(OutboxMail, row_id)
+    assert row.sent_at is None and row.failed_at is not None and row.attempts == 1
+    assert row.last_error == "refused: 550 5.1.1 <gone@example.org>: Recipient address rejected: User unknown"
+    assert outbox.pending_count() == 0
+    try:
+        _later(3)
+        assert outbox.deliver_due() == (0, 0)  # Not claimed again, however late.
+    finally:
+        set_clock(None)
+    db.session.expire_all()
+    assert db.session.get(OutboxMail, row_id).attempts == 1
+    assert db.session.get(OutboxMail, kept).sent_at is not None
+
+
+def test_a_mail_refused_for_good_after_its_data_is_given_up(ctx: Flask, sink_port: int, tmp_path) -> None:
+    class RefusingData(devmail.MaildirHandler):
+        async def handle_DATA(self, server, session, envelope) -> str:
+            return "554 5.7.1 Message rejected as spam"
+
+    server = Controller(RefusingData(tmp_path / "kept"), hostname="127.0.0.1", port=sink_port)
+    server.start()
+    try:
+        row_id = queue_one()
+        assert outbox.deliver_due() == (0, 1)
+    finally:
+        server.stop()
+    row = db.session.get(OutboxMail, row_id)
+    assert row.failed_at is not None and row.last_error == "refused: 554 5.7.1 Message rejected as spam"
+
+
+def test_a_temporary_refusal_is_retried_then_given_up_after_the_time_limit(ctx: Flask, sink) -> None:
+    sink.refuse["full@example.org"] = "452 4.2.2 Mailbox full, try later"
+    row_id = queue_one("full@example.org")
+    written = utcnow()
+    try:
+        assert outbox.deliver_due() == (0, 1)
+        row = db.session.get(OutboxMail, row_id)
+        assert row.failed_at is None and row.next_attempt_at > utcnow()  # Backed off, to be retried.
+        assert row.last_error == "452 4.2.2 Mailbox full, try later"
+        for hours in (1, 50, 119):  # Still tried within five days of being written.
+            set_clock(written + timedelta(hours=hours))
+            assert outbox.deliver_due() == (0, 1)
+            db.session.expire_all()
+            assert db.session.get(OutboxMail, row_id).failed_at is None
+        set_clock(written + timedelta(hours=120, minutes=1))
+        assert outbox.deliver_due() == (0, 1)
+        db.session.expire_all()
+        row = db.session.get(OutboxMail, row_id)
+        assert row.failed_at is not None and row.attempts == 5
+        assert row.last_error == "given up after 120 hours: 452 4.2.2 Mailbox full, try later"
+        set_clock(written + timedelta(hours=200))
+        assert outbox.deliver_due() == (0, 0)
+    finally:
+        set_clock(None)
+
+
+def test_a_server_away_for_longer_than_the_limit_gives_the_mail_up(ctx: Flask, sink) -> None:
+    sink.stop()
+    row_id = queue_one()
+    try:
+        _later(121)
+        assert outbox.deliver_due() == (0, 1)
+    finally:
+        set_clock(None)
+        sink.start()
+    row = db.session.get(OutboxMail, row_id)
+    assert row.failed_at is not None and row.last_error.startswith("given up after 120 hours: ")
+    assert outbox.deliver_due() == (0, 0) and sink.messages() == []
