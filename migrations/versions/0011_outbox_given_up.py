@@ -2,7 +2,7 @@
 
 Revision ID: 0011
 Revises: 0003
-Create Date: 2026-12-01 10:00:00
+Create Date: 2026-11-25 12:20:00
 
 A mail the receiving server refuses with a 5xx answer, or that cannot be sent for longer than
 mail.give_up_after_hours, is marked failed_at and no longer tried; the index of the mails due leaves

@@ -2,7 +2,7 @@
 
 Revision ID: 0012
 Revises: 0011
-Create Date: 2026-12-01 11:00:00
+Create Date: 2026-11-25 12:40:00
 
 """
 from alembic import op
