@@ -246,11 +246,17 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
         postman.last(alice.email, "Re: games bob"))
 
 
-def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> None:
-    alice, bob, _ = players
+def started_cambio(postman: Postman, alice: User, bob: User) -> Game:
+    """A game of Cambio 3x3 between ``alice`` (to move) and ``bob``, its first move request delivered."""
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
     postman.settle()
+    return game
+
+
+def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = started_cambio(postman, alice, bob)
     request = postman.last(alice.email, "your move (move 1)")
     postman.reply(request, alice.email, "draw offer")
     postman.settle()
@@ -283,9 +289,7 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
     # What a player writes under "resign" or a draw command goes to the others, as it does under a move,
     # and into the record: it used to be dropped without a word.
     alice, bob, _ = players
-    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
-    db.session.commit()
-    postman.settle()
+    game = started_cambio(postman, alice, bob)
     request = postman.last(alice.email, "your move (move 1)")
     postman.reply(request, alice.email, "draw offer", "Shall we call it a day?")
     postman.settle()
@@ -312,9 +316,7 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
 
 def test_words_under_an_accepted_draw_reach_the_offerer(postman: Postman, players) -> None:
     alice, bob, _ = players
-    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
-    db.session.commit()
-    postman.settle()
+    game = started_cambio(postman, alice, bob)
     postman.reply(postman.last(alice.email, "your move (move 1)"), alice.email, "draw offer")
     postman.settle()
     postman.reply(postman.last(bob.email, "alice offers a draw"), bob.email, "draw accept", "Fair enough.")
