@@ -102,34 +102,50 @@ def ctx(app: Flask) -> Iterator[Flask]:
 
 
 class RefusingMaildir(devmail.MaildirHandler):
-    """The dev mailbox's handler, answering RCPT TO for the addresses in ``refuse`` with the answer
-    given there (e.g. "550 5.1.1 No such user here"), as a real server refuses a recipient."""
+    """The dev mailbox's handler, refusing what ``sink`` says to refuse, as a real server would: a
+    recipient in ``sink.refuse`` (with the answer given there, e.g. "550 5.1.1 No such user here"),
+    every sender when ``sink.refuse_sender`` is set, every mail's data when ``sink.refuse_data`` is."""
 
-    def __init__(self, path: Path, refuse: dict[str, str]) -> None:
+    def __init__(self, path: Path, sink: Sink) -> None:
         super().__init__(path)
-        self.refuse = refuse
+        self.sink = sink
+
+    async def handle_MAIL(self, server, session, envelope, address: str, mail_options) -> str:
+        """Refuse the sender if told to, else take it."""
+        if self.sink.refuse_sender:
+            return self.sink.refuse_sender
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address: str, rcpt_options) -> str:
         """Refuse the address if told to, else take it."""
-        answer = self.refuse.get(address.lower())
+        answer = self.sink.refuse.get(address.lower())
         if answer:
             return answer
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
+    async def handle_DATA(self, server, session, envelope) -> str:
+        """Refuse the mail if told to, else keep it."""
+        return self.sink.refuse_data or await super().handle_DATA(server, session, envelope)
+
 
 class Sink:
     """The dev mailbox's SMTP sink, running on a loopback port, with helpers to read what arrived.
-    ``refuse`` maps recipients to the answer the sink gives them instead of taking their mail."""
+    ``refuse`` maps recipients to the answer the sink gives them instead of taking their mail;
+    ``refuse_sender`` and ``refuse_data``, when set, are its answer to every MAIL FROM or DATA."""
 
     def __init__(self, path: Path, port: int) -> None:
         self.path, self.port = path, port
         self.controller = None
         self.refuse: dict[str, str] = {}
+        self.refuse_sender: str | None = None
+        self.refuse_data: str | None = None
 
     def start(self) -> None:
         """Start listening (an aiosmtpd controller cannot be restarted, so each start makes one)."""
-        self.controller = Controller(RefusingMaildir(self.path, self.refuse), hostname="127.0.0.1",
+        self.controller = Controller(RefusingMaildir(self.path, self), hostname="127.0.0.1",
                                      port=self.port, decode_data=False)
         self.controller.start()
 

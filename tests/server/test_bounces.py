@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from pathlib import Path
 
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import accounts, bouncing, challenges, devmail, outbox, play, tokens
+from pbem import accounts, bouncing, challenges, outbox, play, tokens
 from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.mail import process, receive
@@ -285,49 +282,23 @@ def test_a_refusal_not_about_the_address_takes_two_within_the_window(ctx: Flask,
     assert marked(bob) and not marked(carol)  # Carol's first bounce was ten days ago.
 
 
-class Refusing(devmail.MaildirHandler):
-    """A sink that takes every recipient but refuses the sender or the data with the answers given."""
-
-    def __init__(self, path: Path, mail_from: str | None = None, data: str | None = None) -> None:
-        super().__init__(path)
-        self.mail_from, self.data = mail_from, data
-
-    async def handle_MAIL(self, server: SMTP, session: Session, envelope: Envelope, address: str,
-                          options: list[str]) -> str:
-        """Refuse the sender when told to, else take it."""
-        if self.mail_from:
-            return self.mail_from
-        envelope.mail_from = address
-        return "250 OK"
-
-    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        """Refuse the mail when told to, else keep it."""
-        return self.data or await super().handle_DATA(server, session, envelope)
-
-
-def refused_by(handler: Refusing, port: int, to: str) -> None:
-    """Deliver one mail to ``to`` through a sink running ``handler`` on ``port``: it is refused for good."""
-    server = Controller(handler, hostname="127.0.0.1", port=port)
-    server.start()
-    try:
-        queue(to)
-        assert outbox.deliver_due() == (0, 1)
-    finally:
-        server.stop()
-
-
 def test_a_refused_sender_or_a_refused_mail_counts_against_the_address_only_when_it_says_so(
-        ctx: Flask, sink_port: int, tmp_path: Path, players) -> None:
+        ctx: Flask, sink, players) -> None:
     # A refusal of our envelope sender is about us, and one of a mail's content about that mail: neither
     # may mark the player (one relay's mistake would otherwise mark everyone it refused).  A refusal of
     # the data that names the address (5.1.x) counts as a refusal of the address.
     _alice, bob, carol = players
-    refused_by(Refusing(tmp_path / "a", mail_from="550 5.1.8 Sender address rejected: Domain not found"),
-               sink_port, bob.email)
-    refused_by(Refusing(tmp_path / "b", data="554 5.7.1 Message rejected as spam"), sink_port, bob.email)
+    sink.refuse_sender = "550 5.1.8 Sender address rejected: Domain not found"
+    queue(bob.email)
+    assert outbox.deliver_due() == (0, 1)
+    sink.refuse_sender, sink.refuse_data = None, "554 5.7.1 Message rejected as spam"
+    queue(bob.email)
+    assert outbox.deliver_due() == (0, 1)
     assert not marked(bob)
     assert db.session.get(User, bob.id).mail_bounces == 0
-    refused_by(Refusing(tmp_path / "c", data="550 5.1.1 No such user here"), sink_port, carol.email)
+    sink.refuse_data = "550 5.1.1 No such user here"
+    queue(carol.email)
+    assert outbox.deliver_due() == (0, 1)
     assert marked(carol)
 
 

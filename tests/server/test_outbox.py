@@ -209,18 +209,10 @@ def test_a_recipient_refused_for_good_is_given_up_and_never_tried_again(ctx: Fla
     assert db.session.get(OutboxMail, kept).sent_at is not None
 
 
-def test_a_mail_refused_for_good_after_its_data_is_given_up(ctx: Flask, sink_port: int, tmp_path) -> None:
-    class RefusingData(devmail.MaildirHandler):
-        async def handle_DATA(self, server, session, envelope) -> str:
-            return "554 5.7.1 Message rejected as spam"
-
-    server = Controller(RefusingData(tmp_path / "kept"), hostname="127.0.0.1", port=sink_port)
-    server.start()
-    try:
-        row_id = queue_one()
-        assert outbox.deliver_due() == (0, 1)
-    finally:
-        server.stop()
+def test_a_mail_refused_for_good_after_its_data_is_given_up(ctx: Flask, sink) -> None:
+    sink.refuse_data = "554 5.7.1 Message rejected as spam"
+    row_id = queue_one()
+    assert outbox.deliver_due() == (0, 1)
     row = db.session.get(OutboxMail, row_id)
     assert row.failed_at is not None and row.last_error == "refused: 554 5.7.1 Message rejected as spam"
 
