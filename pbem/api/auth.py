@@ -19,10 +19,17 @@ def current_token() -> ApiToken | None:
     return g.api_token
 
 
-def caller() -> User:
-    """The player the request acts for; ApiError 401 without a working token."""
+def caller(optional: bool = False) -> User | None:
+    """The player the request acts for; ApiError 401 without a working token.
+
+    Where the call is ``optional`` (it reads only what every visitor of the site may read), a request
+    without any ``Authorization`` header is answered as for a visitor (None); a wrong or revoked token is
+    refused all the same, so that a program whose token stopped working is told rather than quietly
+    shown less."""
     token = current_token()
     if token is None:
+        if optional and "Authorization" not in request.headers:
+            return None
         if not request.headers.get("Authorization"):
             raise ApiError(401, "unauthorized",
                            "This call needs an API token: send the header 'Authorization: Bearer <token>'. "

@@ -58,6 +58,7 @@ class Operation:
     errors: tuple[int, ...] = ()
     tags: list[str] = field(default_factory=list)
     body_required: bool = True
+    public: bool = False
 
     @property
     def path(self) -> str:
@@ -85,10 +86,12 @@ def _json_body() -> Any:
 
 def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
               query: type[Schema] | None = None, response: type[Schema] | None = None, status: int = 200,
-              errors: tuple[int, ...] = (), tag: str = "games", body_required: bool = True) -> Callable:
+              errors: tuple[int, ...] = (), tag: str = "games", body_required: bool = True,
+              public: bool = False) -> Callable:
     """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
 
-    The view is called with the caller (a :class:`~pbem.models.User`), the path's arguments, and
+    The view is called with the caller (a :class:`~pbem.models.User`; None for a call without a token
+    to a ``public`` view, which then answers what a visitor of the site sees), the path's arguments, and
     ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps.  A body that is
     not ``body_required`` may be left out altogether (an empty request), and is then loaded as ``{}``."""
 
@@ -96,12 +99,12 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
         # The docstring is the operation's description; people read it without reST's quotes.
         description = inspect.cleandoc(view.__doc__ or "").replace("``", "")
         OPERATIONS.append(Operation(rule, method, view.__name__, summary, description,
-                                    body, query, response, status, errors, [tag], body_required))
+                                    body, query, response, status, errors, [tag], body_required, public))
 
         @wraps(view)
         def endpoint(**path_args: Any) -> tuple[Response, int]:
             kwargs: dict[str, Any] = dict(path_args)
-            kwargs["user"] = auth.caller()
+            kwargs["user"] = auth.caller(optional=public)
             if query is not None:
                 kwargs["query"] = query(unknown=EXCLUDE).load(request.args.to_dict())
             if body is not None:
@@ -134,7 +137,9 @@ def build_spec() -> dict[str, Any]:
     for op in OPERATIONS:
         doc: dict[str, Any] = {
             "operationId": op.name, "summary": op.summary, "description": op.description, "tags": op.tags,
-            "security": [{"bearer": []}], "parameters": [], "responses": {},
+            # A public operation may be called with a token or without one (an empty requirement).
+            "security": [{"bearer": []}, {}] if op.public else [{"bearer": []}], "parameters": [],
+            "responses": {},
         }
         for name, kind in op.path_parameters:
             schema = ({"type": kind, "minimum": 1, "maximum": MAX_ID} if kind == "integer"

@@ -60,9 +60,9 @@ def record_entry(move: Move, name: str) -> dict[str, Any]:
             "text": move.text, "comment": move.comment, "at": move.created_at}
 
 
-def game(game: Game, viewer: User, seat_number: int | None = None) -> dict[str, Any]:
-    """A game as ``viewer`` sees it: the board from their seat, their legal moves on their turn, the
-    record (less what the rules keep hidden from them)."""
+def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dict[str, Any]:
+    """A game as ``viewer`` (None for a visitor) sees it: the board from their seat, their legal moves on
+    their turn, the record (less what the rules keep hidden from them)."""
     view = gameview.build(game, viewer, seat_number)
     data = summary(game, viewer)
     for seat_data, seat_view in zip(data["players"], view.seats, strict=True):

@@ -20,7 +20,7 @@ from pbem.models import Game, Seat, User
 from pbem.web import dashboard, gameview, newgame
 
 
-def _game_for(user: User, game_id: int) -> Game:
+def _game_for(user: User | None, game_id: int) -> Game:
     """The game, if the caller may see it; else a 404 that does not say whether it exists."""
     game = db.session.get(Game, game_id)
     if game is None or not gameview.visible(game, user):
@@ -38,12 +38,12 @@ def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, 
 
 
 @operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
-           errors=(422,))
-def list_games(user: User, query: dict[str, Any]) -> dict[str, Any]:
+           errors=(422,), public=True)
+def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
     games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
     archive, newest finish first; other statuses list public games and private ones you play in.  Page
-    with after (the previous page's next)."""
+    with after (the previous page's next).  Needs no token: without one, public games only."""
     params = {name: str(query[key]) for name, key in _ARCHIVE_PARAMS.items() if key in query}
     try:
         filters = archive.parse_filters(params)
@@ -60,8 +60,11 @@ def list_games(user: User, query: dict[str, Any]) -> dict[str, Any]:
     if finished_only:
         message = f"Only finished games can be filtered by {', '.join(finished_only)}."
         raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})
-    seated = select(Seat.game_id).where(Seat.user_id == user.id)
-    wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
+    if user is None:
+        wanted = select(Game).where(Game.public.is_(True))
+    else:
+        seated = select(Seat.game_id).where(Seat.user_id == user.id)
+        wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
     if status is not None:
         wanted = wanted.where(Game.status == status)
     if filters.engine:
@@ -89,10 +92,11 @@ _ARCHIVE_PARAMS = {"game": "game", "player": "player", "opponent": "opponent", "
 _FINISHED_ONLY = ("result", "ending", "from", "to", "min_moves", "max_moves")
 
 
-@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,))
-def get_game(user: User, game_id: int) -> dict[str, Any]:
+@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,), public=True)
+def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     """The game as you see it: players, whose turn, the move number to confirm, the board as text, your
-    legal moves when it is your turn, clocks, the record and the result."""
+    legal moves when it is your turn, clocks, the record and the result.  Needs no token for a public
+    game, which is then shown as to a visitor of its page."""
     return present.game(_game_for(user, game_id), user)
 
 
@@ -109,10 +113,11 @@ def my_challenges(user: User) -> dict[str, Any]:
     return {"challenges": [present.challenge(c) for c in challenges.pending_challenges(user)]}
 
 
-@operation("/v1/players/<handle>", "GET", "A player", response=s.PlayerSchema, errors=(404,), tag="players")
-def get_player(user: User, handle: str) -> dict[str, Any]:
+@operation("/v1/players/<handle>", "GET", "A player", response=s.PlayerSchema, errors=(404,), tag="players",
+           public=True)
+def get_player(user: User | None, handle: str) -> dict[str, Any]:
     """A player's Glicko-2 rating in each game (rating, deviation as of now, volatility, provisional)
-    and their record of finished public games."""
+    and their record of finished public games.  Needs no token."""
     player = accounts.find_user(handle) if accounts.HANDLE.match(handle) else None
     if player is None or not player.verified:
         raise ApiError(404, "no-player", f"There is no player called {handle!r}.")

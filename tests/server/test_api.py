@@ -207,6 +207,36 @@ def test_bad_requests_get_json_errors(server: str, tokens, ctx: Flask) -> None:
     assert db.session.scalar(db.select(db.func.count(Game.id))) == 0
 
 
+def test_public_games_and_players_are_read_without_a_token(server: str, tokens, ctx: Flask) -> None:
+    alice, bob, visitor = Client(server, tokens["alice"]), Client(server, tokens["bob"]), Client(server, None)
+    _, public = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"]})
+    bob.call("POST", f"/api/v1/games/{public['id']}/accept")
+    assert alice.call("POST", f"/api/v1/games/{public['id']}/moves", {"move": "b3", "expect": 1})[0] == 201
+    _, private = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"],
+                                                         "public": False})
+    bob.call("POST", f"/api/v1/games/{private['id']}/accept")
+
+    # A public game reads as its page does for a visitor: the board and the record, no seat, no moves.
+    status, game = visitor.call("GET", f"/api/v1/games/{public['id']}")
+    assert status == 200 and game["board"] and [m["text"] for m in game["record"]] == ["b3"]
+    assert game["your_seat"] is None and game["your_turn"] is False and game["legal_moves"] is None
+    # A private game is not there for anyone without a token, nor listed.
+    status, error = visitor.call("GET", f"/api/v1/games/{private['id']}")
+    assert (status, error["code"]) == (404, "no-game")
+    assert [g["id"] for g in visitor.call("GET", "/api/v1/games")[1]["games"]] == [public["id"]]
+    assert {g["id"] for g in alice.call("GET", "/api/v1/games")[1]["games"]} == {public["id"], private["id"]}
+    status, player = visitor.call("GET", "/api/v1/players/alice")
+    assert status == 200 and player["handle"] == "alice"
+    # Playing, and reading what is a player's own, still need a token; a wrong one is refused even where
+    # none is needed, so that a program whose token stopped working is told.
+    status, error = visitor.call("POST", f"/api/v1/games/{public['id']}/moves", {"move": "c3", "expect": 2})
+    assert (status, error["code"]) == (401, "unauthorized")
+    assert visitor.call("GET", "/api/v1/me/turn")[0] == 401
+    status, error = Client(server, "pbem_" + "x" * 43).call("GET", f"/api/v1/games/{public['id']}")
+    assert (status, error["code"]) == (401, "bad-token")
+    assert [m["text"] for m in bob.call("GET", f"/api/v1/games/{public['id']}")[1]["record"]] == ["b3"]
+
+
 def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Flask, sink) -> None:
     alice, bob, carol = (Client(server, tokens[h]) for h in ("alice", "bob", "carol"))
     status, game = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"],
