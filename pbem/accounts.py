@@ -475,13 +475,16 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     return new_email
 
 
-def confirm_email_change(token: str) -> User:
-    """Follow the link mailed to a new address: the account's address becomes it.  Commits.
-    AccountError if the link is bad, expired, replaced by a later request, or the address was taken
-    meanwhile."""
+def confirm_email_change(token: str) -> tuple[User, int]:
+    """Follow the link mailed to a new address: the account's address becomes it, and a mark of the old
+    one as bouncing comes off.  Commits; returns the player and how many move requests were sent again
+    to the new address (see :func:`pbem.bouncing.forget`).  AccountError if the link is bad, expired,
+    replaced by a later request, or the address was taken meanwhile."""
     data = _load(token, "email", EMAIL_LINK_SECONDS)
     begin_write()
-    user = db.session.get(User, data.get("u"))
+    # The row is held (on PostgreSQL; BEGIN IMMEDIATE does it on SQLite) so that the link followed twice
+    # at once changes the address, and sends the move requests again, once.
+    user = db.session.get(User, data.get("u"), with_for_update={"key_share": True}, populate_existing=True)
     if user is None or user.email != data.get("o") or user.pending_email != data.get("e"):
         db.session.rollback()
         raise AccountError("This link is no longer good: the address was changed or asked for again since. "
@@ -490,9 +493,9 @@ def confirm_email_change(token: str) -> User:
     if db.session.scalar(select(User.id).where(func.lower(User.email) == new_email, User.id != user.id)):
         db.session.rollback()
         raise AccountError(f"There is already an account for {new_email}.")
-    user.email, user.pending_email = new_email, None
-    bouncing.forget(user)  # What bounced was the old address.
+    user.pending_email = None
+    resent = bouncing.forget(user, new_email)  # What bounced was the old address.
     if user.verified_at is None:
         user.verified_at = utcnow()
     db.session.commit()
-    return user
+    return user, resent

@@ -212,7 +212,10 @@ def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **contex
     )
 
 
-def _request_move(game: Game, engine: games.Engine, state: Any, seat: Seat, **extra: Any) -> None:
+def request_move(game: Game, engine: games.Engine, state: Any, seat: Seat, **extra: Any) -> None:
+    """Ask ``seat``'s player for their move in the position ``state``: the move request ("your move"),
+    with ``extra`` for its template (a note, the moves just played).  Nothing for a digest player, whose
+    daily digest lists the game instead."""
     user = seat.user
     if user is None or user.notify == "digest":
         return
@@ -226,7 +229,7 @@ def game_started(game: Game, engine: games.Engine, state: Any) -> None:
     movers = engine.to_move(state)
     for seat in game.seats:
         if seat.number in movers:
-            _request_move(game, engine, state, seat)
+            request_move(game, engine, state, seat)
 
 
 def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before: frozenset[int],
@@ -246,7 +249,7 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
             continue
         mover_again = seat.number == move.seat and not engine.simultaneous
         if seat.number in after and (seat.number not in before or mover_again):
-            _request_move(game, engine, state, seat, note=notes.get(seat.number))
+            request_move(game, engine, state, seat, note=notes.get(seat.number))
         elif seat.number != move.seat and not engine.simultaneous:
             ctx = position(game, engine, state, seat)
             _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
@@ -282,7 +285,7 @@ def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move]
             queued = "; ".join(conditional.describe(line) for line in seat.conditionals)
             note.append(f"Your conditional moves still queued: {queued}.")
         if seat.number in after:
-            _request_move(game, engine, state, seat, played=played, note=note)
+            request_move(game, engine, state, seat, played=played, note=note)
         else:
             ctx = position(game, engine, state, seat)
             _mail(seat.user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1],

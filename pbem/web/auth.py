@@ -177,10 +177,10 @@ def change_email() -> Response | tuple[str, int]:
 def confirm_email(token: str) -> Response | tuple[str, int]:
     """Follow the link mailed to a new address: the account moves to it."""
     try:
-        user = accounts.confirm_email_change(token)
+        user, resent = accounts.confirm_email_change(token)
     except AccountError as exc:
         return render_template("error.html", title="Address not changed", message=exc.args[0]), 400
-    flash(f"Your mail address is now {user.email}.", "info")
+    flash(f"Your mail address is now {user.email}.{bouncing.resent_words(resent)}", "info")
     return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
@@ -210,8 +210,8 @@ def _apply_setting(action: str) -> str:
         row = apitokens.revoke(user, int(token_id))
         return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
     if action == "mail-works":
-        bouncing.works_again(user)
-        return f"Game mail goes to {user.email} again."
+        resent = bouncing.works_again(user)
+        return f"Game mail goes to {user.email} again.{bouncing.resent_words(resent)}"
     if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

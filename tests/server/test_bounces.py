@@ -378,8 +378,11 @@ def test_the_player_sees_the_notice_and_can_say_the_address_works_again(app: Fla
 
 
 def test_confirming_a_new_address_takes_the_mark_off(app: Flask, ctx: Flask, sink, players) -> None:
-    _alice, bob, _ = players
+    alice, bob, _ = players
+    game_id = started(alice, bob)
+    play.submit(game_id, db.session.get(User, alice.id), "b3", "web")
     mark(bob)
+    outbox.deliver_due()  # Bob's move request is held back.
     accounts.set_password(db.session.get(User, bob.id), "correct horse")
     db.session.commit()
     accounts.request_email_change(db.session.get(User, bob.id), "bob.new@example.org", "correct horse")
@@ -387,5 +390,50 @@ def test_confirming_a_new_address_takes_the_mark_off(app: Flask, ctx: Flask, sin
     [link_mail] = sink.messages("bob.new@example.org")
     body = link_mail.get_payload(decode=True).decode()
     token = body.split("/settings/email/", 1)[1].split()[0]
-    accounts.confirm_email_change(token)
+    assert accounts.confirm_email_change(token)[1] == 1
     assert not marked(bob)
+    outbox.deliver_due()
+    assert [str(m["Subject"]) for m in sink.messages("bob.new@example.org")[1:]] == \
+        [f"[pbem] Cambio #{game_id}: your move (move 2)"]  # Sent again, to the new address.
+
+
+# Step 4: what the player missed that still matters, sent again when the mark comes off --------------
+
+
+def started(first: User, second: User) -> int:
+    """A game of Cambio between ``first`` (to move) and ``second``, started; its id."""
+    game_id = challenges.new_game(first, "cambio", [first, second], seed=3).id
+    challenges.accept(game_id, second)
+    return game_id
+
+
+def subjects(sink, to: str, since: int) -> list[str]:
+    """The subjects of the mails the sink received for ``to`` after its first ``since`` ones, sorted."""
+    return sorted(str(m["Subject"]) for m in sink.messages(to)[since:])
+
+
+def test_when_the_mark_comes_off_each_game_awaiting_the_players_move_asks_again(ctx: Flask, sink,
+                                                                               players) -> None:
+    alice, bob, carol = players
+    accounts.set_notify(db.session.get(User, carol.id), "digest")
+    missed, waiting = started(alice, bob), started(alice, bob)
+    started(alice, bob)  # A game awaiting alice's move: nothing of it is bob's to get again.
+    carols = started(alice, carol)
+    play.submit(missed, db.session.get(User, alice.id), "b3", "web")
+    outbox.deliver_due()
+    before = outbox_count()
+    assert bouncing.works_again(bob) == 0 and outbox_count() == before  # Nothing was marked.
+
+    mark(bob), mark(carol)  # As a delivery report on bob's request in `missed` would.
+    for game_id in (waiting, carols):
+        play.submit(game_id, db.session.get(User, alice.id), "b3", "web")
+    seen = len(sink.messages(bob.email))
+    # Bob's request in `waiting` is still in the outbox, and goes once the mark is off.  Carol's digest
+    # lists her game.
+    assert bouncing.works_again(bob) == 1
+    assert bouncing.works_again(carol) == 0
+    outbox.deliver_due()
+    assert subjects(sink, bob.email, seen) == sorted(
+        f"[pbem] Cambio #{game_id}: your move (move 2)" for game_id in (missed, waiting)
+    )
+    assert not marked(bob) and not marked(carol)
