@@ -224,6 +224,7 @@ def test_an_overlong_resignation_or_draw_comment_is_refused_and_kept(app: Flask,
     resign = web_b.post(f"/games/{game.id}/resign", {"comment": long_comment})
     text = text_of(resign)
     assert resign.status_code == 400 and "The comment is too long: at most 2000 characters." in text
+    assert re.search(r'<textarea id="action-comment"[^>]*>' + re.escape(long_comment) + "</textarea>", text)
     offer = web_a.post(f"/games/{game.id}/draw", {"answer": "offer", "comment": long_comment}, json=True)
     assert offer.status_code == 400 and offer.json["code"] == "comment"
     assert db.session.get(Game, game.id).status == "active"
