@@ -116,10 +116,11 @@
 
   // `warned`: the player has already seen the move's warnings (in the proposal box).
   // `submitter` is the button that sent the form: a button of its own address (formaction, as a
-  // challenge's Decline beside its Accept) sends the form there.
+  // challenge's Decline beside its Accept) sends the form there, with its own name and value (the
+  // draw answer) and after its own confirmation (Resign), as the form does without this script.
   function post(form, warned, submitter) {
     var action = submitter && submitter.hasAttribute("formaction") ? submitter.formAction : form.action;
-    var confirmText = form.getAttribute("data-confirm");
+    var confirmText = (submitter && submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm");
     if (form.classList.contains("move-form") && !warned) {
       var typed = form.querySelector("[name=move]").value.trim().toLowerCase();
       confirmText = warningsFor(typed).join(" ") + (warningsFor(typed).length ? " Send it anyway?" : "");
@@ -127,9 +128,11 @@
     if (confirmText && !window.confirm(confirmText)) return;
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
+    var body = new FormData(form);
+    if (submitter && submitter.name) body.append(submitter.name, submitter.value);
     fetch(action, {
       method: "POST",
-      body: new FormData(form),
+      body: body,
       headers: { "Accept": "application/json" },
       credentials: "same-origin"
     }).then(function (response) {
@@ -193,10 +196,12 @@
     return inner ? inner.getAttribute("data-version") : null;
   }
 
-  // Someone else may move meanwhile: look now and then, but never disturb a move being composed.
+  // Someone else may move meanwhile: look now and then, but never disturb a move being composed nor
+  // wipe a comment being written (the swap would redraw its box empty).
   function poll() {
-    var typing = live.querySelector("#move-text");
-    var busy = clicked.length || (typing && typing.value) || document.activeElement === typing;
+    var busy = clicked.length || Array.prototype.some.call(
+      live.querySelectorAll("#move-text, textarea"),
+      function (field) { return field.value || document.activeElement === field; });
     if (document.hidden || busy) return;
     fetch(live.getAttribute("data-version-url"), { credentials: "same-origin" })
       .then(function (response) { return response.json(); })

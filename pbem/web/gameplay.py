@@ -25,6 +25,13 @@ bp = Blueprint("games", __name__)
 MAX_COMMENT = 2000
 
 
+@bp.context_processor
+def _comment_bound() -> dict[str, int]:
+    # The comment boxes stop at the length the posts accept, so that a browser keeps the player from
+    # writing what would be refused.
+    return {"max_comment": MAX_COMMENT}
+
+
 def _visible_game(game_id: int, *options: ORMOption) -> Game:
     game = db.session.get(Game, game_id, options=options)
     if game is None or not gameview.visible(game, current_user):
@@ -61,7 +68,7 @@ PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.mo
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
-    return render_template("games/game.html", view=view, typed="", comment="")
+    return render_template("games/game.html", view=view, typed="", comment="", said="")
 
 
 @bp.get("/games/<int:game_id>/live")
@@ -69,7 +76,7 @@ def game(game_id: int) -> str:
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
     view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
-    return render_template("games/_live.html", view=view, typed="", comment="")
+    return render_template("games/_live.html", view=view, typed="", comment="", said="")
 
 
 @bp.get("/games/<int:game_id>/version")
@@ -149,7 +156,11 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
 # back to the game page (the page without script).
 
 
-def _act(game_id: int, action: Callable[[Game], Any], done: str) -> Response | tuple[Response, int]:
+def _act(game_id: int, action: Callable[[Game], Any], done: str,
+         said: str = "") -> Response | tuple[Response | str, int]:
+    """Run ``action`` on the game and answer with ``done`` or the refusal.  ``said`` is what the player
+    wrote with the action: a refusal without the script shows the page again with it kept in its box,
+    where a redirect would lose it."""
     game = _visible_game(game_id)
     try:
         action(game)
@@ -157,6 +168,8 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str) -> Response | t
         status = exc.http_status
         if wants_json():
             return jsonify(ok=False, code=exc.code, message=exc.message), status
+        if said:
+            return _page_again(game_id, exc, said=said)
         flash(exc.message, "error")
         return redirect(url_for("games.game", game_id=game_id)), 303
     if wants_json():
@@ -177,7 +190,7 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
     if not text:
         error = PlayError("Type a move, or click the board to choose one.", "empty")
     elif len(comment) > MAX_COMMENT:
-        error = PlayError(f"The comment is too long: at most {MAX_COMMENT} characters.", "comment")
+        error = _comment_too_long()
     elif not expect_text.isdigit():
         error = PlayError("The form did not say which move you were answering; reload the page.", "stale")
     if error is None:
@@ -196,20 +209,25 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")
         return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg())), 303
-    status = error.http_status
     if wants_json():
-        return jsonify(ok=False, code=error.code, message=error.message), status
-    # Without the script: the page again, with the message and what was typed kept.
+        return jsonify(ok=False, code=error.code, message=error.message), error.http_status
+    return _page_again(game.id, error, typed=text, comment=comment)
+
+
+def _page_again(game_id: int, error: PlayError, **kept: str) -> tuple[str, int]:
+    """The game page again after a refusal to a browser without the script: the refusal on top, and
+    what the player wrote kept in its box (``typed`` and ``comment`` in the move form, ``said`` in the
+    draw and resign form), so that nothing written is lost."""
     db.session.rollback()
-    view = gameview.build(db.session.get(Game, game.id), current_user, _seat_arg())
-    return render_template("games/game.html", view=view, error=error.message, typed=text,
-                           comment=comment), status
+    view = gameview.build(db.session.get(Game, game_id), current_user, _seat_arg())
+    fields = {"typed": "", "comment": "", "said": "", **kept}
+    return render_template("games/game.html", view=view, error=error.message, **fields), error.http_status
 
 
 @bp.post("/games/<int:game_id>/draw")
 @login_required
-def draw(game_id: int) -> Response | tuple[Response, int]:
-    """Offer, accept or decline a draw."""
+def draw(game_id: int) -> Response | tuple[Response | str, int]:
+    """Offer, accept or decline a draw, with the player's comment to the opponent if they wrote one."""
     answer = request.form.get("answer", "offer")
     actions = {
         "offer": (play.offer_draw, "You offered a draw."),
@@ -219,20 +237,42 @@ def draw(game_id: int) -> Response | tuple[Response, int]:
     if answer not in actions:
         answer = "offer"
     function, done = actions[answer]
-    return _act(game_id, lambda g: function(g.id, _me(), "web"), done)
+    said = _said()
+    return _act(game_id, lambda g: function(g.id, _me(), "web", _bounded(said)), done, said)
 
 
 @bp.post("/games/<int:game_id>/resign")
 @login_required
-def resign(game_id: int) -> Response | tuple[Response, int]:
-    """Resign (or abandon a game of one)."""
-    return _act(game_id, lambda g: play.resign(g.id, _me(), "web"), "You resigned.")
+def resign(game_id: int) -> Response | tuple[Response | str, int]:
+    """Resign (or abandon a game of one), with the player's comment to the others if they wrote one."""
+    said = _said()
+    return _act(game_id, lambda g: play.resign(g.id, _me(), "web", _bounded(said)), "You resigned.", said)
 
 
 def _answer_comment() -> str | None:
-    """What the player wrote to the challenger with their answer, if anything (the challenge module
-    bounds its length, as it does for an answer by mail)."""
+    """What the player wrote with their answer to a challenge or a draw, or with their resignation, if
+    anything (the challenge module bounds a challenge answer's length, as it does for one by mail; the
+    draw and resign posts bound theirs with :func:`_bounded`)."""
     return request.form.get("comment") or None
+
+
+def _said() -> str:
+    """The comment written with a draw offer, a draw answer or a resignation ('' for none)."""
+    # A browser sends a box's line breaks as CRLF but counts them as one character against its
+    # maxlength: counted as sent, a comment the box allowed could be refused as too long.
+    return (_answer_comment() or "").replace("\r\n", "\n").strip()
+
+
+def _bounded(said: str) -> str | None:
+    """``said`` to pass on (None for nothing), refused as a move's comment is when longer than one may
+    be: the action is then not taken, rather than taken with the comment cut short."""
+    if len(said) > MAX_COMMENT:
+        raise _comment_too_long()
+    return said or None
+
+
+def _comment_too_long() -> PlayError:
+    return PlayError(f"The comment is too long: at most {MAX_COMMENT} characters.", "comment")
 
 
 @bp.post("/games/<int:game_id>/accept")

@@ -44,9 +44,9 @@ def sign_up(browser: Browser, server, sink, handle: str) -> Page:
     return page
 
 
-def sign_in(browser: Browser, server, handle: str) -> Page:
-    """A new browser signed in as an existing player."""
-    page = browser.new_context().new_page()
+def sign_in(browser: Browser, server, handle: str, *, script: bool = True) -> Page:
+    """A new browser signed in as an existing player (with JavaScript off unless ``script``)."""
+    page = browser.new_context(java_script_enabled=script).new_page()
     page.set_default_timeout(10_000)
     page.goto(f"{server.url}/login")
     page.fill("#login", handle)
@@ -161,6 +161,40 @@ def test_a_challenge_declined_on_its_page_with_a_word_to_the_challenger(browser,
     assert "bob says: Not this week, sorry." in mail_text(answer)
     with server.app.app_context():
         assert db.session.get(Game, game_id).status == "abandoned"
+
+
+def test_a_draw_offer_and_a_resignation_carry_their_comments(browser, server, sink, artifacts) -> None:
+    """The game page's comment box goes with the button pressed: alice's draw offer (a browser without
+    script, so the form itself posts) and bob's resignation (through the page's script) reach the other
+    by mail with what they wrote, and the record shows both."""
+    with server.app.app_context():
+        alice, bob = confirmed_players(server)
+        game_id = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3}).id
+        challenges.accept(game_id, bob)
+    game_url = f"{server.url}/games/{game_id}"
+    alice_page = sign_in(browser, server, "alice", script=False)
+    alice_page.goto(game_url)
+    alice_page.fill("#action-comment", "Shall we call it a day?")
+    alice_page.click("#offer-draw")
+    expect(alice_page.locator(".flash.info")).to_have_text("You offered a draw.")
+    deliver(server)
+    [offer] = [m for m in sink.messages("bob@example.org") if "alice offers a draw" in m["Subject"]]
+    assert "alice says: Shall we call it a day?" in mail_text(offer)
+
+    bob_page = sign_in(browser, server, "bob")
+    bob_page.goto(game_url)
+    bob_page.fill("#action-comment", "No: I resign. Well played!")
+    bob_page.screenshot(path=str(artifacts / "cambio-draw-offered.png"), full_page=True)
+    asked = []
+    bob_page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    bob_page.click("#resign")
+    expect(bob_page.locator("#status")).to_have_text("Game over: alice (O) wins: bob (X) resigned.")
+    assert asked == ["Resign this game?"]
+    expect(bob_page.locator("#moves .comment")).to_have_text(
+        ["“Shall we call it a day?”", "“No: I resign. Well played!”"])
+    deliver(server)
+    [over] = [m for m in sink.messages("alice@example.org") if "game over" in m["Subject"]]
+    assert "bob says: No: I resign. Well played!" in mail_text(over)
 
 
 def test_box_off_alone_clear_a_pair_by_clicking(browser, server, sink, artifacts) -> None:

@@ -214,6 +214,29 @@ def test_draw_offer_accept_and_resign_on_the_web(app: Flask, ctx: Flask, players
     assert "Game over: alice (O) wins: bob (X) resigned." in text_of(web_a.get(f"/games/{other.id}"))
 
 
+def test_an_overlong_resignation_or_draw_comment_is_refused_and_kept(app: Flask, ctx: Flask, players) -> None:
+    """Over the move comment's bound, the resignation or draw offer is not made and the page (without
+    the script) comes back with the refusal and the comment in its box; resigning without one works."""
+    alice, bob, _ = players
+    game = start_cambio(alice, bob)
+    web_a, web_b = signed_in(app, alice, bob)
+    long_comment = "Well played. " * 154 + "Bye"  # 2,005 characters
+    resign = web_b.post(f"/games/{game.id}/resign", {"comment": long_comment})
+    text = text_of(resign)
+    assert resign.status_code == 400 and "The comment is too long: at most 2000 characters." in text
+    assert re.search(r'<textarea id="action-comment"[^>]*>' + re.escape(long_comment) + "</textarea>", text)
+    offer = web_a.post(f"/games/{game.id}/draw", {"answer": "offer", "comment": long_comment}, json=True)
+    assert offer.status_code == 400 and offer.json["code"] == "comment"
+    assert db.session.get(Game, game.id).status == "active"
+    assert db.session.get(Game, game.id).draw_offered_by is None
+    assert not db.session.scalars(db.select(Move).where(Move.game_id == game.id)).all()
+
+    assert web_b.post(f"/games/{game.id}/resign").status_code == 303
+    assert "Game over: alice (O) wins: bob (X) resigned." in text_of(web_a.get(f"/games/{game.id}"))
+    [entry] = db.session.scalars(db.select(Move).where(Move.game_id == game.id)).all()
+    assert entry.kind == "resign" and entry.comment is None
+
+
 def test_lobby_take_the_last_seat_and_withdraw(app: Flask, ctx: Flask, players) -> None:
     alice, bob, carol = players
     web_a, web_b, web_c = signed_in(app, alice, bob, carol)
