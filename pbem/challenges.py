@@ -15,7 +15,7 @@ from sqlalchemy import select
 from pbem import notify, play, results
 from pbem.database import begin_write
 from pbem.extensions import db
-from pbem.models import Challenge, Game, Seat, User, utcnow
+from pbem.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.play import PlayError
 
 
@@ -112,11 +112,8 @@ def _fill(game: Game, seat_number: int, user: User) -> None:
 def _comment(comment: str | None) -> str | None:
     """A comment to pass on, bounded like a move's comment; None for none."""
     words = (comment or "").strip()
-    return words[:COMMENT_MAX] if words else None
+    return words[:MAX_COMMENT] if words else None
 
-
-# As long as the comment of a move may be.
-COMMENT_MAX = 2000
 
 
 def accept(game: Game | int, user: User, comment: str | None = None) -> Game:

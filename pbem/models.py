@@ -261,6 +261,11 @@ class Seat(db.Model):
         return f"seat {self.number + 1}"
 
 
+# The longest comment a player may write with a move, a draw, a resignation or an answer to a challenge,
+# by mail, on the web or through the API, and so the longest a record entry (or an imported one) holds.
+MAX_COMMENT = 2000
+
+
 class Move(db.Model):
     """One entry of a game's record: an engine move, or a server action (resign, draw, timeout).
 
@@ -275,7 +280,7 @@ class Move(db.Model):
     kind: Mapped[str] = mapped_column(String(16), default="move")
     text: Mapped[str] = mapped_column(String(500))
     via: Mapped[str] = mapped_column(String(16))
-    comment: Mapped[str | None] = mapped_column(Text)
+    comment: Mapped[str | None] = mapped_column(Text)  # At most MAX_COMMENT characters, by every way in.
     user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -27,14 +27,13 @@ from games import IllegalMove, Outcome
 from pbem import accounts, archive, results
 from pbem.database import begin_write
 from pbem.extensions import db
-from pbem.models import Game, Move, Seat, User, utcnow
+from pbem.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
 MAX_LINE = 2_000_000
 MAX_ENTRIES = 20_000
 MAX_TEXT = 500
-MAX_COMMENT = 2000
 KINDS = ("move", "resign", "draw-offer", "draw-accept", "draw-decline", "timeout")
 VIA = ("web", "mail", "link", "command", "server", "cli", "import")
 # How the plain-text record names the server's actions.

@@ -10,9 +10,9 @@ from marshmallow import Schema, fields, validate
 
 from pbem.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
 from pbem.conditional import MAX_LINE_TEXT, MAX_LINES
+from pbem.models import MAX_COMMENT
 
 MAX_MOVE = 500
-MAX_COMMENT = 2000
 MAX_SEATS = 8
 MAX_HANDLE = 32
 

@@ -20,10 +20,10 @@ from functools import lru_cache
 from html import unescape
 from typing import Any
 
+from pbem.models import MAX_COMMENT
+
 log = logging.getLogger(__name__)
 
-# The longest comment passed on to the other players; mail is not the place for essays.
-MAX_COMMENT = 2000
 # Limits that keep reading linear in the size of the message, whatever it holds.  A header longer than
 # MAX_HEADER characters is cut there (an address header that long is unreadable); a line is examined
 # for quote marks only up to MAX_LINE characters, and only the first MAX_LINES lines are examined; a

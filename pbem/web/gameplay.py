@@ -15,14 +15,12 @@ from werkzeug.wrappers import Response
 import games
 from pbem import challenges, clock, conditional, play, watching
 from pbem.extensions import db
-from pbem.models import Game, Seat, User
+from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
 from pbem.web import dashboard as dashboard_service
 from pbem.web import gameview, newgame, pagecache, wants_json
 
 bp = Blueprint("games", __name__)
-
-MAX_COMMENT = 2000
 
 
 @bp.context_processor
