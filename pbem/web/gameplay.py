@@ -182,7 +182,7 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
     """Play a move for the signed-in player, checked against the move number the page showed."""
     game = _visible_game(game_id)
     text = request.form.get("move", "").strip()
-    comment = request.form.get("comment", "").strip()
+    comment = _comment_written()
     expect_text = request.form.get("expect", "")
     error: PlayError | None = None
     if not text:
@@ -235,7 +235,7 @@ def draw(game_id: int) -> Response | tuple[Response | str, int]:
     if answer not in actions:
         answer = "offer"
     function, done = actions[answer]
-    said = _said()
+    said = _comment_written()
     return _act(game_id, lambda g: function(g.id, _me(), "web", _bounded(said)), done, said)
 
 
@@ -243,7 +243,7 @@ def draw(game_id: int) -> Response | tuple[Response | str, int]:
 @login_required
 def resign(game_id: int) -> Response | tuple[Response | str, int]:
     """Resign (or abandon a game of one), with the player's comment to the others if they wrote one."""
-    said = _said()
+    said = _comment_written()
     return _act(game_id, lambda g: play.resign(g.id, _me(), "web", _bounded(said)), "You resigned.", said)
 
 
@@ -254,8 +254,8 @@ def _answer_comment() -> str | None:
     return request.form.get("comment") or None
 
 
-def _said() -> str:
-    """The comment written with a draw offer, a draw answer or a resignation ('' for none)."""
+def _comment_written() -> str:
+    """The comment written with a move, a draw offer, a draw answer or a resignation ('' for none)."""
     # A browser sends a box's line breaks as CRLF but counts them as one character against its
     # maxlength: counted as sent, a comment the box allowed could be refused as too long.
     return (_answer_comment() or "").replace("\r\n", "\n").strip()
@@ -270,6 +270,7 @@ def _bounded(said: str) -> str | None:
 
 
 def _comment_too_long() -> PlayError:
+    """The refusal of a comment longer than a record entry holds."""
     return PlayError(f"The comment is too long: at most {MAX_COMMENT} characters.", "comment")
 
 

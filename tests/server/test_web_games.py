@@ -237,6 +237,21 @@ def test_an_overlong_resignation_or_draw_comment_is_refused_and_kept(app: Flask,
     assert entry.kind == "resign" and entry.comment is None
 
 
+def test_a_comment_the_box_took_is_not_refused_for_its_line_breaks(app: Flask, ctx: Flask, players) -> None:
+    """A browser sends each line break of a box as two characters (CRLF) but counts it as one against
+    the box's maxlength: a comment of 2000 characters so counted is taken, with a move or a draw offer."""
+    alice, bob, _ = players
+    game = start_cambio(alice, bob)
+    (web_a,) = signed_in(app, alice)
+    lines = "\r\n".join(["x" * 99] * 20)  # 1,980 letters and 19 breaks: 1,999 in the box, 2,018 as sent
+    played = web_a.post(f"/games/{game.id}/move", {"move": "b2", "expect": "1", "comment": lines}, json=True)
+    assert played.status_code == 200, played.json
+    offer = web_a.post(f"/games/{game.id}/draw", {"answer": "offer", "comment": lines}, json=True)
+    assert offer.status_code == 200, offer.json
+    entries = db.session.scalars(db.select(Move).where(Move.game_id == game.id).order_by(Move.number)).all()
+    assert [entry.comment for entry in entries] == [lines.replace("\r\n", "\n")] * 2
+
+
 def test_lobby_take_the_last_seat_and_withdraw(app: Flask, ctx: Flask, players) -> None:
     alice, bob, carol = players
     web_a, web_b, web_c = signed_in(app, alice, bob, carol)
