@@ -239,7 +239,7 @@ def test_an_overlong_resignation_or_draw_comment_is_refused_and_kept(app: Flask,
 
 def test_a_comment_the_box_took_is_not_refused_for_its_line_breaks(app: Flask, ctx: Flask, players) -> None:
     """A browser sends each line break of a box as two characters (CRLF) but counts it as one against
-    the box's maxlength: a comment of 2000 characters so counted is taken, with a move or a draw offer."""
+    the box's maxlength: a comment within 2000 characters so counted is taken, with a move or a draw offer."""
     alice, bob, _ = players
     game = start_cambio(alice, bob)
     (web_a,) = signed_in(app, alice)
