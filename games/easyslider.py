@@ -685,8 +685,9 @@ def _reason(state: State) -> str:
     leaders = [s for s in order if state.totals[s] == best]
     scores = ", ".join(f"seat {s + 1} {state.totals[s]}" for s in order)
     if len(leaders) > 1:
-        names = join_words([f"{s + 1}" for s in leaders], "and")
-        return f"Seats {names} share the lead after {rounds}. Points: {scores}."
+        # Each leader as "seat N", so that the server can put each player's name in its place.
+        names = join_words([f"seat {s + 1}" for s in leaders], "and")
+        return f"{names[:1].upper()}{names[1:]} share the lead after {rounds}. Points: {scores}."
     return f"Seat {leaders[0] + 1} wins after {rounds}. Points: {scores}."
 
 

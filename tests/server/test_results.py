@@ -138,6 +138,21 @@ def test_alone_the_result_says_how_the_board_ended(ctx: Flask, players) -> None:
     assert results.seat_result(game, 0) == "cleared" and results.ranking(game) is None
 
 
+def test_a_shared_lead_at_easy_slider_names_the_players(ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    game = play.create_game("easyslider", [alice, bob, carol], {"rounds": 1})
+    db.session.commit()
+    for _ in range(30):  # Everyone declares done at once, round after round, until the playoffs end.
+        game = fresh(game)
+        if game.status != "active":
+            break
+        for number in sorted(play.seats_to_move(game)):
+            play.submit(game.id, (alice, bob, carol)[number], "done", "web")
+    sentence = results.sentence(fresh(game))
+    assert sentence.startswith("alice, bob and carol share the lead after 1 round and "), sentence
+    assert "Points: alice 0, bob 0, carol 0." in sentence and "eat" not in sentence
+
+
 def test_carreaux_and_truchet_name_the_colours(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = play.create_game("carreaux", [alice, bob], {"position": "gggg/gbr./gggr/gggb"})
