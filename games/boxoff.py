@@ -278,17 +278,23 @@ class BoxOffOptions(Schema):
     width = fields.Integer(
         load_default=8,
         validate=validate.Range(MIN_SIZE, MAX_SIZE, error="The width must be {min} to {max} cells."),
+        metadata={"description": f"Cells a rank: {MIN_SIZE} to {MAX_SIZE}."},
     )
     height = fields.Integer(
         load_default=6,
         validate=validate.Range(MIN_SIZE, MAX_SIZE, error="The height must be {min} to {max} cells."),
+        metadata={"description": f"Ranks: {MIN_SIZE} to {MAX_SIZE}."},
     )
     colours = fields.Integer(
         load_default=3,
         validate=validate.Range(2, len(PALETTE), error="The number of colours must be {min} to {max}."),
+        metadata={"description": f"2 to {len(PALETTE)}, taken in the order {', '.join(PALETTE)}."},
     )
-    position = fields.String(load_default="")
-    solvable = fields.Boolean(load_default=True)
+    position = fields.String(load_default="", metadata={
+        "description": "A written deal instead: ranks top to bottom separated by /, a colour letter or . "
+                       "a cell."})
+    solvable = fields.Boolean(load_default=True, metadata={
+        "description": "Deal only boards the solver proves can be cleared."})
 
     @pre_load
     def _size_from_position(self, data: Any, **_: Any) -> Any:

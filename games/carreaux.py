@@ -347,15 +347,21 @@ class CarreauxOptions(Schema):
     size = fields.Integer(
         load_default=6,
         validate=validate.OneOf(SIZES, error="The size must be 4, 6, 8 or 10 (an even side from 4 to 10)."),
+        metadata={"description": "Board side: 4, 6, 8 or 10."},
     )
-    position = fields.String(load_default="")
+    position = fields.String(load_default="", metadata={
+        "description": "A written start instead: ranks top to bottom separated by /, r b g or . (the "
+                       "bubble) a cell; it sets the size."})
     when_stuck = fields.String(
         load_default=LEAST_RISE,
         validate=validate.OneOf((LEAST_RISE, DRAW), error="when_stuck must be least-rise or draw."),
+        metadata={"description": "When no slide lowers the total: least-rise (the smallest rise is allowed) "
+                                 "or draw."},
     )
     group_value = fields.String(
         load_default=SMALLEST,
         validate=validate.OneOf((SMALLEST, SPANNING), error="group_value must be smallest or spanning."),
+        metadata={"description": "smallest (the rule sheet's: the N-1 smallest pair values) or spanning."},
     )
 
     @validates_schema(pass_original=True)

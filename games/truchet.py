@@ -757,12 +757,16 @@ class TruchetOptions(Schema):
         validate=validate.Range(
             MIN_SIZE, MAX_SIZE, error=f"The board size must be from {MIN_SIZE} to {MAX_SIZE} tiles a side."
         ),
+        metadata={"description": f"Tiles a side: odd, {MIN_SIZE} to {MAX_SIZE}."},
     )
     tiles = fields.String(
         load_default="random",
         validate=validate.OneOf(["random", "alternate"], error="Tiles must be 'random' or 'alternate'."),
+        metadata={"description": "random: dealt by the server; alternate: the players set them in turn "
+                                 "first."},
     )
-    position = fields.String(load_default=None, allow_none=True)
+    position = fields.String(load_default=None, allow_none=True, metadata={
+        "description": "Fixed tiles instead: ranks top to bottom, l or d a tile, like ldl/dld/ldl."})
 
     @pre_load
     def size_from_position(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -777,7 +781,8 @@ class TruchetOptions(Schema):
         """The size is odd; a position matches the size and excludes the alternate setup."""
         size = data["size"]
         if size % 2 == 0:
-            raise ValidationError("The board size must be odd (5, 7, 9…): the setup needs it.", "size")
+            raise ValidationError(f"The board size must be odd ({MIN_SIZE}, 5, 7 … {MAX_SIZE}): the setup "
+                                  "needs a centre tile.", "size")
         position = data.get("position")
         if position:
             try:

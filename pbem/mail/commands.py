@@ -639,7 +639,7 @@ def _challenge(command: Command, sender: str) -> Answer:
         game = challenges.new_game(challenger, engine.slug, seats, options, time_control=time_control)
     except ValidationError as exc:
         raise CommandError(
-            f"The options were not accepted: {_validation_words(exc)}.\n{_options_help(engine)}"
+            f"The options were not accepted: {_validation_words(exc).rstrip('.')}.\n{_options_help(engine)}"
         ) from None
     except PlayError as exc:
         raise CommandError(exc.message) from None

@@ -238,10 +238,15 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
     postman.command(alice.email, "help")
     postman.command(alice.email, "help truchet")
     postman.command(alice.email, "games bob")
+    postman.command(alice.email, "truchet challenge alice bob size=4")
     postman.settle()
     answers = {str(m["Subject"]): text_of(m) for m in postman.mails(alice.email)}
     assert "cambio move 12 alice MAILKEY a3v#7" in answers["Re: help"]
     assert "Options for 'truchet challenge" in answers["Re: help truchet"]
+    # A refused option says why in one sentence, and each option says what it is.
+    refused = answers["Re: truchet challenge alice bob size=4"]
+    assert "size: The board size must be odd (3, 5, 7 … 11): the setup needs a centre tile.\n" in refused
+    assert "  size: Tiles a side: odd, 3 to 11. (default 7)" in refused and ".." not in refused
     assert f"#{game.id} Cambio, seat 2 against alice: alice to move" in text_of(
         postman.last(alice.email, "Re: games bob"))
 
