@@ -322,7 +322,7 @@ class BoxOffOptions(Schema):
                 cells = width * height
                 fits = ", ".join(map(str, _colour_counts(width, height))) or "none"
                 raise ValidationError(
-                    f"A {width}x{height} board has {cells} cells, which cannot be dealt as an even number "
+                    f"The {width}x{height} board has {cells} cells, which cannot be dealt as an even number "
                     f"of tiles in each of {colours} colours. Colour counts that fit: {fits}.",
                     "colours",
                 )

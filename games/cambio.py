@@ -48,9 +48,10 @@ def _position_side(text: str) -> int:
         raise ValidationError(str(exc), "position") from None
     side = len(rows)
     if any(len(row) != side for row in rows) or side not in SIZES:
+        width = len(rows[0])
         raise ValidationError(
-            f"The position must be a square of 3, 4 or 5 ranks of as many cells; this one has {side} ranks "
-            f"of {len(rows[0])}.",
+            f"The position must be a square of 3, 4 or 5 ranks of as many cells; this one has {side} "
+            f"rank{'' if side == 1 else 's'}, the first of {width} cell{'' if width == 1 else 's'}.",
             "position",
         )
     return side

@@ -324,7 +324,7 @@ def test_position_gives_size_and_colours() -> None:
         ({"width": 1}, "width must be 2 to 12"),
         ({"height": 13}, "height must be 2 to 12"),
         ({"colours": 7}, "colours must be 2 to 6"),
-        ({"colours": 5}, "cannot be dealt as an even number"),
+        ({"colours": 5}, "The 8x6 board has 48 cells, which cannot be dealt as an even number"),
         ({"width": 3, "height": 3}, "Colour counts that fit: none"),
         ({"position": "bb/bx"}, "Unknown piece letters"),
         ({"position": "bbb/bb"}, "Every rank must have"),
