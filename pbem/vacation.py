@@ -52,7 +52,12 @@ def ends_at(user: User) -> datetime | None:
 
 
 def _days(n: float) -> str:
-    return clock.describe(timedelta(days=n))
+    """``n`` days for people, to the nearest minute: cut down instead, a vacation of a few seconds left
+    "29 days 23 hours" of 30, as if almost an hour had gone."""
+    minutes = round(n * 1440)
+    if minutes == 0 and n > 0:
+        return "less than a minute"
+    return clock.describe(timedelta(minutes=minutes))
 
 
 @contextmanager

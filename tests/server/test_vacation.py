@@ -89,3 +89,12 @@ def test_the_allowance_runs_out_and_is_counted_per_year(ctx: Flask, players, at)
     assert not db.session.get(User, alice.id).on_vacation
     at(datetime(2026, 1, 2))
     assert "30 days of vacation left" in vacation.turn_on(alice)
+
+
+def test_a_vacation_of_seconds_leaves_the_allowance_whole_in_words(ctx: Flask, players, at) -> None:
+    alice = players[0]
+    at(T0)
+    vacation.turn_on(alice)
+    at(T0 + timedelta(seconds=20))
+    message = vacation.turn_off(alice)
+    assert "after less than a minute" in message and "You have 30 days of vacation left" in message
