@@ -39,7 +39,8 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
             "player": seat.user.handle if seat.user else None,
             "to_move": to_move,
             "deadline": seat.deadline if to_move else None,
-            "clock": clock.status(seat) if to_move else "",
+            # In the caller's time zone, as their pages and mails give it ("deadline" is the instant).
+            "clock": clock.status(seat, clock.zone_of(viewer)) if to_move else "",
             "result": ended.results[seat.number] if ended and seat.number < len(ended.results) else None,
         })
     mine = next((s for s in game.seats if viewer is not None and s.user_id == viewer.id

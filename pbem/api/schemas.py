@@ -72,7 +72,8 @@ class SeatSchema(Schema):
     to_move = fields.Boolean(required=True)
     deadline = UtcDateTime(allow_none=True, metadata={
         "description": "When this seat's time runs out (UTC)."})
-    clock = fields.String(metadata={"description": "The seat's time left, in words."})
+    clock = fields.String(metadata={"description": "The seat's time left, in words, its deadline in the "
+                                                   "caller's time zone (UTC without a token)."})
     result = fields.String(allow_none=True, validate=validate.OneOf(RESULTS))
 
 

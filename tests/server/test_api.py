@@ -207,7 +207,7 @@ def test_bad_requests_get_json_errors(server: str, tokens, ctx: Flask) -> None:
     assert db.session.scalar(db.select(db.func.count(Game.id))) == 0
 
 
-def test_public_games_and_players_are_read_without_a_token(server: str, tokens, ctx: Flask) -> None:
+def test_public_games_and_players_are_read_without_a_token(server: str, tokens, ctx: Flask, players) -> None:
     alice, bob, visitor = Client(server, tokens["alice"]), Client(server, tokens["bob"]), Client(server, None)
     _, public = alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", "bob"]})
     bob.call("POST", f"/api/v1/games/{public['id']}/accept")
@@ -225,6 +225,12 @@ def test_public_games_and_players_are_read_without_a_token(server: str, tokens, 
     assert (status, error["code"]) == (404, "no-game")
     assert [g["id"] for g in visitor.call("GET", "/api/v1/games")[1]["games"]] == [public["id"]]
     assert {g["id"] for g in alice.call("GET", "/api/v1/games")[1]["games"]} == {public["id"], private["id"]}
+    # Clocks in words give the deadline in the caller's zone, as the pages do (UTC for a visitor).
+    db.session.get(User, players[1].id).time_zone = "America/New_York"
+    db.session.commit()
+    [to_move] = [s for s in bob.call("GET", f"/api/v1/games/{public['id']}")[1]["players"] if s["to_move"]]
+    assert to_move["clock"].endswith(("EST)", "EDT)")), to_move["clock"]
+    assert game["players"][1]["clock"].endswith("UTC)"), game["players"]
     status, player = visitor.call("GET", "/api/v1/players/alice")
     assert status == 200 and player["handle"] == "alice"
     # Playing, and reading what is a player's own, still need a token; a wrong one is refused even where
