@@ -81,6 +81,10 @@ def login() -> str | Response | tuple[str, int]:
             return render_template("auth/login.html", error=exc.args[0], form=request.form), 400
         login_user(user, remember=bool(request.form.get("remember")))
         return redirect(_safe_next(request.args.get("next")))
+    if current_user.is_authenticated:
+        # Signed in already (a bookmark, the back button): where the form would have led.  Signing in as
+        # someone else is a matter of signing out first.
+        return redirect(_safe_next(request.args.get("next")))
     return render_template("auth/login.html", form=request.form)
 
 

@@ -121,6 +121,9 @@ def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, play
         assert web.post(f"/login?next={elsewhere}", form).headers["Location"] == "/dashboard", elsewhere
     assert web.post("/login?next=/lobby", form).headers["Location"] == "/lobby"
     assert web.post("/login?next=/games/3%3Fmove%3D1", form).headers["Location"] == "/games/3?move=1"
+    # Signed in already, the sign-in page leads on instead of asking again, to this site only.
+    assert web.get("/login?next=/lobby").headers["Location"] == "/lobby"
+    assert web.get("/login?next=//evil.example/x").headers["Location"] == "/dashboard"
 
 
 def test_revoking_reply_addresses_from_the_settings_page(app: Flask, ctx: Flask, players) -> None:
