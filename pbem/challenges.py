@@ -18,6 +18,24 @@ from pbem.extensions import db
 from pbem.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.play import PlayError
 
+# A value longer than this (a written position) is only said to be set where a game's options are listed
+# for choosing or reading at a glance; the text record keeps it whole.
+_LONGEST_OPTION_SHOWN = 24
+
+
+def options_words(options: dict[str, Any] | None) -> str:
+    """A game's options as a challenge writes them, for people choosing or looking at a game: "size=5,
+    placements=4" (those that have a value), a long one as "position=(set)"; "" for none."""
+    shown = []
+    for name, value in (options or {}).items():
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        text = str(value)
+        shown.append(f"{name}={text if len(text) <= _LONGEST_OPTION_SHOWN else '(set)'}")
+    return ", ".join(shown)
+
 
 def new_game(
     creator: User,

@@ -16,7 +16,7 @@ from werkzeug.routing import IntegerConverter, Map
 from werkzeug.wrappers import Response
 
 import games
-from pbem import api, clock, results
+from pbem import api, challenges, clock, results
 from pbem.api.errors import error_response, http_error, is_api_request
 from pbem.extensions import db, login_manager
 
@@ -76,6 +76,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(_local_time, "local_time")
     app.add_template_global(gameview.action_words, "action_words")
     app.add_template_global(clock.describe_time_control, "describe_time_control")
+    app.add_template_global(challenges.options_words, "options_words")
     # How games ended, in the same words on every page (see pbem.results).
     app.add_template_global(results.summary, "result_summary")
     app.add_template_global(results.user_result, "user_result")

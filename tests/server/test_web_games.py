@@ -259,9 +259,13 @@ def test_lobby_take_the_last_seat_and_withdraw(app: Flask, ctx: Flask, players) 
     open_game = db.session.scalars(db.select(Game)).one()
     lobby = text_of(WebClient(app).get("/lobby"))
     assert f"Cambio #{open_game.id}" in lobby and "alice, open" in lobby
+    # Before taking a seat, and on the game's page, a player sees what game it is to be.
+    assert "size=3, placements=2" in lobby
     assert web_b.post(f"/games/{open_game.id}/take").status_code == 303
     assert db.session.get(Game, open_game.id).status == "active"
-    assert "bob to move" not in text_of(web_b.get(f"/games/{open_game.id}"))  # Seat 1 (alice) moves.
+    page = text_of(web_b.get(f"/games/{open_game.id}"))
+    assert "bob to move" not in page  # Seat 1 (alice) moves.
+    assert "Options: size=3, placements=2" in page
     taken = web_c.post(f"/games/{open_game.id}/take", json=True)
     assert taken.status_code == 400 and "has started" in taken.json["message"]
     assert f"Cambio #{open_game.id}" not in text_of(web_c.get("/lobby"))
