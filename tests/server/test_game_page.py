@@ -8,6 +8,7 @@ import re
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 
 import games
 from pbem import challenges, create_app, play
@@ -185,3 +186,21 @@ def test_the_legal_moves_are_listed_without_script_and_after_a_refusal(app: Flas
     assert count > 100 and legal_list(page) is None
     assert f"{count} legal moves: too many to list here" in page
 
+
+def test_the_cambio_placement_phase_is_explained_to_the_player_to_move(app: Flask, ctx: Flask,
+                                                                     players) -> None:
+    alice, bob, _ = players
+    game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3, "placements": 2})
+    challenges.accept(game.id, bob)
+    web_a, web_b = signed_in(app, alice, bob)
+    note = "Placement phase: O (seat 1) to place an X cube. Placements still to make: O 2, X 2."
+    assert re.search(f'id="turn-note">{re.escape(note)}<', text_of(web_a.get(f"/games/{game.id}")))
+    assert 'id="turn-note"' not in text_of(web_b.get(f"/games/{game.id}"))  # Not bob's turn.
+    web_a.post(f"/games/{game.id}/move", {"move": "b1", "expect": "1"})
+    note = "Placement phase: X (seat 2) to place an O cube. Placements still to make: O 1, X 2."
+    assert re.search(f'id="turn-note">{re.escape(note)}<', text_of(web_b.get(f"/games/{game.id}")))
+    # The move-request mail says it once: under the text board, which words it already.
+    request = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == bob.email,
+                                                          OutboxMail.kind == "your-move")
+                                 .order_by(OutboxMail.id.desc())).first()
+    assert request.body_text.count("Placement phase:") == 1
