@@ -133,8 +133,9 @@ class Engine(Protocol):
     an absent seat and goes on), ``group_values(state)`` (Carreaux, for its page), ``clearable(state,
     seat)`` (Box Off's hint) and ``turn_note(state, seat) -> str | None``: a sentence for the player asked
     to move when a ruling shapes that move (Carreaux: "No slide lowers the total group value (36), so
-    the slides that raise it least are allowed: c3."), shown on the game page and in the move-request
-    mail; None when there is nothing to say.  Optional attribute: ``summary``, the game in a sentence
+    the slides that raise it least are allowed: c3."; Cambio: the phase, and whose cube a placement puts
+    down), shown on the game page and in the move-request mail (unless its text board says it already);
+    None when there is nothing to say.  Optional attribute: ``summary``, the game in a sentence
     (for the rules index).
     """
 

@@ -488,18 +488,29 @@ class Cambio:
         if over:
             # Ended by the server: the reason is the server's to give, and nobody is to move.
             return lines
+        return lines + self._phase_lines(state)
+
+    @staticmethod
+    def _phase_lines(state: State) -> list[str]:
+        """The phase and what the mover is to do in it, for a game still going."""
         mover = SEAT_NAMES[state.turn]
         if state.pushing:
-            lines.append(f"Push phase: {mover} to push.")
+            lines = [f"Push phase: {mover} to push."]
             seen = state.history.count(state.history[-1])
             if seen == 2:
                 lines.append("This position has now occurred twice; a third time draws the game.")
-        else:
-            o_left = state.to_place // 2
-            x_left = state.to_place - o_left
-            lines.append(f"Placement phase: {mover} to place an {SYMBOLS[1 - state.turn].upper()} cube.")
-            lines.append(f"Placements still to make: O {o_left}, X {x_left}.")
-        return lines
+            return lines
+        o_left = state.to_place // 2
+        x_left = state.to_place - o_left
+        return [f"Placement phase: {mover} to place an {SYMBOLS[1 - state.turn].upper()} cube.",
+                f"Placements still to make: O {o_left}, X {x_left}."]
+
+    def turn_note(self, state: State, seat: int) -> str | None:
+        """The phase as the text board words it, for the player asked to move: in the placement phase
+        they place the opponent's cube, which a newcomer does not expect."""
+        if state.outcome or seat != state.turn:
+            return None
+        return " ".join(self._phase_lines(state))
 
     def _describe_last(self, state: State) -> str:
         mover = SYMBOLS[1 - state.turn].upper()

@@ -1060,6 +1060,13 @@ class TruchetEngine:
             return f"Tile setting: {SIDE[state.turn]} (seat {state.turn + 1}) sets a tile, {left} left"
         return f"{SIDE[state.turn]} (seat {state.turn + 1}) to move; {pieces}"
 
+    def turn_note(self, state: TruchetState, seat: int) -> str | None:
+        """The tile setting of the alternate setup, as the text board words it, for the player asked to
+        set a tile (the game page shows no text board); None once the pieces move."""
+        if not state.setting or seat not in self.to_move(state):
+            return None
+        return self.status(state) + "."
+
     def render_text(self, state: TruchetState, seat: int | None = None, *, over: bool = False) -> str:
         """The tiles drawn in characters, dark areas dotted; stacks and coordinates on the edges.
         ``over``: the game has ended though the rules would go on (the server ended it), so the status

@@ -81,12 +81,14 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         href = escape(link)
         links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
     last = _last_move(game)
+    # A game no longer active may still have a mover in the engine's eyes (the server ended it).
+    board = engine.render_text(state, number, over=game.status != "active")
+    note = turn_note(engine, state, number) if to_move else None
     return {
         "game": game,
         "engine": engine,
         "seat": seat,
-        # A game no longer active may still have a mover in the engine's eyes (the server ended it).
-        "board": engine.render_text(state, number, over=game.status != "active"),
+        "board": board,
         "to_move": to_move,
         "whose": seat_names(game, movers),
         "legal": listed,
@@ -100,10 +102,17 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
                     for s in game.seats],
         "example": legal[0] if legal else None,
-        "turn_note": turn_note(engine, state, number) if to_move else None,
+        "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
         "last_by": _player(game, last.seat) if last is not None else None,
     }
+
+
+def _said_in(note: str, board: str) -> bool:
+    """Whether the text board says the turn note already: the boards of Cambio and Truchet word their
+    phase under them, which the game page (with no text board) gives as the note, and a mail need not
+    say twice."""
+    return " ".join(note.rstrip(".").split()) in " ".join(board.split())
 
 
 @functools.lru_cache(maxsize=4096)

@@ -7,6 +7,9 @@
   var notice = document.getElementById("notice");
   var clicked = [];   // the fragments clicked so far, in order
   var legal = [];     // the legal moves of the viewer's seat, from the page
+  var picked = null;  // a move picked from the choices listed for the clicks, to be confirmed
+  var filled = null;  // the proposed move as put in the Move box, while it is still there
+  var MAX_CHOICES = 24;  // moves listed as buttons when no more than this many fit
   var POLL_MS = 15000;
   // Refusals that mean the page is out of date (the server's 409 answers).
   var OUT_OF_DATE = ["stale", "not-your-turn", "over", "conflict"];
@@ -20,14 +23,43 @@
     notice.hidden = !message;
   }
 
+  // The move the page proposes for the clicks so far: the one picked from the choices; else the
+  // clicks themselves when they are a whole move (Truchet's step "c3-b4" from c3 and b4, though its
+  // longer versions and flip versions fit the same clicks and the player may click on for one of
+  // them); else the only move that fits.
   function proposal() {
     if (!clicked.length) return null;
-    var joined = clicked.join(" ");
-    if (legal.indexOf(joined) >= 0) return joined;
-    var last = clicked[clicked.length - 1];
-    if (clicked.length === 1 && legal.indexOf(last) >= 0) return last;
     var left = candidates(clicked);
+    if (picked && left.indexOf(picked) >= 0) return picked;
+    var whole = left.filter(function (move) { return window.pbemMoves.exact(move, clicked); });
+    if (whole.length === 1) return whole[0];
     return left.length === 1 ? left[0] : null;
+  }
+
+  // The fragments the board offers to click, for telling which moves need no more clicks.
+  function fragmentsOnBoard() {
+    var board = document.getElementById("my-board");
+    var found = [];
+    if (!board) return found;
+    board.querySelectorAll("[data-move]").forEach(function (el) {
+      var fragment = el.getAttribute("data-move");
+      if (found.indexOf(fragment) < 0) found.push(fragment);
+    });
+    return found;
+  }
+
+  // The Move box shows the proposed move, so that the Play button under it plays that move and the
+  // player sees its notation; what the player typed there is left alone unless a proposal replaces it.
+  function fillMoveBox(move) {
+    var field = live.querySelector("#move-text");
+    if (!field) return;
+    if (move) {
+      field.value = move;
+      filled = move;
+    } else if (filled !== null && field.value === filled) {
+      field.value = "";
+    }
+    if (!move) filled = null;
   }
 
   function render() {
@@ -39,11 +71,11 @@
     board.classList.toggle("composing", composing);
     board.querySelectorAll("[data-move]").forEach(function (el) {
       var fragment = el.getAttribute("data-move");
-      var picked = clicked.indexOf(fragment) >= 0;
-      var useful = !composing || picked || candidates(clicked.concat([fragment])).length > 0;
-      el.classList.toggle("picked", picked);
+      var isClicked = clicked.indexOf(fragment) >= 0;
+      var useful = !composing || isClicked || candidates(clicked.concat([fragment])).length > 0;
+      el.classList.toggle("picked", isClicked);
       // The targets that still fit the clicks so far (a Box Off tile's partners) stand out...
-      el.classList.toggle("partner", composing && useful && !picked);
+      el.classList.toggle("partner", composing && useful && !isClicked);
       if (!el.closest(".tile")) el.classList.toggle("dim", !useful);
     });
     // ...and pieces drawn as a whole (Box Off's tiles) fade when they are neither picked nor a partner,
@@ -52,10 +84,16 @@
       tile.classList.toggle("dim", composing && !tile.querySelector(".picked, .partner"));
     });
     box.innerHTML = "";
+    var chosen = proposal();
+    fillMoveBox(chosen);
     if (!clicked.length) { box.hidden = true; return; }
     box.hidden = false;
-    var chosen = proposal();
     var line = document.createElement("p");
+    var others = left.filter(function (move) { return move !== chosen; });
+    var choices = others;
+    var more = document.createElement("p");
+    more.className = "hint";
+    more.id = "more-moves";
     if (chosen) {
       line.append("Play ");
       var code = document.createElement("code");
@@ -70,16 +108,33 @@
         warning.textContent = text;
         box.append(warning);
       });
-    } else {
+      if (others.length > MAX_CHOICES) {
+        more.textContent = "Or click on: " + others.length + " other moves fit these clicks.";
+        choices = [];
+      } else if (others.length) {
+        more.textContent = "Or pick another:";
+      }
+    } else if (left.length <= MAX_CHOICES) {
       line.textContent = "Selected " + clicked.join(" ") + ": " + left.length + " moves fit. Click on, or pick one:";
+    } else {
+      line.textContent = "Selected " + clicked.join(" ") + ": " + left.length +
+        " moves fit; click on to narrow them, or type the move.";
+      // Some moves can be finished by no click (a Truchet split's directions): those are offered when
+      // they are few.
+      var known = fragmentsOnBoard();
+      choices = left.filter(function (move) { return window.pbemMoves.onlyClicked(move, clicked, known); });
+      if (choices.length > MAX_CHOICES) choices = [];
+      if (choices.length) more.textContent = "These need no more clicks:";
     }
-    line.append(" ", button("Clear", "clear-move", function () { clicked = []; render(); }, "secondary"));
+    line.append(" ", button("Clear", "clear-move", function () { clicked = []; picked = null; render(); }, "secondary"));
     box.append(line);
-    if (!chosen && left.length <= 24) {
+    if (more.textContent) box.append(more);
+    if (choices.length) {
       var list = document.createElement("p");
       list.className = "candidates";
-      left.forEach(function (move) {
-        list.append(button(move, null, function () { clicked = [move]; send(move); }, "secondary"));
+      // A move picked from the list is proposed like one made by clicks: the player confirms it.
+      choices.forEach(function (move) {
+        list.append(button(move, null, function () { picked = move; render(); }, "secondary"));
       });
       box.append(list);
     }
@@ -180,6 +235,9 @@
       });
       error.textContent = message;
       error.hidden = false;
+      // As after a refused move without the script, the legal moves are shown (when they are listed).
+      var list = live.querySelector("#legal-list");
+      if (list) list.open = true;
     } else {
       show(message, true);
     }
@@ -213,6 +271,8 @@
     var data = live.querySelector("#legal-moves");
     legal = data ? JSON.parse(data.textContent) : [];
     clicked = [];
+    picked = null;
+    filled = null;
     var board = document.getElementById("my-board");
     if (board) {
       board.querySelectorAll("[data-move]").forEach(function (el) {
@@ -224,6 +284,7 @@
           // A click that fits no legal move with the earlier clicks starts a new move.
           if (next.length && !candidates(next).length) next = [fragment];
           clicked = next;
+          picked = null;
           render();
         });
       });

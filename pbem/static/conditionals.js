@@ -35,7 +35,12 @@
     if (left.length <= LISTED) {
       left.forEach(function (move) { box.append(button(move, function () { add(move); })); });
     } else {
-      box.textContent = left.length + " moves: click the board to narrow them down.";
+      // The clicks may be a whole move of their own (Truchet's step "c3-b4", though its longer and flip
+      // versions fit them too): it is offered, since no further click would single it out.
+      var whole = left.filter(function (move) { return window.pbemMoves.exact(move, clicked); });
+      box.textContent = left.length + " moves: click the board to narrow them down" +
+        (whole.length ? ", or pick: " : ".");
+      whole.forEach(function (move) { box.append(button(move, function () { add(move); })); });
     }
   }
 

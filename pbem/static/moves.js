@@ -36,5 +36,33 @@ window.pbemMoves = (function () {
     });
   }
 
-  return { find: find, candidates: candidates };
+  // What is left of `move` once each clicked fragment is cut out of it (each where it first occurs as a
+  // whole name, in any order), or null when one of them is not in it.  A fragment is cut to a space, so
+  // that the names on either side of it do not run together.
+  function rest(move, fragments) {
+    var left = move;
+    for (var k = 0; k < fragments.length; k++) {
+      var end = find(left, fragments[k], 0);
+      if (end < 0) return null;
+      left = left.slice(0, end - fragments[k].length) + " " + left.slice(end);
+    }
+    return left;
+  }
+
+  // Whether the clicks are the whole of `move`: once they are cut out, only its punctuation is left
+  // (Truchet's step "c3-b4" from c3 and b4, Box Off's "c1-d1", a cell or a push arrow on its own), not
+  // a flip, a junction or a merge's directions that the clicks have not given.
+  function exact(move, fragments) {
+    var left = rest(move, fragments);
+    return left !== null && !WORD.test(left);
+  }
+
+  // Whether `move` names no clickable fragment (of `known`) besides the clicked ones: a Truchet split
+  // "c3>nne" from a click on c3, whose directions no click can give, but not "^a4 c3>nne".
+  function onlyClicked(move, fragments, known) {
+    var left = rest(move, fragments);
+    return left !== null && !known.some(function (f) { return find(left, f, 0) >= 0; });
+  }
+
+  return { find: find, candidates: candidates, exact: exact, onlyClicked: onlyClicked };
 })();

@@ -209,17 +209,21 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
         return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg())), 303
     if wants_json():
         return jsonify(ok=False, code=error.code, message=error.message), error.http_status
-    return _page_again(game.id, error, typed=text, comment=comment)
+    # A refused move comes back with the legal moves listed open, as the mail lists them.
+    return _page_again(game.id, error, show_legal=True, typed=text, comment=comment)
 
 
-def _page_again(game_id: int, error: PlayError, **kept: str) -> tuple[str, int]:
+def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
+                **kept: str) -> tuple[str, int]:
     """The game page again after a refusal to a browser without the script: the refusal on top, and
     what the player wrote kept in its box (``typed`` and ``comment`` in the move form, ``said`` in the
-    draw and resign form), so that nothing written is lost."""
+    draw and resign form), so that nothing written is lost; ``show_legal`` opens the list of legal
+    moves."""
     db.session.rollback()
     view = gameview.build(db.session.get(Game, game_id), current_user, _seat_arg())
     fields = {"typed": "", "comment": "", "said": "", **kept}
-    return render_template("games/game.html", view=view, error=error.message, **fields), error.http_status
+    return render_template("games/game.html", view=view, error=error.message, show_legal=show_legal,
+                           **fields), error.http_status
 
 
 @bp.post("/games/<int:game_id>/draw")

@@ -18,6 +18,10 @@ from pbem import replay as replay_service
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
 
+# The most legal moves the game page lists (a disclosure under the move form, readable without script);
+# past this it gives their number only, so that a position of many moves does not swell the page.
+LISTED_MOVES = 100
+
 # How the record names the server's actions.
 ACTION_WORDS = {
     "resign": "resigned",
@@ -112,6 +116,11 @@ class GameView:
     def my_side(self) -> str | None:
         """The side the viewer plays (Cambio's X, Carreaux's Red), if the game has sides."""
         return results.side(self.game, self.viewer_seat.number) if self.viewer_seat is not None else None
+
+    @property
+    def legal_listed(self) -> list[str] | None:
+        """The legal moves as the page lists them: all of them, or None when there are too many."""
+        return self.legal if len(self.legal) <= LISTED_MOVES else None
 
     @property
     def waiting(self) -> bool:

@@ -243,6 +243,49 @@ def test_truchet_flip_and_merge_composed_by_clicks(browser, server, sink, artifa
     page.screenshot(path=str(artifacts / "truchet.png"), full_page=True)
 
 
+def test_truchet_steps_are_proposed_picked_and_played_from_the_move_box(browser, server, sink,
+                                                                       artifacts) -> None:
+    """A plain step whose longer and flip versions fit the same clicks is proposed all the same; too many
+    moves fitting are said so, never a list with nothing to pick; a move picked from the choices asks
+    for confirmation; and a proposed move fills the Move box, so the Play button under it plays it."""
+    with server.app.app_context():
+        for handle in ("dora", "eve"):
+            accounts.create_user(handle, f"{handle}@example.org", PASSWORD, verified=True)
+        db.session.commit()
+        dora, eve = accounts.find_user("dora"), accounts.find_user("eve")
+        game_id = challenges.new_game(dora, "truchet", [dora, eve], {"size": 5}, seed=1).id
+        challenges.accept(game_id, eve)
+    page = sign_in(browser, server, "dora")
+    page.goto(f"{server.url}/games/{game_id}")
+    board, proposal = page.locator("#my-board"), page.locator("#proposal")
+    board.locator('[data-move="b2"]').click()
+    expect(proposal).to_contain_text("Selected b2: 74 moves fit; click on to narrow them, or type the move.")
+    expect(proposal).not_to_contain_text("pick one")
+    # b2-c3 is a whole move, though 29 others (b2-c3,c2<ne, ^a3 b2-c3, ...) contain the same clicks.
+    board.locator('[data-move="c3"]').click()
+    expect(page.locator("#proposed-move")).to_have_text("b2-c3")
+    expect(page.locator("#more-moves")).to_have_text("Or click on: 29 other moves fit these clicks.")
+    expect(page.locator("#move-text")).to_have_value("b2-c3")
+    page.click("#clear-move")
+    expect(page.locator("#move-text")).to_have_value("")
+
+    board.locator('[data-move="b2"]').click()
+    board.locator('[data-move="c5"]').click()
+    expect(page.locator("#proposed-move")).to_have_text("b2-c5")
+    choices = proposal.locator(".candidates button")
+    expect(choices).to_have_text(["^a3 b2-c5", "^b3 b2-c5", "^d3 b2-c5", "^e3 b2-c5"])
+    proposal.get_by_role("button", name="^d3 b2-c5", exact=True).click()
+    # Picked, not played: the page asks first, and the Move box shows the notation.
+    expect(page.locator("#proposed-move")).to_have_text("^d3 b2-c5")
+    expect(page.locator("#confirm-move")).to_be_visible()
+    expect(page.locator("#move-text")).to_have_value("^d3 b2-c5")
+    expect(page.locator("#moves")).to_have_text("No moves yet.")
+    page.screenshot(path=str(artifacts / "truchet-picked.png"), full_page=True)
+    page.click("#play-button")
+    expect(page.locator("#status")).to_have_text("eve to move.")
+    expect(page.locator("#moves")).to_contain_text("^d3 b2-c5")
+
+
 def test_every_game_page_renders(browser, server, sink, artifacts) -> None:
     """A game of each engine, seen by its first player: the board is there with clickable targets."""
     with server.app.app_context():

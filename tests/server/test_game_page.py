@@ -8,6 +8,7 @@ import re
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 
 import games
 from pbem import challenges, create_app, play
@@ -153,3 +154,53 @@ def test_the_legal_moves_offered_are_always_the_positions_own(app: Flask, ctx: F
         assert offered is not None
         assert json.loads(offered.group(1)) == engine.moves(state, seat)
         play.submit(game.id, mover, engine.moves(state, seat)[0], "web")
+
+
+def legal_list(page: str) -> re.Match[str] | None:
+    """The game page's list of legal moves: whether it is open, its summary and the moves."""
+    return re.search(r'<details class="legal-list" id="legal-list"( open)?>\s*'
+                     r'<summary id="legal-count">([^<]*)</summary>\s*<p><code>([^<]*)</code>', page)
+
+
+def test_the_legal_moves_are_listed_without_script_and_after_a_refusal(app: Flask, ctx: Flask,
+                                                                       players) -> None:
+    alice, bob, _ = players
+    game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3})
+    challenges.accept(game.id, bob)
+    legal = games.get("cambio").moves(play.state_of(db.session.get(Game, game.id)), 0)
+    (web_a,) = signed_in(app, alice)
+    listed = legal_list(text_of(web_a.get(f"/games/{game.id}")))
+    assert listed is not None and not listed.group(1)  # Closed, a click away.
+    assert listed.group(2) == f"{len(legal)} legal moves" and listed.group(3).split(", ") == legal
+    # A move refused comes back with the list open, as the mail lists the moves.
+    refused = web_a.post(f"/games/{game.id}/move", {"move": "a1", "expect": "1"})
+    page = text_of(refused)
+    assert refused.status_code == 400 and "corner" in page
+    listed = legal_list(page)
+    assert listed is not None and listed.group(1) == " open" and listed.group(3).split(", ") == legal
+    # Past a hundred moves the page gives their number only (a Truchet of 5 tiles a side has more).
+    truchet = two_player_game("truchet", alice, bob)
+    mover = web_a if 0 in play.seats_to_move(truchet) else signed_in(app, bob)[0]
+    page = text_of(mover.get(f"/games/{truchet.id}"))
+    count = len(json.loads(re.search(r'id="legal-moves">(.*?)</script>', page, re.S).group(1)))
+    assert count > 100 and legal_list(page) is None
+    assert f"{count} legal moves: too many to list here" in page
+
+
+def test_the_cambio_placement_phase_is_explained_to_the_player_to_move(app: Flask, ctx: Flask,
+                                                                     players) -> None:
+    alice, bob, _ = players
+    game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3, "placements": 2})
+    challenges.accept(game.id, bob)
+    web_a, web_b = signed_in(app, alice, bob)
+    note = "Placement phase: O (seat 1) to place an X cube. Placements still to make: O 2, X 2."
+    assert re.search(f'id="turn-note">{re.escape(note)}<', text_of(web_a.get(f"/games/{game.id}")))
+    assert 'id="turn-note"' not in text_of(web_b.get(f"/games/{game.id}"))  # Not bob's turn.
+    web_a.post(f"/games/{game.id}/move", {"move": "b1", "expect": "1"})
+    note = "Placement phase: X (seat 2) to place an O cube. Placements still to make: O 1, X 2."
+    assert re.search(f'id="turn-note">{re.escape(note)}<', text_of(web_b.get(f"/games/{game.id}")))
+    # The move-request mail says it once: under the text board, which words it already.
+    request = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == bob.email,
+                                                          OutboxMail.kind == "your-move")
+                                 .order_by(OutboxMail.id.desc())).first()
+    assert request.body_text.count("Placement phase:") == 1

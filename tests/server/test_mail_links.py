@@ -114,3 +114,17 @@ def test_a_move_put_into_a_link_by_hand_is_judged_by_the_engine(ctx: Flask, play
     page = client.post(path, data={"csrf_token": csrf(page.text)})
     assert page.status_code == 422 and "corner" in page.text.lower()
     assert moves_of(game.id) == []
+
+
+def test_a_single_legal_move_is_picked_already(ctx: Flask, players) -> None:
+    """With one legal move (O can only push b1 up here) the choose page has it picked: Confirm plays it."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"position": "x.x/x.x/xxx"})
+    db.session.commit()
+    client = ctx.test_client()
+    url = link(game, 0, alice, 1)
+    page = client.get(url)
+    assert re.search(r'<input type="radio" name="move" value="b1\^" checked>', page.text)
+    # A browser sends a checked radio button with the form.
+    played = client.post(url, data={"csrf_token": csrf(page.text), "move": "b1^"})
+    assert "Your move <strong>b1^</strong> is played" in played.text and moves_of(game.id) == ["b1^"]
