@@ -64,7 +64,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
 
     The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
     """
-    from pbem.play import next_move_number  # The move path imports this module; import late.
+    from pbem.play import draws_allowed, next_move_number  # The move path imports this module; import late.
 
     number = seat.number if seat is not None else None
     movers = engine.to_move(state) if game.status == "active" else frozenset()
@@ -100,6 +100,8 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
                     for s in game.seats],
         "example": legal[0] if legal else None,
+        # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
+        "draws": draws_allowed(game),
         "turn_note": turn_note(engine, state, number) if to_move else None,
         "last": last,
         "last_by": _player(game, last.seat) if last is not None else None,
