@@ -433,7 +433,7 @@ def _move(
         elif exc.code == "not-your-turn" and command.conditionals:
             message += (f" Nothing was queued either: {command.move!r} was read as a move. Send the "
                         "'if' lines alone to queue them.")
-        elif exc.code == "stale":
+        elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
             message = f"{command.move!r} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
     game = db.session.get(Game, game.id)

@@ -165,12 +165,18 @@ def test_a_whole_game_of_cambio_by_replying_to_the_mails(postman: Postman, playe
             postman.reply(request, mover.email, f"{move} #{number - 1}")
             postman.settle()
             refusal = text_of(postman.last(mover.email, "Re: "))
-            assert f"You confirmed move {number - 1}" in refusal and f"at move {number}" in refusal
+            assert f"Your move was for move {number - 1}, but game #{game.id} is at move {number}" in refusal
             assert moves_of(game.id) == GAME[: number - 1]
         comment = "Your turn, bob." if number == 5 else ""
         postman.reply(request, mover.email, f"{move} #{number}", comment)
         postman.settle()
         assert f"Your move {move}" in text_of(postman.last(mover.email, "Re: "))
+        if number == 2:
+            # The same mail sent again is told its move is in, not that it is not its sender's turn.
+            postman.reply(request, mover.email, f"{move} #{number}", comment)
+            postman.settle()
+            again = text_of(postman.last(mover.email, "Re: "))
+            assert f"Not done: Your {move} was already played as move 2 of game #{game.id}; nothing" in again
     assert moves_of(game.id) == GAME
     # The comment went to the opponent with the next move request.
     assert "alice says: Your turn, bob." in text_of(postman.last(bob.email, "your move (move 6)"))
@@ -339,3 +345,21 @@ def test_a_draw_offer_by_mail_is_refused_where_draws_make_no_sense(postman: Post
     db.session.rollback()
     assert db.session.get(Game, game.id).draw_offered_by is None
     assert not [m for m in postman.sink.messages(bob.email) if "offers a draw" in str(m["Subject"])]
+
+
+def test_box_off_mails_offer_no_draw_and_the_answer_writes_the_move_as_the_record_does(
+    postman: Postman, players
+) -> None:
+    alice, bob, _ = players
+    game = play.create_game("boxoff", [alice, bob], {}, seed=5)  # a2-b2 is a legal first move.
+    db.session.commit()
+    postman.settle()
+    request = postman.last(alice.email, "your move (move 1)")
+    assert "Other answers: resign, show, help." in text_of(request)
+    assert "draw offer" not in text_of(request) and "draw offer" not in html_of(request)
+    postman.reply(request, alice.email, "B2 a2")
+    postman.settle()
+    answer = text_of(postman.last(alice.email, "Re: "))
+    assert f"Your move a2-b2 (move 1) in Box Off #{game.id} is played." in answer
+    assert "Other answers: resign, show, help." in answer
+    assert moves_of(game.id) == ["a2-b2"]
