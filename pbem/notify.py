@@ -352,12 +352,15 @@ def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context
 def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
                  comment: str | None = None) -> None:
     """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
-    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so."""
+    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
+    move it is are told that moving declines the offer: the others cannot move now."""
     actor = _player(game, seat.number)
+    engine = games.get(game.engine)
+    movers = engine.to_move(engine.load(game.state))
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
             send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
-                 lines_cancelled=other.number in cancelled, comment=comment)
+                 lines_cancelled=other.number in cancelled, comment=comment, to_move=other.number in movers)
 
 
 def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:

@@ -268,9 +268,16 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     postman.settle()
     offer = postman.last(bob.email, "alice offers a draw")
     assert "draw decline" in text_of(offer)
+    # Alice is to move, so bob cannot decline by moving now.
+    assert "Making a move declines" not in text_of(offer) and "your next move, when it is" in text_of(offer)
     postman.reply(offer, bob.email, "decline")  # A bare decline answers the draw offer.
     postman.settle()
     assert "Play goes on" in text_of(postman.last(alice.email, "bob declined the draw"))
+    postman.reply(offer, bob.email, "draw offer")  # Bob's offer, while it is alice's move.
+    postman.settle()
+    assert "Making a move declines the offer." in text_of(postman.last(alice.email, "bob offers a draw"))
+    postman.reply(request, alice.email, "draw decline")
+    postman.settle()
 
     postman.reply(request, alice.email, "vacation on")
     postman.settle()
