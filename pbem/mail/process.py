@@ -21,6 +21,7 @@ or before the handling committed) are processed then.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from collections import deque
@@ -39,6 +40,7 @@ from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
     Answer,
+    Command,
     CommandError,
     looks_like_command,
     parse_reply,
@@ -452,17 +454,27 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
 
 
+# The commands whose comment goes to the other players (and into the record), as under a reply's.
+_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
+
+
 def _subject_command(mail: parse.Incoming) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
-    comment = ""
     ifs, text = take_conditionals(mail.text)
-    if not looks_like_command(line):
-        body_line, body_comment = parse.command_and_comment(text)
-        if looks_like_command(body_line):
-            line, comment = body_line, body_comment
+    body_line, comment = parse.command_and_comment(text)
+    if looks_like_command(line):
+        # The body under a command in the subject is the comment, read as a reply's is (without quotes
+        # and signatures); a first line that repeats the command is no part of it.
+        if not looks_like_command(body_line):
+            comment = parse.own_text(text)
+    elif looks_like_command(body_line):
+        line = body_line
+    else:
+        comment = ""
     try:
         command = parse_subject(line)
+        comment = _comment_for(command, comment)
         if ifs and command.verb not in ("move", "conditionals"):
             raise CommandError("'if' lines queue conditional moves: send them with a move or a "
                                "conditionals command, not with this one.")
@@ -474,6 +486,16 @@ def _subject_command(mail: parse.Incoming) -> Handling:
         return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
     return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+
+
+def _comment_for(command: Command, comment: str) -> str:
+    """The comment that goes with ``command``: none for a command that passes none on, and never the
+    sender's mail key, wherever they wrote it (keys are read in any case)."""
+    if command.verb not in _COMMENTED_VERBS:
+        return ""
+    if command.key:
+        comment = re.sub(re.escape(command.key), "********", comment, flags=re.IGNORECASE)
+    return comment
 
 
 # Answering ---------------------------------------------------------------------------------------------

@@ -327,6 +327,29 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
     ]
 
 
+def test_words_under_a_subject_command_go_with_it_but_never_the_key(postman: Postman, players) -> None:
+    # The body of a subject command is its comment, as under a reply: it used to be dropped unsaid.
+    alice, bob, _ = players
+    game = started_cambio(postman, alice, bob)
+    key = {alice.id: give_mail_key(alice), bob.id: give_mail_key(bob)}
+    # A body that repeats the command on its first line: that line is no part of the comment.
+    move = f"cambio move {game.id} alice {key[alice.id]} b3#1"
+    postman.command(alice.email, move, f"{move}\nGood luck!\n\n-- \nAlice\n")
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(alice.email, "Re: cambio move"))
+    request = text_of(postman.last(bob.email, "your move (move 2)"))
+    assert "alice says: Good luck!" in request and key[alice.id] not in request and "Alice" not in request
+    body = f"Well played, I give up. (My key: {key[bob.id].lower()}.)\n\nOn Monday, pbem wrote:\n> hi\n"
+    postman.command(bob.email, f"cambio resign {game.id} bob {key[bob.id]}", body)
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(bob.email, "Re: cambio resign"))
+    said = "Well played, I give up. (My key: ********.)"
+    assert f"bob says: {said}" in text_of(postman.last(alice.email, "game over"))
+    db.session.rollback()
+    entries = db.session.scalars(select(Move).where(Move.game_id == game.id).order_by(Move.number)).all()
+    assert [(m.kind, m.comment) for m in entries] == [("move", "Good luck!"), ("resign", said)]
+
+
 def test_words_under_an_accepted_draw_reach_the_offerer(postman: Postman, players) -> None:
     alice, bob, _ = players
     game = started_cambio(postman, alice, bob)
