@@ -45,6 +45,7 @@ from pbem.mail.commands import (
     looks_like_command,
     parse_reply,
     parse_subject,
+    player_by_address,
     redact,
     run_reply,
     run_subject,
@@ -470,6 +471,8 @@ def _subject_command(mail: parse.Incoming) -> Handling:
             comment = parse.own_text(text)
     elif looks_like_command(body_line):
         line = body_line
+    elif _answers_a_digest(mail):
+        return Handling("rejected", "a reply to a digest of several games", _digest_reply_refusal(mail))
     else:
         comment = ""
     try:
@@ -486,6 +489,37 @@ def _subject_command(mail: parse.Incoming) -> Handling:
         return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
     return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+
+
+def _answers_a_digest(mail: parse.Incoming) -> bool:
+    """Whether ``mail`` replies to a daily digest of several games (one of one game carries that game's
+    reply address, so its replies come as replies to the game): by the Message-ID it answers, or, when
+    the mail program kept none, by the digest's subject."""
+    referred = f"{mail.header('In-Reply-To')} {mail.header('References')}".lower().split()
+    ours = f"@{mail_domain().lower()}>"
+    if any(ref.startswith("<digest.") and ref.endswith(ours) for ref in referred):
+        return True
+    return parse.strip_prefixes(mail.subject).lower().startswith("daily digest:")
+
+
+def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
+    """What a reply to a digest of several games is told: a move goes to one game's own reply address.
+    The sender's games awaiting their move are listed with those addresses when the sender is a
+    player's registered address (where the digest went, with the same addresses)."""
+    from pbem import digest  # The scheduler's module; imported when used.
+
+    error = CommandError(
+        "This is a reply to your daily digest, which lists several games, so it cannot say which game "
+        "your move is for; nothing was done. To move, write your move on the first line of a mail to "
+        "that game's own reply address (the 'Reply to: play+…' line under each game in the digest), or "
+        "reply to a mail about that game, or play on the web."
+    )
+    user = player_by_address(mail.from_addr)
+    waiting = [digest.turn_summary(game, seat) for game, seat in digest.awaiting(user)] if user else []
+    if waiting:
+        error.extra = "Your games awaiting your move:\n" + "\n".join(
+            f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)
+    return error
 
 
 def _comment_for(command: Command, comment: str) -> str:
