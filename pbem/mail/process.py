@@ -434,6 +434,16 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
             "your game, or play on the web."
         ))
     if mail.from_addr != user.email.lower():
+        if _former_address(user, mail.from_addr):
+            # Said to the sender, as every refusal (and counted as one, see _answer), without the new
+            # address or anything of the game: the old address may be someone else's by now.
+            changed = CommandError(
+                "This account's mail address has changed, so replies for it are taken only from the "
+                "address the account now has; nothing was done. Reply from that address (to this game's "
+                "mail or a later one), or play on the web."
+            )
+            return Handling("rejected", f"token of {user.handle} from a former address, {mail.from_addr}",
+                            changed)
         return Handling("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
             "This reply address belongs to another player's mail, so your reply was not used. Answer "
             "from the address your game mails are sent to, or play on the web."
@@ -457,6 +467,13 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
 
 # The commands whose comment goes to the other players (and into the record), as under a reply's.
 _COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
+
+
+def _former_address(user: User, address: str) -> bool:
+    """Whether ``address`` is one ``user`` had before: mail to the account went there."""
+    return db.session.scalar(
+        select(OutboxMail.id).where(OutboxMail.to_addr == address, OutboxMail.user_id == user.id).limit(1)
+    ) is not None
 
 
 def _subject_command(mail: parse.Incoming) -> Handling:
