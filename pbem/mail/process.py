@@ -465,10 +465,6 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
 
 
-# The commands whose comment goes to the other players (and into the record), as under a reply's.
-_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
-
-
 def _former_address(user: User, address: str) -> bool:
     """Whether ``address`` is one ``user`` had before: mail to the account went there."""
     return db.session.scalar(
@@ -537,6 +533,10 @@ def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
         error.extra = "Your games awaiting your move:\n" + "\n".join(
             f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)
     return error
+
+
+# The commands whose comment goes to the other players (and into the record), as under a reply's.
+_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
 
 
 def _comment_for(command: Command, comment: str) -> str:
