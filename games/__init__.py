@@ -135,7 +135,10 @@ class Engine(Protocol):
     to move when a ruling shapes that move (Carreaux: "No slide lowers the total group value (36), so
     the slides that raise it least are allowed: c3."; Cambio: the phase, and whose cube a placement puts
     down), shown on the game page and in the move-request mail (unless its text board says it already);
-    None when there is nothing to say.  Optional attribute: ``summary``, the game in a sentence
+    None when there is nothing to say; and ``notation(state, seat, text) -> str``: a move the engine
+    accepts in more than one spelling, as the record writes it (Box Off: ``B1 a1`` is ``a1-b1``), which
+    ``play`` must accept as the same move; without it the record keeps the move as typed, in lower case.
+    Optional attribute: ``summary``, the game in a sentence
     (for the rules index).
     """
 

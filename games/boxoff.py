@@ -539,6 +539,19 @@ class BoxOff:
             return []
         return [_notation(p, state.width) for p in _legal(state.pairs, state.seats[seat].occupied)]
 
+    def notation(self, state: BoxOffState, seat: int, text: str) -> str:
+        """A move as the record writes it: its two tiles sorted by file, then rank, with a dash between
+        (``B1 a1`` and ``a1 to b1`` are ``a1-b1``); anything else lower-cased, with single spaces."""
+        words = " ".join(text.lower().split())
+        match = _MOVE.fullmatch(words)
+        if match is None:
+            return words
+        try:
+            cells = sorted(parse_cell(m, state.width, state.height) for m in match.groups())
+        except IllegalMove:
+            return words
+        return "-".join(map(cell_name, cells))
+
     def play(self, state: BoxOffState, seat: int, text: str) -> BoxOffState:
         """Remove the two named tiles from the seat's board, or explain why they cannot go."""
         board = self._board(state, seat)

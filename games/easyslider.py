@@ -416,11 +416,21 @@ class EasySlider:
             return []
         return [cell_name(c) for c in _sliders(state.seats[seat].board)] + ["done"]
 
+    def notation(self, state: State, seat: int, text: str) -> str:
+        """A move as the record writes it: its slides and ``done`` separated by single spaces (``E2, e3,
+        D3`` is ``e2 e3 d3``; ``Done!`` is ``done``)."""
+        written = []
+        for word in _words(text):
+            try:
+                written.append(word if word == "done" else cell_name(parse_cell(word, SIZE, SIZE)))
+            except IllegalMove:
+                written.append(word)
+        return " ".join(written)
+
     def play(self, state: State, seat: int, text: str) -> State:
         """Play a batch of slides (and perhaps ``done``) on ``seat``'s board, all of them or none."""
         self._check_mover(state, seat)
-        # Players call "Done!" at the table, and may write it so; commas between slides are forgiven too.
-        words = [w.rstrip("!.") for w in re.split(r"[\s,;]+", text.strip().lower()) if w.rstrip("!.")]
+        words = _words(text)
         board = state.seats[seat].board
         if not words:
             raise IllegalMove("Send one or more slides, each the cell of a tile next to the hole "
@@ -668,6 +678,12 @@ def _notes(state: State) -> tuple[str, ...]:
         solved = sum(1 for r in regular if r.statuses[0] == SOLVED)
         return (f"solved {solved} of {len(regular)}",)
     return tuple(f"{t} point{'' if t == 1 else 's'}" for t in state.totals)
+
+
+def _words(text: str) -> list[str]:
+    """The words of a move, lower-cased.  Players call "Done!" at the table, and may write it so; commas
+    between slides are forgiven too."""
+    return [w.rstrip("!.") for w in re.split(r"[\s,;]+", text.strip().lower()) if w.rstrip("!.")]
 
 
 def _reason(state: State) -> str:

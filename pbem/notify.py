@@ -64,7 +64,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
 
     The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
     """
-    from pbem.play import next_move_number  # The move path imports this module; import late.
+    from pbem.play import draws_allowed, next_move_number  # The move path imports this module; import late.
 
     number = seat.number if seat is not None else None
     movers = engine.to_move(state) if game.status == "active" else frozenset()
@@ -102,6 +102,8 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
                     for s in game.seats],
         "example": legal[0] if legal else None,
+        # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
+        "draws": draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
         "last_by": _player(game, last.seat) if last is not None else None,
@@ -359,12 +361,15 @@ def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context
 def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
                  comment: str | None = None) -> None:
     """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
-    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so."""
+    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
+    move it is are told that moving declines the offer: the others cannot move now."""
     actor = _player(game, seat.number)
+    engine = games.get(game.engine)
+    movers = engine.to_move(engine.load(game.state))
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
             send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
-                 lines_cancelled=other.number in cancelled, comment=comment)
+                 lines_cancelled=other.number in cancelled, comment=comment, to_move=other.number in movers)
 
 
 def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import binascii
 import email.policy
+import email.quoprimime
 import logging
 import smtplib
 import socket
@@ -124,6 +125,13 @@ _MAX_LINE = 998
 _FOLD_AT = 78
 
 
+# Headers of free text, whose words may be written as RFC 2047 encoded words.  The others (addresses,
+# Message-IDs) are folded here only when they are ASCII; the email package knows their syntax otherwise.
+_TEXT_HEADERS = frozenset({"subject"})
+# An encoded word is at most 75 characters, "=?utf-8?q?" and "?=" included.
+_ENCODED_WORD = 75
+
+
 def _header(name: str, value: str) -> bytes:
     """One header, on one logical line (a CR or LF in the value would end the header or start a new
     one), folded and RFC 2047-encoded when it is long or not ASCII."""
@@ -131,7 +139,60 @@ def _header(name: str, value: str) -> bytes:
     line = f"{name}: {value}"
     if len(line) <= _FOLD_AT and line.isascii():
         return line.encode("ascii") + b"\r\n"
-    return _SMTP_POLICY.header_factory(name, value).fold(policy=_SMTP_POLICY).encode("ascii")
+    words = _header_words(name, value)
+    if words is None or max(map(len, words)) > _MAX_LINE - len(name) - 4:
+        return _SMTP_POLICY.header_factory(name, value).fold(policy=_SMTP_POLICY).encode("ascii")
+    # Folded at spaces, the first line holding as many words as fit (at least one).  The email package
+    # would rather start the value on the second line when it fits there whole, which leaves the first
+    # line empty: valid, but some mail programs then show the subject with a space in front.
+    lines, current = [], f"{name}:"
+    for word in words:
+        if len(current) + 1 + len(word) > _FOLD_AT and current != f"{name}:":
+            lines.append(current)
+            current = ""
+        current += f" {word}"
+    lines.append(current)
+    return ("\r\n".join(lines) + "\r\n").encode("ascii")
+
+
+def _header_words(name: str, value: str) -> list[str] | None:
+    """The words of a header value as they are written, ready to fold between: each run of words that is
+    not plain ASCII (or that a reader would take for an encoded word) is written as encoded words (whose
+    spaces are inside them, and the spaces between them ignored by readers).  None when the header is
+    not one this can write (a structured header that is not ASCII)."""
+    plain = value.isascii() and "=?" not in value
+    if plain:
+        return value.split(" ")
+    if name.lower() not in _TEXT_HEADERS:
+        return None
+    words: list[str] = []
+    run: list[str] = []
+    for word in [*value.split(" "), None]:
+        if word is not None and (not word.isascii() or "=?" in word):
+            run.append(word)
+            continue
+        if run:
+            words += _encoded_words(" ".join(run), min(_ENCODED_WORD, _FOLD_AT - len(name) - 2))
+            run = []
+        if word is not None:
+            words.append(word)
+    return words
+
+
+def _encoded_words(text: str, longest: int) -> list[str]:
+    """``text`` as RFC 2047 encoded words (UTF-8, "Q" encoding) of at most ``longest`` characters each
+    (so that each fits on a header line, the first one too); a character is never split between two."""
+    room = longest - len("=?utf-8?q??=")
+    encoded, chunk, size = [], "", 0
+    for char in text:
+        length = email.quoprimime.header_length(char.encode("utf-8"))
+        if chunk and size + length > room:
+            encoded.append(email.quoprimime.header_encode(chunk.encode("utf-8"), charset="utf-8"))
+            chunk, size = "", 0
+        chunk, size = chunk + char, size + length
+    if chunk:
+        encoded.append(email.quoprimime.header_encode(chunk.encode("utf-8"), charset="utf-8"))
+    return encoded
 
 
 def _text_part(subtype: str, text: str) -> tuple[bytes, bytes]:

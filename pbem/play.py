@@ -376,19 +376,22 @@ def submit(
         engine = engine_of(locked)
         state = state_of(locked)
         movers = engine.to_move(state) if locked.status == "active" else frozenset()
-        player_seat = _seat_for(locked, user, seat, movers)
+        try:
+            player_seat = _seat_for(locked, user, seat, movers)
+        except PlayError as exc:
+            # A move sent for a move number the game has passed (the same mail sent twice, a second tab)
+            # is told that the position has moved on, which is why it is not this player's turn now.
+            if exc.code == "not-your-turn" and expect is not None:
+                _refuse_if_passed(locked, user, seat, expect, text)
+            raise
         number = next_move_number(locked, player_seat)
         if expect is not None and expect != number:
-            raise PlayError(
-                f"You confirmed move {expect}, but game #{locked.id} is at move {number}: the position has "
-                "changed since you looked. Look at the new position and send your move again.",
-                "stale",
-            )
+            raise _stale(locked, player_seat, expect, number, text)
         try:
             new_state = engine.play(state, player_seat.number, text)
         except IllegalMove as exc:
             raise PlayError(exc.message, "illegal") from None
-        canonical = " ".join(text.split()).lower()
+        canonical = record_text(engine, state, player_seat.number, text)
         move = _record(locked, player_seat, "move", canonical, via, user, comment)
         before = _advance(locked, engine, state, new_state, player_seat)
         if conditionals and locked.status == "active":
@@ -401,6 +404,71 @@ def submit(
             notify.moves_played(locked, engine, state_of(locked), played, notes)
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return move
+
+
+def record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
+    """The move ``text`` (one ``engine`` accepted from ``seat`` in ``state``) as the record writes it: in
+    the game's own notation when the engine gives one (Box Off writes ``a1 b1`` as ``a1-b1``), else
+    as typed, in lower case with single spaces."""
+    notation = getattr(engine, "notation", None)
+    if notation is not None:
+        return notation(state, seat, text)
+    return " ".join(text.split()).lower()
+
+
+def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:
+    """Raise the ``stale`` refusal when ``expect`` is a move number the user's seat has already passed."""
+    mine = [s for s in game.seats
+            if s.user_id == user.id and (seat_number is None or s.number == seat_number)]
+    if not mine:
+        return
+    number = next_move_number(game, mine[0])
+    if expect < number:
+        raise _stale(game, mine[0], expect, number, text)
+
+
+class AlreadyPlayed(PlayError):
+    """The ``stale`` refusal of a move sent again after it was played: nothing is wrong with it."""
+
+
+def _stale(game: Game, seat: Seat, expect: int, number: int, text: str) -> PlayError:
+    """The refusal of a move sent for move ``expect`` while ``seat`` is at move ``number``.
+
+    When the very move was already played by this seat as move ``expect`` (a mail sent twice, a form
+    sent again), it says so: the player's move is in, and nothing more is needed."""
+    played = _played_as(game, seat, expect) if 1 <= expect < number else None
+    if played is not None and played.text == _as_recorded(game, seat, text):
+        return AlreadyPlayed(
+            f"Your {played.text} was already played as move {expect} of game #{game.id}; nothing more "
+            f"was done. The game is at move {number} now.",
+            "stale",
+        )
+    return PlayError(
+        f"Your move was for move {expect}, but game #{game.id} is at move {number}: the position has "
+        "changed since. Look at the new position and send your move again.",
+        "stale",
+    )
+
+
+def _as_recorded(game: Game, seat: Seat, text: str) -> str:
+    """``text`` as the record would write it for ``seat`` now (see :func:`record_text`)."""
+    try:
+        return record_text(engine_of(game), state_of(game), seat.number, text)
+    except IllegalMove:  # An engine may read a move only in a position where it is legal.
+        return " ".join(text.split()).lower()
+
+
+def _played_as(game: Game, seat: Seat, number: int) -> Move | None:
+    """The record entry of move ``number`` as :func:`next_move_number` counts, if ``seat`` played it.
+
+    Moves are counted for the game, or where seats move at once for each seat (timeouts and the other
+    entries of the record are no moves)."""
+    query = select(Move).where(Move.game_id == game.id, Move.kind == "move")
+    if engine_of(game).simultaneous:
+        query = query.where(Move.seat == seat.number)
+    with db.session.no_autoflush:
+        move = db.session.scalar(query.order_by(Move.number).offset(number - 1).limit(1))
+    return move if move is not None and move.seat == seat.number else None
 
 
 def _play_conditional_answers(

@@ -36,12 +36,14 @@ class CommandError(Exception):
     """A command that cannot be done; the message says what was wrong and what would be accepted.
 
     ``game`` and ``seat``, when set, ask the answer to show that game's position for that seat (the
-    board and the legal moves), which is what a player needs after a refused move.
+    board and the legal moves), which is what a player needs after a refused move; ``extra`` is shown
+    under the message, as an :class:`Answer`'s is.
     """
 
-    def __init__(self, message: str, game: Game | None = None, seat: Seat | None = None) -> None:
+    def __init__(self, message: str, game: Game | None = None, seat: Seat | None = None,
+                 extra: str = "") -> None:
         super().__init__(message)
-        self.message, self.game, self.seat = message, game, seat
+        self.message, self.game, self.seat, self.extra = message, game, seat, extra
 
 
 @dataclass
@@ -433,7 +435,7 @@ def _move(
         elif exc.code == "not-your-turn" and command.conditionals:
             message += (f" Nothing was queued either: {command.move!r} was read as a move. Send the "
                         "'if' lines alone to queue them.")
-        elif exc.code == "stale":
+        elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
             message = f"{command.move!r} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
     game = db.session.get(Game, game.id)

@@ -412,6 +412,11 @@ def own_words(text: str) -> list[str]:
     return words
 
 
+def own_text(text: str) -> str:
+    """The sender's own words (see :func:`own_words`) as one comment, cut to the longest allowed."""
+    return "\n".join(own_words(text)).strip()[:MAX_COMMENT]
+
+
 def command_and_comment(text: str) -> tuple[str, str]:
     """The command (the first non-empty line of the sender's own words) and the comment (the rest)."""
     words = own_words(text)

@@ -21,6 +21,7 @@ or before the handling committed) are processed then.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from collections import deque
@@ -39,10 +40,12 @@ from pbem.extensions import db
 from pbem.mail import bounces, keys, parse
 from pbem.mail.commands import (
     Answer,
+    Command,
     CommandError,
     looks_like_command,
     parse_reply,
     parse_subject,
+    player_by_address,
     redact,
     run_reply,
     run_subject,
@@ -431,6 +434,16 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
             "your game, or play on the web."
         ))
     if mail.from_addr != user.email.lower():
+        if _former_address(user, mail.from_addr):
+            # Said to the sender, as every refusal (and counted as one, see _answer), without the new
+            # address or anything of the game: the old address may be someone else's by now.
+            changed = CommandError(
+                "This account's mail address has changed, so replies for it are taken only from the "
+                "address the account now has; nothing was done. Reply from that address (to this game's "
+                "mail or a later one), or play on the web."
+            )
+            return Handling("rejected", f"token of {user.handle} from a former address, {mail.from_addr}",
+                            changed)
         return Handling("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
             "This reply address belongs to another player's mail, so your reply was not used. Answer "
             "from the address your game mails are sent to, or play on the web."
@@ -452,17 +465,32 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
 
 
+def _former_address(user: User, address: str) -> bool:
+    """Whether ``address`` is one ``user`` had before: mail to the account went there."""
+    return db.session.scalar(
+        select(OutboxMail.id).where(OutboxMail.to_addr == address, OutboxMail.user_id == user.id).limit(1)
+    ) is not None
+
+
 def _subject_command(mail: parse.Incoming) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
-    comment = ""
     ifs, text = take_conditionals(mail.text)
-    if not looks_like_command(line):
-        body_line, body_comment = parse.command_and_comment(text)
-        if looks_like_command(body_line):
-            line, comment = body_line, body_comment
+    body_line, comment = parse.command_and_comment(text)
+    if looks_like_command(line):
+        # The body under a command in the subject is the comment, read as a reply's is (without quotes
+        # and signatures); a first line that repeats the command is no part of it.
+        if not looks_like_command(body_line):
+            comment = parse.own_text(text)
+    elif looks_like_command(body_line):
+        line = body_line
+    elif _answers_a_digest(mail):
+        return Handling("rejected", "a reply to a digest of several games", _digest_reply_refusal(mail))
+    else:
+        comment = ""
     try:
         command = parse_subject(line)
+        comment = _comment_for(command, comment)
         if ifs and command.verb not in ("move", "conditionals"):
             raise CommandError("'if' lines queue conditional moves: send them with a move or a "
                                "conditionals command, not with this one.")
@@ -474,6 +502,51 @@ def _subject_command(mail: parse.Incoming) -> Handling:
         return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
     return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+
+
+def _answers_a_digest(mail: parse.Incoming) -> bool:
+    """Whether ``mail`` replies to a daily digest of several games (one of one game carries that game's
+    reply address, so its replies come as replies to the game): by the Message-ID it answers, or, when
+    the mail program kept none, by the digest's subject."""
+    referred = f"{mail.header('In-Reply-To')} {mail.header('References')}".lower().split()
+    ours = f"@{mail_domain().lower()}>"
+    if any(ref.startswith("<digest.") and ref.endswith(ours) for ref in referred):
+        return True
+    return parse.strip_prefixes(mail.subject).lower().startswith("daily digest:")
+
+
+def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
+    """What a reply to a digest of several games is told: a move goes to one game's own reply address.
+    The sender's games awaiting their move are listed with those addresses when the sender is a
+    player's registered address (where the digest went, with the same addresses)."""
+    from pbem import digest  # The scheduler's module; imported when used.
+
+    error = CommandError(
+        "This is a reply to your daily digest, which lists several games, so it cannot say which game "
+        "your move is for; nothing was done. To move, write your move on the first line of a mail to "
+        "that game's own reply address (the 'Reply to: play+…' line under each game in the digest), or "
+        "reply to a mail about that game, or play on the web."
+    )
+    user = player_by_address(mail.from_addr)
+    waiting = [digest.turn_summary(game, seat) for game, seat in digest.awaiting(user)] if user else []
+    if waiting:
+        error.extra = "Your games awaiting your move:\n" + "\n".join(
+            f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)
+    return error
+
+
+# The commands whose comment goes to the other players (and into the record), as under a reply's.
+_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
+
+
+def _comment_for(command: Command, comment: str) -> str:
+    """The comment that goes with ``command``: none for a command that passes none on, and never the
+    sender's mail key, wherever they wrote it (keys are read in any case)."""
+    if command.verb not in _COMMENTED_VERBS:
+        return ""
+    if command.key:
+        comment = re.sub(re.escape(command.key), "********", comment, flags=re.IGNORECASE)
+    return comment
 
 
 # Answering ---------------------------------------------------------------------------------------------

@@ -155,6 +155,7 @@ def test_input_is_forgiving_and_output_canonical() -> None:
     for text in ["c1-b1", "B1-C1", "  b1   c1 ", "c1 b1", "b1,c1", "B1 - C1", "b1 to c1"]:
         state = engine.play(start(EXAMPLE), 0, text)
         assert engine.dump(state)["seats"][0]["moves"] == ["b1-c1"]
+        assert engine.notation(start(EXAMPLE), 0, text) == "b1-c1"  # And so the record writes it.
         assert board(state) == "bbwbbw/byyywb/y..wyy"
 
 

@@ -155,6 +155,7 @@ def test_a_batch_of_slides_is_played_in_order() -> None:
     state = engine.new(1, engine.options.load({}), 5)
     before = board_of(state, 0)
     after = engine.play(state, 0, "  D1   d2,c2 ")
+    assert engine.notation(state, 0, "  D1   d2,c2 Done!") == "d1 d2 c2 done"  # As the record writes it.
     board = board_of(after, 0)
     assert board["c2"] == ".." and board["d1"] == before["d2"] and board["e1"] == before["d1"]
     assert board["d2"] == before["c2"]

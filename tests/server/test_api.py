@@ -102,9 +102,12 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
         assert [g["id"] for g in turn] == [game["id"]]
         mine = client.call("GET", path)[1]
         assert mine["your_turn"] and mine["board"] and mine["move_number"] == moves + 1
-        status, answer = client.call("POST", path + "/moves", {
-            "move": rng.choice(mine["legal_moves"]), "expect": mine["move_number"], "comment": "api"})
+        sent = {"move": rng.choice(mine["legal_moves"]), "expect": mine["move_number"], "comment": "api"}
+        status, answer = client.call("POST", path + "/moves", sent)
         assert status == 201, answer
+        if moves == 0:  # The same request again is told that move 1 is in, not that it is not its turn.
+            status, again = client.call("POST", path + "/moves", sent)
+            assert status == 409 and again["code"] == "stale" and "already played as move 1" in again["error"]
         assert answer["move"]["number"] == moves + 1 and answer["game"]["your_turn"] is False
         moves += 1
         assert moves < 500

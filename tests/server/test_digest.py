@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from email.message import EmailMessage
+from email.utils import parseaddr
 
 import pytest
 from flask import Flask
@@ -14,6 +16,8 @@ from pbem import digest, outbox, play, tokens, vacation
 from pbem.extensions import db
 from pbem.models import OutboxMail, User, set_clock
 from tests.server.test_concurrency import race
+from tests.server.test_mail_play import Postman, moves_of, start_postman
+from tests.server.test_mail_play import text_of as mail_text
 from tests.server.test_sweep import CAMBIO, text_of
 
 DAY0 = datetime(2025, 3, 3)  # digests fall due at 06:00 UTC (scheduler.digest_hour)
@@ -113,3 +117,35 @@ def test_two_schedulers_at_once_send_one_digest(app: Flask, ctx: Flask, players,
     written = race(app, [digest.send_due, digest.send_due])
     assert sorted(written) == [0, 1]
     assert len(digests_to(bob)) == 1
+
+
+@pytest.fixture
+def postman(app: Flask, ctx: Flask, sink) -> Iterator[Postman]:
+    """The real listener, its processor and the outbound sink, seen from the players' side."""
+    yield from start_postman(app, sink)
+
+
+def test_a_reply_to_a_digest_of_several_games_is_told_where_a_move_goes(
+    postman: Postman, players, at
+) -> None:
+    alice, bob, _ = players
+    choose_digest(bob)
+    at(DAY0 + timedelta(hours=7))
+    both = [play.create_game("cambio", [bob, alice], CAMBIO) for _ in range(2)]
+    db.session.commit()
+    assert digest.send_due() == 1
+    postman.settle()
+    [sent] = postman.mails(bob.email)
+    assert "a reply to this mail cannot say which game" in mail_text(sent)
+    reply = EmailMessage()
+    reply["From"], reply["To"] = bob.email, parseaddr(str(sent["From"]))[1]
+    reply["Subject"] = f"Re: {sent['Subject']}"
+    reply["In-Reply-To"] = str(sent["Message-ID"])
+    reply.set_content("b3\n\nOn Mon, pbem wrote:\n> Hello bob\n")
+    postman.send(reply)
+    postman.settle()
+    answer = mail_text(postman.last(bob.email, "Re: "))
+    assert "Not done: This is a reply to your daily digest, which lists several games" in answer
+    for game in both:
+        assert f"Cambio #{game.id}, move 1: write to {tokens.reply_address(game.id, 0, bob)}" in answer
+        assert moves_of(game.id) == []

@@ -165,12 +165,18 @@ def test_a_whole_game_of_cambio_by_replying_to_the_mails(postman: Postman, playe
             postman.reply(request, mover.email, f"{move} #{number - 1}")
             postman.settle()
             refusal = text_of(postman.last(mover.email, "Re: "))
-            assert f"You confirmed move {number - 1}" in refusal and f"at move {number}" in refusal
+            assert f"Your move was for move {number - 1}, but game #{game.id} is at move {number}" in refusal
             assert moves_of(game.id) == GAME[: number - 1]
         comment = "Your turn, bob." if number == 5 else ""
         postman.reply(request, mover.email, f"{move} #{number}", comment)
         postman.settle()
         assert f"Your move {move}" in text_of(postman.last(mover.email, "Re: "))
+        if number == 2:
+            # The same mail sent again is told its move is in, not that it is not its sender's turn.
+            postman.reply(request, mover.email, f"{move} #{number}", comment)
+            postman.settle()
+            again = text_of(postman.last(mover.email, "Re: "))
+            assert f"Not done: Your {move} was already played as move 2 of game #{game.id}; nothing" in again
     assert moves_of(game.id) == GAME
     # The comment went to the opponent with the next move request.
     assert "alice says: Your turn, bob." in text_of(postman.last(bob.email, "your move (move 6)"))
@@ -267,9 +273,16 @@ def test_draws_vacation_and_resignation_by_mail(postman: Postman, players) -> No
     postman.settle()
     offer = postman.last(bob.email, "alice offers a draw")
     assert "draw decline" in text_of(offer)
+    # Alice is to move, so bob cannot decline by moving now.
+    assert "Making a move declines" not in text_of(offer) and "your next move, when it is" in text_of(offer)
     postman.reply(offer, bob.email, "decline")  # A bare decline answers the draw offer.
     postman.settle()
     assert "Play goes on" in text_of(postman.last(alice.email, "bob declined the draw"))
+    postman.reply(offer, bob.email, "draw offer")  # Bob's offer, while it is alice's move.
+    postman.settle()
+    assert "Making a move declines the offer." in text_of(postman.last(alice.email, "bob offers a draw"))
+    postman.reply(request, alice.email, "draw decline")
+    postman.settle()
 
     postman.reply(request, alice.email, "vacation on")
     postman.settle()
@@ -319,6 +332,29 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
     ]
 
 
+def test_words_under_a_subject_command_go_with_it_but_never_the_key(postman: Postman, players) -> None:
+    # The body of a subject command is its comment, as under a reply: it used to be dropped unsaid.
+    alice, bob, _ = players
+    game = started_cambio(postman, alice, bob)
+    key = {alice.id: give_mail_key(alice), bob.id: give_mail_key(bob)}
+    # A body that repeats the command on its first line: that line is no part of the comment.
+    move = f"cambio move {game.id} alice {key[alice.id]} b3#1"
+    postman.command(alice.email, move, f"{move}\nGood luck!\n\n-- \nAlice\n")
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(alice.email, "Re: cambio move"))
+    request = text_of(postman.last(bob.email, "your move (move 2)"))
+    assert "alice says: Good luck!" in request and key[alice.id] not in request and "Alice" not in request
+    body = f"Well played, I give up. (My key: {key[bob.id].lower()}.)\n\nOn Monday, pbem wrote:\n> hi\n"
+    postman.command(bob.email, f"cambio resign {game.id} bob {key[bob.id]}", body)
+    postman.settle()
+    assert "Your comment goes to the other players." in text_of(postman.last(bob.email, "Re: cambio resign"))
+    said = "Well played, I give up. (My key: ********.)"
+    assert f"bob says: {said}" in text_of(postman.last(alice.email, "game over"))
+    db.session.rollback()
+    entries = db.session.scalars(select(Move).where(Move.game_id == game.id).order_by(Move.number)).all()
+    assert [(m.kind, m.comment) for m in entries] == [("move", "Good luck!"), ("resign", said)]
+
+
 def test_words_under_an_accepted_draw_reach_the_offerer(postman: Postman, players) -> None:
     alice, bob, _ = players
     game = started_cambio(postman, alice, bob)
@@ -344,3 +380,21 @@ def test_a_draw_offer_by_mail_is_refused_where_draws_make_no_sense(postman: Post
     db.session.rollback()
     assert db.session.get(Game, game.id).draw_offered_by is None
     assert not [m for m in postman.sink.messages(bob.email) if "offers a draw" in str(m["Subject"])]
+
+
+def test_box_off_mails_offer_no_draw_and_the_answer_writes_the_move_as_the_record_does(
+    postman: Postman, players
+) -> None:
+    alice, bob, _ = players
+    game = play.create_game("boxoff", [alice, bob], {}, seed=5)  # a2-b2 is a legal first move.
+    db.session.commit()
+    postman.settle()
+    request = postman.last(alice.email, "your move (move 1)")
+    assert "Other answers: resign, show, help." in text_of(request)
+    assert "draw offer" not in text_of(request) and "draw offer" not in html_of(request)
+    postman.reply(request, alice.email, "B2 a2")
+    postman.settle()
+    answer = text_of(postman.last(alice.email, "Re: "))
+    assert f"Your move a2-b2 (move 1) in Box Off #{game.id} is played." in answer
+    assert "Other answers: resign, show, help." in answer
+    assert moves_of(game.id) == ["a2-b2"]

@@ -70,6 +70,23 @@ def test_a_valid_token_from_another_sender_is_refused(postman: Postman, game: Ga
     assert answers_to(postman, alice.email) == []
 
 
+def test_a_reply_from_the_players_former_address_says_the_address_has_changed(
+    postman: Postman, game: Game, players
+) -> None:
+    alice, _, _ = players
+    request = postman.last(alice.email, "your move (move 1)")
+    db.session.get(User, alice.id).email = "alice.new@example.org"
+    db.session.commit()
+    postman.reply(request, "alice@example.org", "b3")
+    postman.settle()
+    assert moves_of(game.id) == []
+    # Told to the old address, which may be someone else's now: neither the new address nor the game.
+    [answer] = answers_to(postman, "alice@example.org")
+    assert "This account's mail address has changed" in answer and "another player" not in answer
+    assert "alice.new" not in answer and "Legal moves" not in answer
+    assert answers_to(postman, "alice.new@example.org") == []
+
+
 def _with_payload(token: str, game_id: int | None = None, seat: int | None = None,
                   user_id: int | None = None) -> str:
     """``token`` with its claims changed and its MAC kept, as a forger would try."""

@@ -185,6 +185,23 @@ def test_a_mail_reads_as_written_whatever_its_text(ctx: Flask, sink) -> None:
     assert not [part for part in received.walk() if part.defects]
 
 
+def test_a_long_subject_is_folded_after_its_first_words(ctx: Flask, sink) -> None:
+    """Folded, a long subject keeps its first words on the first line (some mail programs show a subject
+    folded before its first word with a space in front), and reads back exactly as written."""
+    subjects = ["[pbem] Cambio #7: reminder: your move (move 12), 11 hours 24 minutes left",
+                "[pbem] Zoë's game #7: réponse: " + "très long " * 12 + "=?utf-8?q?not-encoded?="]
+    for n, subject in enumerate(subjects):
+        outbox.enqueue(f"p{n}@example.org", subject, "text", kind="test")
+    db.session.commit()
+    assert outbox.deliver_due() == (2, 0)
+    for n, subject in enumerate(subjects):
+        [kept] = sink.messages(f"p{n}@example.org")
+        raw = kept.as_bytes()
+        first = next(line for line in raw.split(b"\n") if line.startswith(b"Subject:"))
+        assert first.strip() != b"Subject:" and len(first.rstrip(b"\r")) <= 78
+        assert email.message_from_bytes(raw, policy=email.policy.default)["Subject"] == subject
+
+
 def _later(hours: float) -> None:
     """Move the clock ``hours`` on from now (every retry is due by then)."""
     set_clock(utcnow() + timedelta(hours=hours))

@@ -105,6 +105,21 @@ def test_not_your_turn_is_refused_and_changes_nothing(ctx: Flask, players) -> No
     assert db.session.get(Game, game.id).ply == 0
 
 
+def test_a_move_sent_again_for_a_passed_move_number_is_stale_not_out_of_turn(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    play.submit(game.id, alice, "b3", "mail", expect=1)
+    # The same mail again: it is bob's turn now, but what matters is that move 1 is played, and how.
+    with pytest.raises(PlayError) as caught:
+        play.submit(game.id, alice, "B3", "mail", expect=1)
+    assert caught.value.code == "stale"
+    assert caught.value.message.startswith(f"Your b3 was already played as move 1 of game #{game.id};")
+    with pytest.raises(PlayError) as caught:
+        play.submit(game.id, alice, "c2", "mail", expect=1)
+    assert caught.value.code == "stale" and caught.value.message.startswith("Your move was for move 1, but")
+    assert db.session.get(Game, game.id).ply == 1
+
+
 def test_a_stranger_cannot_move(ctx: Flask, players) -> None:
     alice, bob, carol = players
     game = cambio(alice, bob)

@@ -74,6 +74,8 @@ def test_reminders_come_48_and_12_hours_before_the_deadline_once_each(ctx: Flask
     assert "12 hours left" in second["Subject"]
     body = text_of(first)
     assert "it is still your move in Cambio #" in body
+    # The clock's words end in "left" already: the line must not say it twice.
+    assert "Your clock: 2 days left (until Thu 6 Mar 2025 12:00 UTC)." in body and "left left" not in body
     assert "If you have not moved by Thu 6 Mar 2025 12:00 UTC, you forfeit the game" in body
     assert tokens.reply_address(game.id, 0, alice) in body
     assert "Legal moves: " in body and "b3" in body  # The board's legal placements.

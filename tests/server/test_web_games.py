@@ -163,7 +163,7 @@ def test_refused_moves_wrong_seat_stale_page_missing_csrf(app: Flask, ctx: Flask
     stale = web_a.post(f"/games/{game.id}/move", {"move": "c2", "expect": "1", "comment": "keep me"})
     text = text_of(stale)
     assert stale.status_code == 409
-    assert "You confirmed move 1, but game" in text and "is at move 3" in text
+    assert "Your move was for move 1, but game" in text and "is at move 3" in text
     assert 'value="c2"' in text and "keep me</textarea>" in text  # What was typed is kept.
     illegal = web_a.post(f"/games/{game.id}/move", {"move": "b2", "expect": "3"}, json=True)
     assert illegal.status_code == 400 and illegal.json["code"] == "illegal"
