@@ -203,15 +203,17 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         view.conditionals = [conditional.describe(line) for line in viewer_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
         view.opponent = player_name(game, 1 - viewer_seat.number)
-    if signed_in and not mine and game.public and game.status in ("waiting", "active"):
-        view.watching = watching.is_watching(game, viewer)
-        view.can_watch = not view.watching
     if signed_in and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
         view.can_withdraw = game.created_by_id == viewer.id
         open_seats = [s for s in game.seats if s.user_id is None and s.number not in pending]
         view.can_take_seat = bool(open_seats) and not mine and game.public
+    # A player challenged to the game answers the challenge rather than watching it.
+    if (signed_in and not mine and view.my_challenge is None and game.public
+            and game.status in ("waiting", "active")):
+        view.watching = watching.is_watching(game, viewer)
+        view.can_watch = not view.watching
     return view
 
 

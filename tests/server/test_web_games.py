@@ -277,6 +277,17 @@ def test_lobby_take_the_last_seat_and_withdraw(app: Flask, ctx: Flask, players) 
     assert db.session.get(Game, challenge.id).status == "abandoned"
 
 
+def test_a_challenged_player_is_offered_the_challenge_not_watching(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    web_a, web_b, web_c = signed_in(app, alice, bob, carol)
+    web_a.post("/games/new", new_game_form(**{"seat-1": "bob"}))
+    game = db.session.scalars(db.select(Game)).one()
+    asked = web_b.get(f"/games/{game.id}").get_data(as_text=True)
+    assert f'action="/games/{game.id}/accept"' in asked
+    assert 'id="watch"' not in asked
+    assert 'id="watch"' in web_c.get(f"/games/{game.id}").get_data(as_text=True)  # Anyone else may.
+
+
 def test_dashboard_puts_my_moves_first(app: Flask, ctx: Flask, players) -> None:
     alice, bob, carol = players
     theirs = start_cambio(alice, carol)      # alice moves, then it is carol's move
