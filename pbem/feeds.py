@@ -40,7 +40,7 @@ def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
         entry.link(href=url, rel="alternate")
         entry.updated(_utc(game.finished_at))
         entry.published(_utc(game.finished_at))
-        entry.summary(f"{archive.result_words(game)} ({game.ply} moves)")
+        entry.summary(f"{archive.result_words(game)} ({game.ply} move{'' if game.ply == 1 else 's'})")
         for seat in game.seats:
             if seat.user is not None:
                 entry.author({"name": seat.user.handle})

@@ -50,7 +50,8 @@ def test_feeds_of_all_games_of_one_game_and_of_a_player(app: Flask, ctx: Flask, 
     assert everything.findtext(f"{ATOM}updated").startswith("2026-03-03")
     first = everything.find(f"{ATOM}entry")
     assert first.findtext(f"{ATOM}title") == f"Cambio #{c.id}: carol vs alice, alice wins"
-    assert "alice (X) wins: carol (O) resigned." in first.findtext(f"{ATOM}summary")
+    assert first.findtext(f"{ATOM}summary").endswith("alice (X) wins: carol (O) resigned. (1 move)")
+    assert everything.findall(f"{ATOM}entry")[1].findtext(f"{ATOM}summary").endswith("(2 moves)")
     assert {a.findtext(f"{ATOM}name") for a in first.findall(f"{ATOM}author")} == {"alice", "carol"}
     assert games_in(feed(web, "/archive.atom?game=cambio")) == [c.id, a.id]
     assert games_in(feed(web, "/archive.atom?player=bob&opponent=carol")) == [b.id]
