@@ -525,9 +525,11 @@ def answers_to(move: Move) -> list[Move]:
 
 
 def _advance(
-    game: Game, engine: games.Engine, old_state: Any, new_state: Any, mover: Seat | None
+    game: Game, engine: games.Engine, old_state: Any, new_state: Any, mover: Seat | None,
+    ending: str | None = None,
 ) -> frozenset[int]:
-    """Store the new state, move the clocks, and finish the game if the engine says it is over.
+    """Store the new state, move the clocks, and finish the game if the engine says it is over (by
+    ``ending``, when the server's action ended it: see :func:`_finish`).
 
     Returns the seats that were to move before, for the notices."""
     game.state = engine.dump(new_state)
@@ -545,7 +547,7 @@ def _advance(
             clock.start_turn(game, seat)
     outcome = engine.outcome(new_state)
     if outcome is not None:
-        _finish(game, outcome)
+        _finish(game, outcome, ending)
     return before
 
 
@@ -789,9 +791,12 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
     if engine_time_out is not None and game.players > 1:
         record = _record(game, seat, "timeout", "timeout", "server", None)
         new_state = engine_time_out(state, seat_number)
-        before = _advance(game, engine, state, new_state, None)
-        notify.timed_out(game, seat)
-        notify.move_played(game, engine, new_state, record, before)
+        # A timeout that leaves nobody to play ends the game on time; its game-over mail tells everyone,
+        # and a notice that "the game goes on" would say the opposite in the same minute.
+        before = _advance(game, engine, state, new_state, None, ending="time")
+        if game.status == "active":
+            notify.timed_out(game, seat)
+            notify.move_played(game, engine, new_state, record, before)
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
     if game.players == 1:

@@ -271,6 +271,8 @@ def check(data: Any) -> Checked:
             if len(players) > 1 and hasattr(engine, "time_out"):
                 state = engine.time_out(state, number)
                 outcome = engine.outcome(state)
+                if outcome is not None:
+                    ending = "time"  # As the server files a game its timeout ended (pbem.play).
             else:
                 outcome = Outcome(tuple("loss" if n == number else "win" for n in range(len(players))), "")
                 ending = "time"

@@ -11,7 +11,7 @@ from flask import Flask
 from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem import clock, outbox, play, results, sweep, tokens, vacation
+from pbem import clock, outbox, play, records, results, sweep, tokens, vacation
 from pbem.database import batched_writes, begin_write, writes_batched
 from pbem.extensions import db
 from pbem.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
@@ -162,6 +162,24 @@ def test_easy_slider_absent_player_is_out_of_the_round_and_play_goes_on(ctx: Fla
     assert len(mails(alice, "timed-out")) == 1 and len(mails(carol, "timed-out")) == 1
     [told] = mails(bob, "you-timed-out")
     assert "you are out of this round, scored as its last finisher" in told.body_text
+
+
+def test_a_timeout_that_ends_the_game_sends_the_result_alone(ctx: Flask, players, at) -> None:
+    alice, bob, _ = players
+    at(T0)
+    game = new_game("boxoff", [alice, bob], {"position": "bbww/wwbb"}, kind="per_move", days=2)
+    for move in ("a1-b1", "a2-b2", "c1-d1", "c2-d2"):  # Alice clears her board; bob never moves.
+        play.submit(game.id, alice, move, "web")
+    assert fresh(game).status == "active"
+    sweep_at(T0 + timedelta(days=2))
+    over = fresh(game)
+    assert over.status == "finished" and over.ending == "time"
+    assert over.result["results"] == ["win", "loss"]
+    # Bob hears that the game is over, not also that "the game goes on".
+    assert len(mails(bob, "game-over")) == 1 and mails(bob, "you-timed-out") == []
+    assert mails(alice, "timed-out") == []
+    # Its record, read back (as an import does), is filed the same way.
+    assert records.check(records.record(over)).ending == "time"
 
 
 def test_a_solitaire_game_is_abandoned_at_the_deadline(ctx: Flask, players, at) -> None:
