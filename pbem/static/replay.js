@@ -3,7 +3,10 @@
 // linked.  Without this script every button and move is a plain link to that position.
 (function () {
   "use strict";
-  var wanted = 0; // the number of the last position asked for: older answers arriving late are dropped
+  // The number of the last position asked for (null before any): older answers arriving late are
+  // dropped, and the next step goes on from it, so that keys pressed faster than the positions arrive
+  // each count.
+  var wanted = null;
 
   function replay() { return document.getElementById("replay"); }
 
@@ -61,23 +64,31 @@
     return box ? parseInt(box.dataset.at, 10) : null;
   }
 
+  // Where the next step starts: the position last asked for, or the one shown.
+  function here() {
+    return wanted !== null && replay() ? wanted : at();
+  }
+
   document.addEventListener("click", function (event) {
     var a = event.target.closest && event.target.closest(
       "#replay-first, #replay-prev, #replay-next, #replay-last, #moves a.to-move");
     if (!a || !replay() || event.ctrlKey || event.metaKey || event.shiftKey) return;
     var n = numberIn(a.getAttribute("href"));
     if (n === null) return;
+    // Previous and Next step from the position last asked for: their links still name the one shown.
+    if (a.id === "replay-prev") n = here() - 1;
+    if (a.id === "replay-next") n = here() + 1;
     event.preventDefault();
     go(n);
   });
 
   document.addEventListener("keydown", function (event) {
-    var here = at();
-    if (here === null || event.altKey || event.ctrlKey || event.metaKey) return;
+    var from = here();
+    if (from === null || event.altKey || event.ctrlKey || event.metaKey) return;
     var tag = (event.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) return;
     var last = parseInt(replay().dataset.last, 10);
-    var to = {ArrowLeft: here - 1, ArrowRight: here + 1, Home: 0, End: last}[event.key];
+    var to = {ArrowLeft: from - 1, ArrowRight: from + 1, Home: 0, End: last}[event.key];
     if (to === undefined) return;
     event.preventDefault();
     go(to);

@@ -88,3 +88,10 @@ def test_replay_archived_truchet_and_carreaux_games_with_the_arrow_keys(browser:
         shows(page, boards, middle)
         page.keyboard.press("ArrowRight")
         shows(page, boards, middle + 1)
+        # Keys pressed faster than the positions arrive each count.
+        page.keyboard.press("Home")
+        shows(page, boards, 0)
+        steps = min(4, last)
+        for _ in range(steps):
+            page.keyboard.press("ArrowRight", delay=0)
+        shows(page, boards, steps)
