@@ -27,7 +27,8 @@ class Standing:
 
 
 def table(engine: str, limit: int = SHOWN) -> list[Standing]:
-    """The ``limit`` best-rated players of ``engine``, best first, with their finished games' counts."""
+    """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
+    games (what the rating is made of; an unrated game counts for nothing here, as on their page)."""
     ratings = db.session.execute(
         select(Rating, User).join(User, User.id == Rating.user_id)
         .where(Rating.engine == engine).order_by(Rating.rating.desc(), Rating.user_id).limit(limit)
@@ -39,7 +40,8 @@ def table(engine: str, limit: int = SHOWN) -> list[Standing]:
         (user_id, result): n for user_id, result, n in db.session.execute(
             select(Seat.user_id, Seat.result, func.count())
             .join(Game, Game.id == Seat.game_id)
-            .where(Seat.user_id.in_(ids), Seat.result.is_not(None), Game.engine == engine)
+            .where(Seat.user_id.in_(ids), Seat.result.is_not(None), Game.engine == engine,
+                   Game.rated.is_(True))
             .group_by(Seat.user_id, Seat.result)
         )
     }

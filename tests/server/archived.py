@@ -14,13 +14,14 @@ SMALL = {"cambio": {"size": 3, "placements": 2}, "truchet": {"size": 3}, "carrea
 
 
 def finished(engine: str, users: list[User], *, seed: int = 1, at: datetime | None = None,
-             end: str = "play", moves: int = 0, public: bool = True, comment: str | None = None) -> Game:
+             end: str = "play", moves: int = 0, public: bool = True, comment: str | None = None,
+             rated: bool = True) -> Game:
     """A game of ``users`` played to its end: by random legal moves (``end="play"``), or after
     ``moves`` random moves by a resignation of seat 1, a draw by agreement or seat 1's timeout.  The
     server's clock reads ``at`` meanwhile, so the game finishes then."""
     set_clock(at)
     try:
-        game = play.create_game(engine, list(users), SMALL[engine], seed=seed, public=public)
+        game = play.create_game(engine, list(users), SMALL[engine], seed=seed, public=public, rated=rated)
         db.session.commit()
         rng = random.Random(seed)
         played = 0

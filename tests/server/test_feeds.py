@@ -69,6 +69,7 @@ def test_standings_rank_rated_players_with_their_games(app: Flask, ctx: Flask, p
     games = [finished("cambio", [alice, bob], end="resign", moves=1, at=datetime(2026, 3, d)) for d in (1, 2)]
     games.append(finished("cambio", [carol, alice], end="draw", moves=2, at=datetime(2026, 3, 3)))
     finished("cambio", [bob, carol], end="resign", moves=1, at=datetime(2026, 3, 4))
+    finished("cambio", [alice, carol], end="resign", moves=1, at=datetime(2026, 3, 5), rated=False)
     web = WebClient(app)
     page = html.unescape(web.get("/standings/cambio").get_data(as_text=True))
     rows = re.findall(r'<tr class="standing">\s*<td>(\d+)</td>\s*<td><a href="/players/(\w+)">.*?</a></td>\s*'
@@ -76,7 +77,8 @@ def test_standings_rank_rated_players_with_their_games(app: Flask, ctx: Flask, p
                       r'<td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td>', page)
     table = {handle: (int(rank), int(rating), bool(mark), *map(int, counts))
              for rank, handle, rating, mark, *counts in rows}
-    # alice resigned twice to bob and drew with carol; bob beat alice twice and resigned to carol.
+    # alice resigned twice to bob and drew with carol; bob beat alice twice and resigned to carol (alice's
+    # resignation to carol in an unrated game counts for neither).
     assert {h: t[3:] for h, t in table.items()} == {"alice": (3, 0, 1, 2), "bob": (3, 2, 0, 1),
                                                      "carol": (2, 1, 1, 0)}
     assert sorted(table, key=lambda h: table[h][0]) == sorted(table, key=lambda h: -table[h][1])
@@ -87,6 +89,8 @@ def test_standings_rank_rated_players_with_their_games(app: Flask, ctx: Flask, p
     history = html.unescape(web.get("/players/alice").get_data(as_text=True))
     section = re.search(r'id="history-cambio">(.*?)</section>', history, re.S).group(1)
     assert "over 3 rated games" in section and section.count("<polyline") == 1
+    ratings = re.search(r'<table id="ratings">(.*?)</table>', history, re.S).group(1)
+    assert re.search(r"deviation \d+, volatility 0\.\d{3}</td><td[^>]*>3 rated games", ratings), ratings
     for game in games:
         assert f'href="/games/{game.id}">#{game.id}</a>' in section
     points = ctx.extensions["sqlalchemy"].session.scalars(
