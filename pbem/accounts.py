@@ -17,7 +17,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, exists, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from pbem import bouncing, clock, outbox
+from pbem import bouncing, clock, outbox, tokens
 from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import (
@@ -420,6 +420,22 @@ def regenerate_mail_key(user: User) -> str:
     key = mail_new_key(user, "replaced")
     db.session.commit()
     return key
+
+
+def renew_reply_addresses(user: User) -> int:
+    """Replace ``user``'s reply addresses and move links: every one mailed so far stops working (for a
+    mail gone astray), and each game awaiting their move sends its move request again with new ones,
+    since the request they have would be refused now.  Commits; returns how many requests were written."""
+    from pbem import notify  # The move path's mails; notify imports the outbox, as this module does.
+
+    begin_write()
+    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
+    assert fresh is not None
+    turns = notify.awaiting_move_locked(fresh)
+    tokens.renew(fresh)
+    resent = notify.request_moves_again(fresh, turns, skip_waiting=False)
+    db.session.commit()
+    return resent
 
 
 def set_time_zone(user: User, zone: str) -> None:

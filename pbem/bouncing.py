@@ -28,12 +28,12 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
-from pbem.database import begin_write, is_postgresql
+from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.mail.bounces import MAX_DIAGNOSTIC
-from pbem.models import Game, OutboxMail, Seat, User, utcnow
+from pbem.models import User, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -122,87 +122,17 @@ def forget(user: User, new_email: str | None = None) -> int:
 
     The caller holds the player's row (FOR NO KEY UPDATE on PostgreSQL), so that two clicks at once do
     not both write the requests; the address is changed here, after the games are locked, for the
-    reason :func:`_awaiting_move` gives.
+    reason :func:`pbem.notify.awaiting_move_locked` gives.
     """
-    turns = _awaiting_move(user) if user.mail_bouncing_since is not None else []
+    # The outbox imports this module, and notify imports the outbox: import late.
+    from pbem import notify
+
+    turns = notify.awaiting_move_locked(user) if user.mail_bouncing_since is not None else []
     if new_email is not None:
         user.email = new_email
     user.mail_bouncing_since = user.mail_bounce_reason = user.mail_bounced_at = None
     user.mail_bounces = 0
-    return _request_again(user, turns)
-
-
-def _awaiting_move(user: User) -> list[tuple[Game, Seat]]:
-    """The games (and seats) awaiting the move of ``user``, whose mark is coming off, locked until the
-    transaction ends; none for a digest player, who gets no move requests.
-
-    On PostgreSQL each of their active games is locked FOR SHARE, in one order, before anything about
-    them is read: a move in one of them waits until the mark is off, so that its request is sent, and a
-    position read here cannot pass before the commit (the request would be stale).  The locks come
-    before the player's row is written: an UPDATE of the address (a key column) would block the move
-    path's check of the outbox's reference to the player, while the move holds the game this waits
-    for.  (On SQLite the transaction's BEGIN IMMEDIATE holds every writer off already.)
-    """
-    # The outbox imports this module, and the move path's modules import the outbox: import late.
-    from pbem import digest
-
-    if user.notify == "digest":
-        return []
-    if is_postgresql():
-        db.session.execute(
-            select(Game.id).join(Seat, Seat.game_id == Game.id)
-            .where(Seat.user_id == user.id, Game.status == "active")
-            .order_by(Game.id).with_for_update(of=Game, read=True)
-        )
-    return digest.awaiting(user)
-
-
-def _request_again(user: User, turns: list[tuple[Game, Seat]]) -> int:
-    """Write the move request of each of ``turns`` again, to ``user``'s address now, except where one is
-    still waiting in the outbox (written since the last delivery run, it goes now that the mark is off);
-    returns how many were written."""
-    from pbem import notify
-    from pbem.play import engine_of, state_of
-
-    if not turns:
-        return 0
-    waiting = _requests_waiting(user.email, [game.id for game, _seat in turns])
-    turns = [(game, seat) for game, seat in turns if game.id not in waiting]
-    if not turns:
-        return 0
-    notify.prefetch_last_moves([game.id for game, _seat in turns])
-    for game, seat in turns:
-        notify.request_move(game, engine_of(game), state_of(game), seat)
-    return len(turns)
-
-
-def _requests_waiting(address: str, game_ids: list[int]) -> set[int]:
-    """Those of ``game_ids`` with a move request to ``address`` waiting in the outbox that no deliverer
-    has claimed: each is sent after the commit, when the deliverer finds the address no longer marked.
-
-    A claimed one may have been held back already, so it does not count.  On PostgreSQL the rows found
-    are locked, so that a deliverer cannot claim one and find the address still marked before this
-    transaction commits; a row a deliverer is claiming at this moment is skipped (and so does not count)
-    rather than waited for, so this never waits on a deliverer while holding the games.
-    """
-    now = utcnow()
-    query = select(OutboxMail.game_id).where(
-        OutboxMail.to_addr == address, OutboxMail.kind == "your-move", OutboxMail.game_id.in_(game_ids),
-        OutboxMail.sent_at.is_(None), OutboxMail.failed_at.is_(None),
-        or_(OutboxMail.claimed_until.is_(None), OutboxMail.claimed_until < now),
-    )
-    if is_postgresql():
-        query = query.with_for_update(skip_locked=True)
-    return {game_id for game_id in db.session.scalars(query) if game_id is not None}
-
-
-def resent_words(count: int) -> str:
-    """What the player is told of the move requests :func:`forget` wrote again ('' for none)."""
-    if count == 0:
-        return ""
-    if count == 1:
-        return " The move request for 1 game awaiting your move was sent again."
-    return f" Move requests for {count} games awaiting your move were sent again."
+    return notify.request_moves_again(user, turns)
 
 
 def works_again(user: User) -> int:

@@ -15,15 +15,15 @@ from urllib.parse import quote
 
 from flask import current_app
 from markupsafe import Markup, escape
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 import games
 from games import Outcome
 from games.words import join_words
 from pbem import clock, outbox, results, tokens
-from pbem.database import transaction_cache
+from pbem.database import is_postgresql, transaction_cache
 from pbem.extensions import db
-from pbem.models import Challenge, Game, Move, Seat, User
+from pbem.models import Challenge, Game, Move, OutboxMail, Seat, User, utcnow
 from pbem.watching import watchers
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
@@ -389,3 +389,81 @@ def _player(game: Game, number: int) -> str:
     seat = next((s for s in game.seats if s.number == number), None)
     user: User | None = seat.user if seat is not None else None
     return user.handle if user is not None else f"seat {number + 1}"
+
+
+# Move requests written again ---------------------------------------------------------------------
+
+
+def awaiting_move_locked(user: User) -> list[tuple[Game, Seat]]:
+    """The games (and seats) awaiting the move of ``user``, locked until the transaction ends, for their
+    move requests to be written again (see :func:`request_moves_again`); none for a digest player, who
+    gets no move requests.
+
+    On PostgreSQL each of their active games is locked FOR SHARE, in one order, before anything about
+    them is read: a move in one of them waits until the mark is off, so that its request is sent, and a
+    position read here cannot pass before the commit (the request would be stale).  The locks come
+    before the player's row is written (their address, their token secret): an UPDATE of the address
+    (a key column) would block the move path's check of the outbox's reference to the player, while the
+    move holds the game this waits for.  (On SQLite the transaction's BEGIN IMMEDIATE holds every
+    writer off already.)
+    """
+    from pbem import digest  # The scheduler's module, which imports this one.
+
+    if user.notify == "digest":
+        return []
+    if is_postgresql():
+        db.session.execute(
+            select(Game.id).join(Seat, Seat.game_id == Game.id)
+            .where(Seat.user_id == user.id, Game.status == "active")
+            .order_by(Game.id).with_for_update(of=Game, read=True)
+        )
+    return digest.awaiting(user)
+
+
+def request_moves_again(user: User, turns: list[tuple[Game, Seat]], *, skip_waiting: bool = True) -> int:
+    """Write the move request of each of ``turns`` (from :func:`awaiting_move_locked`) again, to
+    ``user``'s address and with their reply address as they are now; returns how many were written.
+
+    With ``skip_waiting``, a game whose request is still waiting in the outbox is left out: written since
+    the last delivery run, it goes as it is (a bounce mark coming off).  Without, every game gets a new
+    one (the player's reply addresses were just replaced, so a waiting mail's would not work)."""
+    from pbem.play import engine_of, state_of  # The move path imports this module.
+
+    if turns and skip_waiting:
+        waiting = _requests_waiting(user.email, [game.id for game, _seat in turns])
+        turns = [(game, seat) for game, seat in turns if game.id not in waiting]
+    if not turns:
+        return 0
+    prefetch_last_moves([game.id for game, _seat in turns])
+    for game, seat in turns:
+        request_move(game, engine_of(game), state_of(game), seat)
+    return len(turns)
+
+
+def _requests_waiting(address: str, game_ids: list[int]) -> set[int]:
+    """Those of ``game_ids`` with a move request to ``address`` waiting in the outbox that no deliverer
+    has claimed: each is sent after the commit, when the deliverer finds the address no longer marked.
+
+    A claimed one may have been held back already, so it does not count.  On PostgreSQL the rows found
+    are locked, so that a deliverer cannot claim one and find the address still marked before this
+    transaction commits; a row a deliverer is claiming at this moment is skipped (and so does not count)
+    rather than waited for, so this never waits on a deliverer while holding the games.
+    """
+    now = utcnow()
+    query = select(OutboxMail.game_id).where(
+        OutboxMail.to_addr == address, OutboxMail.kind == "your-move", OutboxMail.game_id.in_(game_ids),
+        OutboxMail.sent_at.is_(None), OutboxMail.failed_at.is_(None),
+        or_(OutboxMail.claimed_until.is_(None), OutboxMail.claimed_until < now),
+    )
+    if is_postgresql():
+        query = query.with_for_update(skip_locked=True)
+    return {game_id for game_id in db.session.scalars(query) if game_id is not None}
+
+
+def resent_words(count: int) -> str:
+    """What the player is told of the move requests :func:`request_moves_again` wrote ('' for none)."""
+    if count == 0:
+        return ""
+    if count == 1:
+        return " The move request for 1 game awaiting your move was sent again."
+    return f" Move requests for {count} games awaiting your move were sent again."

@@ -8,11 +8,10 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts, apitokens, bouncing, clock, tokens, vacation
+from pbem import accounts, apitokens, bouncing, clock, notify, vacation
 from pbem.accounts import AccountError
-from pbem.database import begin_write
-from pbem.extensions import db, limiter
-from pbem.models import User, utcnow
+from pbem.extensions import limiter
+from pbem.models import utcnow
 from pbem.web.limits import per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
@@ -184,7 +183,7 @@ def confirm_email(token: str) -> Response | tuple[str, int]:
         user, resent = accounts.confirm_email_change(token)
     except AccountError as exc:
         return render_template("error.html", title="Address not changed", message=exc.args[0]), 400
-    flash(f"Your mail address is now {user.email}.{bouncing.resent_words(resent)}", "info")
+    flash(f"Your mail address is now {user.email}.{notify.resent_words(resent)}", "info")
     return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
@@ -197,12 +196,9 @@ def _apply_setting(action: str) -> str:
         accounts.set_time_zone(user, request.form.get("time_zone", ""))
         return f"Times are shown in {user.time_zone} now."
     if action == "renew-tokens":
-        begin_write()
-        user = db.session.get(User, user.id)
-        tokens.renew(user)
-        db.session.commit()
+        resent = accounts.renew_reply_addresses(user)
         return ("The reply addresses and move links of the mails you have had no longer work; "
-                "the mails from now on carry new ones.")
+                f"the mails from now on carry new ones.{notify.resent_words(resent)}")
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
         login_user(user)  # This session goes on under the new session token; every other one ends.
@@ -215,7 +211,7 @@ def _apply_setting(action: str) -> str:
         return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
     if action == "mail-works":
         resent = bouncing.works_again(user)
-        return f"Game mail goes to {user.email} again.{bouncing.resent_words(resent)}"
+        return f"Game mail goes to {user.email} again.{notify.resent_words(resent)}"
     if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

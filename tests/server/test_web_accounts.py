@@ -10,7 +10,7 @@ from flask import Flask
 from pbem import outbox
 from pbem.accounts import check_mail_key
 from pbem.extensions import db
-from pbem.models import User
+from pbem.models import OutboxMail, User
 from tests.server.webclient import WebClient
 
 
@@ -139,3 +139,27 @@ def test_revoking_reply_addresses_from_the_settings_page(app: Flask, ctx: Flask,
     alice = db.session.get(User, alice.id)
     assert not tokens.verify_reply(mailed, alice)
     assert tokens.verify_reply(tokens.parse_reply(tokens.reply_token(7, 0, alice)), alice)
+
+
+def test_revoked_reply_addresses_come_back_new_for_each_game_awaiting_the_move(app: Flask, ctx: Flask,
+                                                                               players) -> None:
+    """The move request a player has is refused once they revoke their reply addresses, so each game
+    awaiting their move sends a new one, with a reply address that works; games awaiting the other
+    player's move send nothing."""
+    from pbem import tokens
+    from tests.server.test_web_games import start_cambio
+
+    alice, bob, _ = players
+    mine, theirs = start_cambio(alice, bob), start_cambio(bob, alice)  # Seat 1 moves: alice, then bob.
+    requests = db.select(OutboxMail).where(OutboxMail.user_id == alice.id, OutboxMail.kind == "your-move")
+    before = {m.id for m in db.session.scalars(requests)}
+    web = WebClient(app)
+    web.sign_in(alice)
+    page = html.unescape(web.post("/settings", {"action": "renew-tokens"}, follow_redirects=True)
+                         .get_data(as_text=True))
+    assert "The move request for 1 game awaiting your move was sent again." in page
+    db.session.rollback()
+    [again] = [m for m in db.session.scalars(requests) if m.id not in before]
+    assert again.game_id == mine.id and again.game_id != theirs.id
+    token = tokens.parse_reply(again.reply_to.split("+", 1)[1].split("@", 1)[0])
+    assert token is not None and tokens.verify_reply(token, db.session.get(User, alice.id))
