@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Blueprint, abort, render_template, request
+from flask import Blueprint, Response, abort, render_template, request
 
 import games
 from pbem import notify, play, tokens
@@ -44,8 +44,17 @@ def _load(token: str) -> MoveLink:
         abort(404)
     user = db.session.get(User, data.get("u"))
     game = db.session.get(Game, data.get("g"))
-    if user is None or game is None or not tokens.move_link_current(data, user):
+    if user is None or game is None:
         abort(404)
+    if not tokens.move_link_current(data, user):
+        # Ours, but revoked: its player asked for new links (or an operator gave them new ones).  They
+        # are told where a working one is, rather than shown a page that says nothing is here.
+        abort(Response(render_template(
+            "error.html", title="This link no longer works",
+            message="The reply addresses and move links of this player's earlier mails were replaced, so "
+                    "this one is refused. The latest mail about the game carries a working link, or "
+                    "play on the game's page.",
+        ), status=410))
     seat = next((s for s in game.seats if s.number == data.get("s") and s.user_id == user.id), None)
     if seat is None:
         abort(404)

@@ -71,7 +71,7 @@ def test_the_choose_page_plays_the_move_picked(ctx: Flask, players) -> None:
     assert "Your move <strong>c2</strong> is played" in played.text and moves_of(game.id) == ["c2"]
 
 
-def test_forged_foreign_and_revoked_links_are_not_found(ctx: Flask, players) -> None:
+def test_forged_and_foreign_links_are_not_found_and_revoked_ones_say_so(ctx: Flask, players) -> None:
     alice, bob, carol = players
     game = cambio(alice, bob)
     client = ctx.test_client()
@@ -80,7 +80,10 @@ def test_forged_foreign_and_revoked_links_are_not_found(ctx: Flask, players) -> 
     assert client.get(link(game, 0, carol, 1, "b3")).status_code == 404  # not carol's seat
     tokens.renew(db.session.get(User, alice.id))
     db.session.commit()
-    assert client.get(good).status_code == 404  # revoked with the token secret
+    # Revoked with the token secret: refused, saying why and where a working link is.
+    revoked = client.get(good)
+    assert revoked.status_code == 410 and "The latest mail about the game carries a working link" in \
+        revoked.get_data(as_text=True)
     assert moves_of(game.id) == []
 
 
