@@ -51,6 +51,9 @@ _SEPARATORS = re.compile(
 )
 _HEADER_BLOCK = re.compile(r"(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# The lines that open a signature: the standard delimiter "-- ", and "--", as mail programs that trim
+# trailing spaces send it.  Nothing else is guessed to be a signature.
+_SIGNATURE_MARKS = ("-- ", "--")
 _SENT_FROM = re.compile(r"(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
 
 
@@ -362,7 +365,7 @@ def _quote_starts(lines: list[str], i: int) -> bool:
     if not line:
         return False
     first = line[0]
-    if first == ">" or lines[i] in ("-- ", "--"):
+    if first == ">" or lines[i] in _SIGNATURE_MARKS:
         return True
     if first in "-_" and _SEPARATORS.fullmatch(line):
         return True
@@ -397,13 +400,19 @@ def own_words(text: str) -> list[str]:
             break
         above.append(lines[i])
     if not any(s.strip() for s in above):
-        # Written under the quote: the unquoted lines after it, up to a signature.
+        # Written under the quote: the unquoted lines after it, up to a signature.  A signature before
+        # anything was written (a reply that is only a signature, or one sent above the quote) is no
+        # part of the player's words: it runs to the next quote, and only what follows that can be.
         above = []
-        written = False
+        written = in_signature = False
         for i in range(start, len(lines)):
-            if lines[i] in ("-- ", "--") and written:
-                break
-            if not _quote_starts(lines, i):
+            if lines[i] in _SIGNATURE_MARKS:
+                if written:
+                    break
+                in_signature = True
+            elif _quote_starts(lines, i):
+                in_signature = False
+            elif not in_signature:
                 above.append(lines[i])
                 written = written or bool(lines[i].strip())
     words = [s.rstrip() for s in above]
