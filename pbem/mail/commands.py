@@ -107,9 +107,10 @@ def take_conditionals(text: str) -> tuple[list[str], str]:
     the opponent as part of a comment.  Each line is read once, word by word."""
     lines, rest = [], []
     for line in parse.own_words(text):
-        words = line.lower().split()
+        command = parse.command_line(line)
+        words = command.lower().split()
         if words and words[0] == "if" and "then" in words:
-            lines.append(" ".join(line.split()))
+            lines.append(command)
         else:
             rest.append(line)
     return lines, "\n".join(rest)
@@ -132,7 +133,8 @@ def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:
     if verb in REPLY_VERBS and verb != "move":
         if conditionals:
             raise CommandError(
-                f"'if' lines queue conditional moves: send them alone, or with your move, not with {verb!r}."
+                "'if' lines queue conditional moves: send them alone, or with your move, not with "
+                f"{parse.quoted(verb)}."
             )
         return Command(verb, line, args=[w.lower() for w in words[1:]])
     text = " ".join(words[1:]) if verb == "move" else line
@@ -166,7 +168,7 @@ def _engine(slug: str) -> games.Engine | None:
 def _game_number(word: str, example: str) -> int:
     number = word.lstrip("#")
     if not number.isascii() or not number.isdigit() or len(number) > 9:
-        raise CommandError(f"{word!r} is not a game number. Write it like this: {example}")
+        raise CommandError(f"{parse.quoted(word)} is not a game number. Write it like this: {example}")
     return int(number)
 
 
@@ -176,11 +178,10 @@ def parse_subject(line: str) -> Command:
     text = strip_subject(line)
     words = text.split()
     if not words or not looks_like_command(text):
-        first_word = words[0][:40] if words else ""
+        first_word = parse.quoted(words[0], 40) if words else "''"
         raise CommandError(
-            f"I found no command in your subject (it begins {first_word!r}). Put a command in the subject, "
-            "e.g. 'help', "
-            "'games alice' or 'cambio show 12'; send 'help' for the list."
+            f"I found no command in your subject (it begins {first_word}). Put a command in the subject, "
+            "e.g. 'help', 'games alice' or 'cambio show 12'; send 'help' for the list."
         )
     first, rest = words[0].lower(), words[1:]
     if first == "help":
@@ -202,7 +203,8 @@ def parse_subject(line: str) -> Command:
     verb, rest = rest[0].lower(), rest[1:]
     if verb not in GAME_VERBS:
         raise CommandError(
-            f"{verb!r} is not a command. After the game's name comes one of: {', '.join(GAME_VERBS)}; "
+            f"{parse.quoted(verb)} is not a command. After the game's name comes one of: "
+            f"{', '.join(GAME_VERBS)}; "
             f"e.g. '{slug} show 12'. Send 'help' for the list."
         )
     if verb == "help":
@@ -284,7 +286,7 @@ def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
         )
     user = find_user(handle or "")
     if user is None:
-        raise CommandError(f"There is no player called {(handle or '')[:40]!r}.")
+        raise CommandError(f"There is no player called {parse.quoted(handle or '', 40)}.")
     keys.hold_account(user)
     paused = keys.paused_until(user)
     if paused is not None:
@@ -369,7 +371,7 @@ def _run_general(command: Command, user: User) -> Answer:
     if command.verb == "games":
         target = find_user(command.args[0]) if command.args else user
         if target is None:
-            raise CommandError(f"There is no player called {command.args[0]!r}.")
+            raise CommandError(f"There is no player called {parse.quoted(command.args[0])}.")
         return _games(target.handle, user)
     from pbem import vacation  # The scheduler's module; imported when used.
 
@@ -415,7 +417,7 @@ def _run_in_game(
             )
     except PlayError as exc:
         raise CommandError(exc.message, game, _seat(game, user, seat_number)) from None
-    raise CommandError(f"{verb!r} cannot be used here; send 'help' for the commands.")
+    raise CommandError(f"{parse.quoted(verb)} cannot be used here; send 'help' for the commands.")
 
 
 def _move(
@@ -427,16 +429,16 @@ def _move(
                            seat=seat_number, conditionals=command.conditionals)
     except PlayError as exc:
         seat = _seat(game, user, seat_number)
-        message = exc.message
+        message, said = exc.message, parse.quoted(command.move)
         if exc.code == "illegal":
-            message = f"{command.move!r} was not played: {exc.message}"
+            message = f"{said} was not played: {exc.message}"
         elif exc.code == "conditional":
-            message = f"{command.move!r} was not played, because of your 'if' lines: {exc.message}"
+            message = f"{said} was not played, because of your 'if' lines: {exc.message}"
         elif exc.code == "not-your-turn" and command.conditionals:
-            message += (f" Nothing was queued either: {command.move!r} was read as a move. Send the "
+            message += (f" Nothing was queued either: {said} was read as a move. Send the "
                         "'if' lines alone to queue them.")
         elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
-            message = f"{command.move!r} was not played. {exc.message}"
+            message = f"{said} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
     game = db.session.get(Game, game.id)
     assert game is not None
@@ -551,7 +553,7 @@ def _help(slug: str | None) -> Answer:
         engine = _engine(slug)
         if engine is None:
             names = ", ".join(e.slug for e in games.all())
-            raise CommandError(f"There is no game called {slug!r}. The games are: {names}.")
+            raise CommandError(f"There is no game called {parse.quoted(slug)}. The games are: {names}.")
         return Answer(f"The rules of {engine.title}:", extra=engine.help + "\n\n" + _options_help(engine))
     return Answer("The mail commands of pbem:", extra=render_template("mail/help.txt", games=games.all()))
 
@@ -573,7 +575,7 @@ def _games(handle: str | None, asker: User | None) -> Answer:
     user = find_user(handle) if handle else asker
     if user is None:
         if handle:
-            raise CommandError(f"There is no player called {handle!r}.")
+            raise CommandError(f"There is no player called {parse.quoted(handle)}.")
         raise CommandError("Name the player: 'games alice'.")
     mine = asker is not None and asker.id == user.id
     seats = db.session.scalars(
@@ -619,7 +621,8 @@ def _challenge(command: Command, sender: str) -> Answer:
     for handle in command.args:
         user = find_user(handle)
         if user is None:
-            raise CommandError(f"There is no player called {handle!r}; check the spelling of the handles.")
+            raise CommandError(
+                f"There is no player called {parse.quoted(handle)}; check the spelling of the handles.")
         seats.append(user)
     options: dict[str, Any] = dict(command.options)
     seat_option = options.pop("seat", None)

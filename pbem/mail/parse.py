@@ -20,6 +20,7 @@ from functools import lru_cache
 from html import unescape
 from typing import Any
 
+from games.words import quoted as quoted
 from pbem.models import MAX_COMMENT
 
 log = logging.getLogger(__name__)
@@ -275,7 +276,8 @@ def body_text(message: Message) -> str:
     text = _decoded(part)
     if part.get_content_subtype() == "html":
         text = html_to_text(text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # A byte-order mark some programs put before the text is no part of it.
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     return _CONTROL.sub("", text)
 
 
@@ -426,11 +428,24 @@ def own_text(text: str) -> str:
     return "\n".join(own_words(text)).strip()[:MAX_COMMENT]
 
 
+# Invisible format characters that mail programs and keyboards leave at the ends of a line: a byte-order
+# mark, zero-width spaces and joiners, the word joiner.  Python does not count them as white space.
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+
+
+def command_line(line: str) -> str:
+    """``line`` as a command: its words separated by single spaces, without the invisible characters
+    (see ``_INVISIBLE``) at its ends."""
+    return " ".join(line.strip(_INVISIBLE + " \t").split()).strip(_INVISIBLE + " ")
+
+
 def command_and_comment(text: str) -> tuple[str, str]:
-    """The command (the first non-empty line of the sender's own words) and the comment (the rest)."""
+    """The command (the first line of the sender's own words with anything visible on it) and the
+    comment (the rest)."""
     words = own_words(text)
     for i, line in enumerate(words):
-        if line.strip():
+        command = command_line(line)
+        if command:
             comment = "\n".join(words[i + 1 :]).strip()
-            return " ".join(line.split()), comment[:MAX_COMMENT]
+            return command, comment[:MAX_COMMENT]
     return "", ""

@@ -228,3 +228,29 @@ def test_encodings_html_only_and_broken_mime_are_read(postman: Postman, game: Ga
     postman.settle()
     assert "found no command in your reply" in answers_to(postman, bob.email)[-1]
     assert moves_of(game.id) == ["b3", "a2", "c2"] and statuses()[-1] == "rejected"
+
+
+def test_a_signature_a_byte_order_mark_and_a_long_line_are_read_as_a_player_means(
+    postman: Postman, game: Game, players
+) -> None:
+    alice, _, _ = players
+    alice_to = tokens.reply_address(game.id, 0, alice)
+    # Only a signature: no command, said as for an empty reply, rather than the name read as a move.
+    signature = "-- \nAlice Example\nExample Ltd.\n\nSent from my iPhone\n"
+    postman.send(reply_mail(alice.email, alice_to, signature))
+    postman.settle()
+    assert "found no command in your reply" in answers_to(postman, alice.email)[-1]
+    # A first line of 5,000 characters is quoted back cut short; an invisible character in a move is
+    # shown as a mark, never as a Python escape.
+    postman.send(reply_mail(alice.email, alice_to, "x" * 5000))
+    postman.send(reply_mail(alice.email, alice_to, "b\u200b3"))
+    postman.settle()
+    long, invisible = answers_to(postman, alice.email)[-2:]
+    assert f"'{'x' * 200}…' was not played" in long and "x" * 201 not in long
+    assert "'b\ufffd3' was not played" in invisible and "\\u" not in invisible
+    # A byte-order mark (and a zero-width space) before the move is no part of it.
+    bom = _raw_reply(alice, alice_to, "text/plain; charset=utf-8", "8bit",
+                     "\ufeff \u200bb3 #1\u2060\r\n\r\n> It is your move\r\n".encode())
+    postman.send_raw(bom, alice.email, alice_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3"], answers_to(postman, alice.email)[-1]
