@@ -105,6 +105,17 @@ def strip_prefixes(subject: str) -> str:
     return subject[pos:].strip()
 
 
+def tagged(subject: str) -> bool:
+    """Whether the subject carries the "[pbem]" tag of the server's mails among its leading prefixes
+    (``Re: [pbem] Cambio #12: your move``)."""
+    pos = 0
+    while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
+        if "[pbem]" in found.group().lower():
+            return True
+        pos = found.end()
+    return False
+
+
 @dataclass
 class Incoming:
     """A stored message as the processor needs it.

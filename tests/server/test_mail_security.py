@@ -85,6 +85,14 @@ def test_a_reply_from_the_players_former_address_says_the_address_has_changed(
     assert "This account's mail address has changed" in answer and "another player" not in answer
     assert "alice.new" not in answer and "Legal moves" not in answer
     assert answers_to(postman, "alice.new@example.org") == []
+    # The answer keeps the game mail's subject, so that it threads with the game.
+    [refusal] = [m for m in postman.mails("alice@example.org") if str(m["Subject"]).startswith("Re:")]
+    assert refusal["Subject"] == f"Re: [pbem] Cambio #{game.id}: your move (move 1)"
+    # So does the answer to a reply sent to the commands' address instead.
+    postman.command(alice.email.replace("alice@", "alice.new@"), f"Re: [pbem] Cambio #{game.id}: your move")
+    postman.settle()
+    assert str(postman.last("alice.new@example.org", "Re:")["Subject"]) == \
+        f"Re: [pbem] Cambio #{game.id}: your move"
 
 
 def _with_payload(token: str, game_id: int | None = None, seat: int | None = None,
@@ -133,9 +141,13 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
     assert renewed.returncode == 0 and "revoked" in renewed.stdout
     db.session.rollback()
     user = db.session.get(User, alice.id)
-    postman.send(reply_mail(alice.email, old_address, "b3"))
+    revoked = reply_mail(alice.email, old_address, "b3")
+    revoked.replace_header("Subject", f"Re: [pbem] Cambio #{game.id}: alice challenges you")
+    postman.send(revoked)
     postman.settle()
     assert "expired" in answers_to(postman, alice.email)[-1] and moves_of(game.id) == []
+    assert postman.last(alice.email, "Re:")["Subject"] == \
+        f"Re: [pbem] Cambio #{game.id}: alice challenges you"
     postman.send(reply_mail(alice.email, tokens.reply_address(game.id, 0, user), "b3"))
     postman.settle()
     assert moves_of(game.id) == ["b3"]
