@@ -22,7 +22,7 @@ from pbem import challenges, clock, conditional, notify, play, results
 from pbem.accounts import check_mail_key, find_user
 from pbem.extensions import db
 from pbem.mail import keys, parse
-from pbem.models import Game, Seat, User
+from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
 
 REPLY_VERBS = (
@@ -382,8 +382,14 @@ def _run_general(command: Command, user: User) -> Answer:
     raise CommandError("Write 'vacation on' to stop your clocks, or 'vacation off' when you are back.")
 
 
-# Said in the answer to a command that came with a comment (the lines under it).
-_COMMENT_PASSED_ON = " Your comment goes to the other players."
+def _passed_on(comment: str, cut: bool, words: str = "goes to the other players") -> str:
+    """What the answer to a command says of its comment (the lines under it): that it is passed on, and
+    when it was ``cut`` to the longest a comment may be, that only its beginning is."""
+    if not comment.strip():
+        return ""
+    if cut:
+        return f" Your comment {words} (its first {MAX_COMMENT} characters: it was longer)."
+    return f" Your comment {words}."
 
 
 def _run_in_game(
@@ -391,11 +397,14 @@ def _run_in_game(
 ) -> Answer:
     engine = games.get(game.engine)
     verb = command.verb
+    # A mail's comment may be longer than a comment may be: what fits goes on, and the answer says so.
+    cut = len(comment) > MAX_COMMENT
+    comment = comment[:MAX_COMMENT]
     try:
         if verb == "show":
             return _show(game, _seat(game, user, seat_number))
         if verb == "move":
-            return _move(command, user, game, seat_number, comment, via)
+            return _move(command, user, game, seat_number, comment, via, cut)
         if verb == "conditionals":
             return _conditionals(command, user, game, seat_number)
         if verb == "resign":
@@ -403,13 +412,13 @@ def _run_in_game(
             over = db.session.get(Game, game.id)
             assert over is not None
             return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}"
-                          f"{_COMMENT_PASSED_ON if comment else ''}")
+                          f"{_passed_on(comment, cut)}")
         if verb in ("accept", "decline") and game.status == "waiting":
-            return _answer_challenge(verb, user, game, comment)
+            return _answer_challenge(verb, user, game, comment, cut)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
             verb, command.args = "draw", [verb]
         if verb == "draw":
-            return _draw(command.args, user, game, via, comment)
+            return _draw(command.args, user, game, via, comment, cut)
         if verb in ("accept", "decline"):
             raise CommandError(
                 f"There is nothing to {verb} in {engine.title} #{game.id}: no challenge or draw offer is "
@@ -421,7 +430,7 @@ def _run_in_game(
 
 
 def _move(
-    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
+    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str, cut: bool
 ) -> Answer:
     engine = games.get(game.engine)
     try:
@@ -445,8 +454,7 @@ def _move(
     seat = _seat(game, user, move.seat)
     number = play.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
-    if comment:
-        done += _COMMENT_PASSED_ON
+    done += _passed_on(comment, cut)
     answers = play.answers_to(move)
     if answers:
         done += " Conditional moves answered it at once: " + ", ".join(
@@ -496,9 +504,9 @@ def _listed(lines: list[list[str]]) -> str:
     return "\n".join(f"  {conditional.describe(line)}" for line in lines)
 
 
-def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "") -> Answer:
+def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "", cut: bool = False) -> Answer:
     # What the player wrote under the command goes with it, as under a move.
-    passed_on = _COMMENT_PASSED_ON if comment else ""
+    passed_on = _passed_on(comment, cut)
     if args[:1] == ["offer"]:
         play.offer_draw(game.id, user, via, comment or None)
         return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered."
@@ -515,9 +523,9 @@ def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "") 
     raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
 
 
-def _answer_challenge(verb: str, user: User, game: Game, comment: str = "") -> Answer:
+def _answer_challenge(verb: str, user: User, game: Game, comment: str = "", cut: bool = False) -> Answer:
     engine = games.get(game.engine)
-    passed_on = " Your comment is passed on." if comment.strip() else ""
+    passed_on = _passed_on(comment, cut, "is passed on")
     if verb == "decline":
         challenges.decline(game.id, user, comment)
         return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off."

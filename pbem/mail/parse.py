@@ -434,9 +434,14 @@ def own_words(text: str) -> list[str]:
     return words
 
 
+# A comment is read up to one character more than it may hold, so that the command it goes with knows
+# whether it was longer (and says so) while what is read stays bounded.
+COMMENT_READ = MAX_COMMENT + 1
+
+
 def own_text(text: str) -> str:
-    """The sender's own words (see :func:`own_words`) as one comment, cut to the longest allowed."""
-    return "\n".join(own_words(text)).strip()[:MAX_COMMENT]
+    """The sender's own words (see :func:`own_words`) as one comment, cut to ``COMMENT_READ``."""
+    return "\n".join(own_words(text)).strip()[:COMMENT_READ]
 
 
 # Invisible format characters that mail programs and keyboards leave at the ends of a line: a byte-order
@@ -458,5 +463,5 @@ def command_and_comment(text: str) -> tuple[str, str]:
         command = command_line(line)
         if command:
             comment = "\n".join(words[i + 1 :]).strip()
-            return command, comment[:MAX_COMMENT]
+            return command, comment[:COMMENT_READ]
     return "", ""
