@@ -287,9 +287,24 @@ def body_text(message: Message) -> str:
     text = _decoded(part)
     if part.get_content_subtype() == "html":
         text = html_to_text(text)
+    elif not text.strip():
+        # Some mail programs send an empty plain part beside the HTML one the player wrote in.
+        html = _html_alternative(message)
+        if html is not None:
+            text = html_to_text(_decoded(html))
     # A byte-order mark some programs put before the text is no part of it.
     text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     return _CONTROL.sub("", text)
+
+
+def _html_alternative(message: Message) -> Message | None:
+    """The HTML body of ``message`` (None when it has none, or it cannot be found)."""
+    if not isinstance(message, EmailMessage):
+        return None
+    try:
+        return message.get_body(preferencelist=("html",))
+    except Exception:
+        return None
 
 
 def _first_text_part(message: Message) -> Message | None:

@@ -241,6 +241,17 @@ def test_encodings_html_only_and_broken_mime_are_read(postman: Postman, game: Ga
     assert "found no command in your reply" in answers_to(postman, bob.email)[-1]
     assert moves_of(game.id) == ["b3", "a2", "c2"] and statuses()[-1] == "rejected"
 
+    # An empty plain part beside the HTML one the move was written in: the HTML is read.
+    alternative = (
+        b'--alt\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n \r\n\r\n'
+        b'--alt\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<div>b1 #4</div><blockquote>Your move'
+        b'</blockquote>\r\n--alt--\r\n'
+    )
+    raw = _raw_reply(bob, bob_to, 'multipart/alternative; boundary="alt"', "7bit", alternative)
+    postman.send_raw(raw, bob.email, bob_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3", "a2", "c2", "b1"], answers_to(postman, bob.email)[-1]
+
 
 def test_a_signature_a_byte_order_mark_and_a_long_line_are_read_as_a_player_means(
     postman: Postman, game: Game, players
