@@ -274,7 +274,7 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
              notes: dict[int, list[str]]) -> tuple[Seat, str] | None:
     """After ``mover`` played ``played`` (from ``before`` to ``after``): the waiting player's answer, if
     one of their lines expected the move.  Their lines are cut down to those that did, each now starting
-    with the answer; the others are dropped, and ``notes`` gets a sentence for that player."""
+    with the answer; the others are dropped, and ``notes`` gets a sentence for that player naming them."""
     if not allowed(game, engine):
         return None
     owner = _opponent(game, mover)
@@ -286,12 +286,18 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
         return None
     same = _same_move_test(engine, before, mover.number, played, after)
     kept = [line[1:] for line in lines if same(line[0])]
+    dropped = "; ".join(describe(line) for line in lines if not same(line[0]))
     owner.conditionals = kept or None
+    # The player hears of every line dropped, whether or not another one answered the move.
     if not kept:
         notes.setdefault(owner.number, []).append(
-            f"Your conditional moves did not expect {played}, so they are dropped."
+            f"Your conditional moves did not expect {played}, so they are dropped: {dropped}."
         )
         return None
+    if dropped:
+        notes.setdefault(owner.number, []).append(
+            f"Your conditional moves that did not expect {played} are dropped: {dropped}."
+        )
     return owner, kept[0][0]
 
 
