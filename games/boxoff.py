@@ -19,6 +19,7 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate, val
 
 from games import IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
+from games.words import quoted
 
 __all__ = ["COLOUR_NAMES", "PALETTE", "BoxOff", "BoxOffState", "SeatBoard", "engine", "solve"]
 
@@ -735,7 +736,7 @@ class BoxOff:
                 )
                 raise IllegalMove(f"A move names two tiles, like {example}; you named only {words}.{more}")
             raise IllegalMove(
-                f"{text.strip()!r} is not a move: name two tiles of one colour, like {example}."
+                f"{quoted(text.strip())} is not a move: name two tiles of one colour, like {example}."
                 + BoxOff._choices(state, legal)
             )
         a, b = (_index(parse_cell(m, state.width, state.height), state.width) for m in match.groups())

@@ -16,7 +16,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from games import IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
-from games.words import join_words
+from games.words import join_words, quoted
 
 __all__ = ["Cambio", "CambioOptions", "State", "engine"]
 
@@ -398,7 +398,7 @@ class Cambio:
         match = _PUSH.match(word)
         if not match:
             raise IllegalMove(
-                f"{text.strip()!r} is not a push: write the entry cell and the direction, like "
+                f"{quoted(text.strip())} is not a push: write the entry cell and the direction, like "
                 f"{_push_name((0, state.size - 1), 'v')} (v down, ^ up, > right, < left)."
             )
         cell = parse_cell(match.group(1), state.size, state.size)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from games import IllegalMove
+from games.words import quoted
 
 Cell = tuple[int, int]
 
@@ -25,7 +26,8 @@ def parse_cell(text: str, width: int, height: int) -> Cell:
     word = text.strip().lower()
     match = _CELL.match(word)
     if not match:
-        raise IllegalMove(f"{text.strip()!r} is not a cell: write a file letter and a rank number, like b3.")
+        raise IllegalMove(
+            f"{quoted(text.strip())} is not a cell: write a file letter and a rank number, like b3.")
     cell = (ord(match.group(1)) - ord("a"), int(match.group(2)) - 1)
     if not (0 <= cell[0] < width and 0 <= cell[1] < height):
         last = cell_name((width - 1, height - 1))

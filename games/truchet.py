@@ -39,7 +39,7 @@ from marshmallow import Schema, ValidationError, fields, pre_load, validate, val
 
 from games import IllegalMove, Outcome
 from games.coords import cell_name, file_letters, parse_cell, parse_position
-from games.words import join_words
+from games.words import join_words, quoted
 
 __all__ = ["TruchetEngine", "TruchetState", "engine", "position_state"]
 
@@ -930,8 +930,8 @@ class TruchetEngine:
         match = _SET.match(word)
         if not match:
             raise IllegalMove(
-                f"{text.strip()!r} is not a tile setting. The tiles are still being set: name an unset tile "
-                f"and the band's colour, like c3=l (band joins the Light corners) or c3=d."
+                f"{quoted(text.strip())} is not a tile setting. The tiles are still being set: name an unset "
+                f"tile and the band's colour, like c3=l (band joins the Light corners) or c3=d."
             )
         name = match.group(1)
         try:
@@ -989,7 +989,7 @@ class TruchetEngine:
             mover.merge(target, letters, pre)
             parts.append(f"{head}{geo.names[target]}<{letters}")
         else:
-            raise IllegalMove(f"{text.strip()!r} is not a Truchet move. " + FORMS)
+            raise IllegalMove(f"{quoted(text.strip())} is not a Truchet move. " + FORMS)
         stacks = tuple(mover.stacks)
         after = TruchetState(
             size=state.size,

@@ -21,6 +21,7 @@ from typing import Any
 import games
 from games import IllegalMove
 from pbem.errors import PlayError
+from pbem.mail.parse import quoted
 from pbem.models import Game, Seat, User
 
 # Bounds on what one player may queue in one game: every line is checked move by move on the engine
@@ -74,14 +75,14 @@ def parse_line(text: str, partial: bool = False) -> Line:
             continue
         if not current:
             raise PlayError(
-                f"{text.strip()[:100]!r} is not a conditional line: a move is missing. Write it like "
+                f"{quoted(text.strip(), 100)} is not a conditional line: a move is missing. Write it like "
                 "'if c4 then d4', or longer: 'if c4 then d4 then e3 then f5'.", "conditional"
             )
         moves.append(normal(" ".join(current)))
         current = []
     if not partial and (len(moves) < 2 or len(moves) % 2):
         raise PlayError(
-            f"{text.strip()[:100]!r} does not end with your answer: a conditional line names your "
+            f"{quoted(text.strip(), 100)} does not end with your answer: a conditional line names your "
             "opponent's move, then yours, and so on, like 'if c4 then d4' or "
             "'if c4 then d4 then e3 then f5'.",
             "conditional",
@@ -91,7 +92,7 @@ def parse_line(text: str, partial: bool = False) -> Line:
                         "conditional")
     long = next((m for m in moves if len(m) > MAX_MOVE_TEXT), None)
     if long is not None:
-        raise PlayError(f"{long[:40]!r}… is too long for a move.", "conditional")
+        raise PlayError(f"{quoted(long, 40)} is too long for a move.", "conditional")
     return moves
 
 
@@ -273,7 +274,7 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
              notes: dict[int, list[str]]) -> tuple[Seat, str] | None:
     """After ``mover`` played ``played`` (from ``before`` to ``after``): the waiting player's answer, if
     one of their lines expected the move.  Their lines are cut down to those that did, each now starting
-    with the answer; the others are dropped, and ``notes`` gets a sentence for that player."""
+    with the answer; the others are dropped, and ``notes`` gets a sentence for that player naming them."""
     if not allowed(game, engine):
         return None
     owner = _opponent(game, mover)
@@ -285,12 +286,18 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
         return None
     same = _same_move_test(engine, before, mover.number, played, after)
     kept = [line[1:] for line in lines if same(line[0])]
+    dropped = "; ".join(describe(line) for line in lines if not same(line[0]))
     owner.conditionals = kept or None
+    # The player hears of every line dropped, whether or not another one answered the move.
     if not kept:
         notes.setdefault(owner.number, []).append(
-            f"Your conditional moves did not expect {played}, so they are dropped."
+            f"Your conditional moves did not expect {played}, so they are dropped: {dropped}."
         )
         return None
+    if dropped:
+        notes.setdefault(owner.number, []).append(
+            f"Your conditional moves that did not expect {played} are dropped: {dropped}."
+        )
     return owner, kept[0][0]
 
 

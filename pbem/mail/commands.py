@@ -22,7 +22,7 @@ from pbem import challenges, clock, conditional, notify, play, results
 from pbem.accounts import check_mail_key, find_user
 from pbem.extensions import db
 from pbem.mail import keys, parse
-from pbem.models import Game, Seat, User
+from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
 
 REPLY_VERBS = (
@@ -107,9 +107,10 @@ def take_conditionals(text: str) -> tuple[list[str], str]:
     the opponent as part of a comment.  Each line is read once, word by word."""
     lines, rest = [], []
     for line in parse.own_words(text):
-        words = line.lower().split()
+        command = parse.command_line(line)
+        words = command.lower().split()
         if words and words[0] == "if" and "then" in words:
-            lines.append(" ".join(line.split()))
+            lines.append(command)
         else:
             rest.append(line)
     return lines, "\n".join(rest)
@@ -132,7 +133,8 @@ def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:
     if verb in REPLY_VERBS and verb != "move":
         if conditionals:
             raise CommandError(
-                f"'if' lines queue conditional moves: send them alone, or with your move, not with {verb!r}."
+                "'if' lines queue conditional moves: send them alone, or with your move, not with "
+                f"{parse.quoted(verb)}."
             )
         return Command(verb, line, args=[w.lower() for w in words[1:]])
     text = " ".join(words[1:]) if verb == "move" else line
@@ -166,7 +168,7 @@ def _engine(slug: str) -> games.Engine | None:
 def _game_number(word: str, example: str) -> int:
     number = word.lstrip("#")
     if not number.isascii() or not number.isdigit() or len(number) > 9:
-        raise CommandError(f"{word!r} is not a game number. Write it like this: {example}")
+        raise CommandError(f"{parse.quoted(word)} is not a game number. Write it like this: {example}")
     return int(number)
 
 
@@ -176,11 +178,10 @@ def parse_subject(line: str) -> Command:
     text = strip_subject(line)
     words = text.split()
     if not words or not looks_like_command(text):
-        first_word = words[0][:40] if words else ""
+        first_word = parse.quoted(words[0], 40) if words else "''"
         raise CommandError(
-            f"I found no command in your subject (it begins {first_word!r}). Put a command in the subject, "
-            "e.g. 'help', "
-            "'games alice' or 'cambio show 12'; send 'help' for the list."
+            f"I found no command in your subject (it begins {first_word}). Put a command in the subject, "
+            "e.g. 'help', 'games alice' or 'cambio show 12'; send 'help' for the list."
         )
     first, rest = words[0].lower(), words[1:]
     if first == "help":
@@ -202,7 +203,8 @@ def parse_subject(line: str) -> Command:
     verb, rest = rest[0].lower(), rest[1:]
     if verb not in GAME_VERBS:
         raise CommandError(
-            f"{verb!r} is not a command. After the game's name comes one of: {', '.join(GAME_VERBS)}; "
+            f"{parse.quoted(verb)} is not a command. After the game's name comes one of: "
+            f"{', '.join(GAME_VERBS)}; "
             f"e.g. '{slug} show 12'. Send 'help' for the list."
         )
     if verb == "help":
@@ -284,7 +286,7 @@ def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
         )
     user = find_user(handle or "")
     if user is None:
-        raise CommandError(f"There is no player called {(handle or '')[:40]!r}.")
+        raise CommandError(f"There is no player called {parse.quoted(handle or '', 40)}.")
     keys.hold_account(user)
     paused = keys.paused_until(user)
     if paused is not None:
@@ -369,7 +371,7 @@ def _run_general(command: Command, user: User) -> Answer:
     if command.verb == "games":
         target = find_user(command.args[0]) if command.args else user
         if target is None:
-            raise CommandError(f"There is no player called {command.args[0]!r}.")
+            raise CommandError(f"There is no player called {parse.quoted(command.args[0])}.")
         return _games(target.handle, user)
     from pbem import vacation  # The scheduler's module; imported when used.
 
@@ -380,8 +382,14 @@ def _run_general(command: Command, user: User) -> Answer:
     raise CommandError("Write 'vacation on' to stop your clocks, or 'vacation off' when you are back.")
 
 
-# Said in the answer to a command that came with a comment (the lines under it).
-_COMMENT_PASSED_ON = " Your comment goes to the other players."
+def _passed_on(comment: str, cut: bool, words: str = "goes to the other players") -> str:
+    """What the answer to a command says of its comment (the lines under it): that it is passed on, and
+    when it was ``cut`` to the longest a comment may be, that only its beginning is."""
+    if not comment.strip():
+        return ""
+    if cut:
+        return f" Your comment {words} (its first {MAX_COMMENT} characters: it was longer)."
+    return f" Your comment {words}."
 
 
 def _run_in_game(
@@ -389,11 +397,14 @@ def _run_in_game(
 ) -> Answer:
     engine = games.get(game.engine)
     verb = command.verb
+    # A mail's comment may be longer than a comment may be: what fits goes on, and the answer says so.
+    cut = len(comment) > MAX_COMMENT
+    comment = comment[:MAX_COMMENT]
     try:
         if verb == "show":
             return _show(game, _seat(game, user, seat_number))
         if verb == "move":
-            return _move(command, user, game, seat_number, comment, via)
+            return _move(command, user, game, seat_number, comment, via, cut)
         if verb == "conditionals":
             return _conditionals(command, user, game, seat_number)
         if verb == "resign":
@@ -401,13 +412,13 @@ def _run_in_game(
             over = db.session.get(Game, game.id)
             assert over is not None
             return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}"
-                          f"{_COMMENT_PASSED_ON if comment else ''}")
+                          f"{_passed_on(comment, cut)}")
         if verb in ("accept", "decline") and game.status == "waiting":
-            return _answer_challenge(verb, user, game, comment)
+            return _answer_challenge(verb, user, game, comment, cut)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
             verb, command.args = "draw", [verb]
         if verb == "draw":
-            return _draw(command.args, user, game, via, comment)
+            return _draw(command.args, user, game, via, comment, cut)
         if verb in ("accept", "decline"):
             raise CommandError(
                 f"There is nothing to {verb} in {engine.title} #{game.id}: no challenge or draw offer is "
@@ -415,11 +426,11 @@ def _run_in_game(
             )
     except PlayError as exc:
         raise CommandError(exc.message, game, _seat(game, user, seat_number)) from None
-    raise CommandError(f"{verb!r} cannot be used here; send 'help' for the commands.")
+    raise CommandError(f"{parse.quoted(verb)} cannot be used here; send 'help' for the commands.")
 
 
 def _move(
-    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
+    command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str, cut: bool
 ) -> Answer:
     engine = games.get(game.engine)
     try:
@@ -427,24 +438,23 @@ def _move(
                            seat=seat_number, conditionals=command.conditionals)
     except PlayError as exc:
         seat = _seat(game, user, seat_number)
-        message = exc.message
+        message, said = exc.message, parse.quoted(command.move)
         if exc.code == "illegal":
-            message = f"{command.move!r} was not played: {exc.message}"
+            message = f"{said} was not played: {exc.message}"
         elif exc.code == "conditional":
-            message = f"{command.move!r} was not played, because of your 'if' lines: {exc.message}"
+            message = f"{said} was not played, because of your 'if' lines: {exc.message}"
         elif exc.code == "not-your-turn" and command.conditionals:
-            message += (f" Nothing was queued either: {command.move!r} was read as a move. Send the "
+            message += (f" Nothing was queued either: {said} was read as a move. Send the "
                         "'if' lines alone to queue them.")
         elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
-            message = f"{command.move!r} was not played. {exc.message}"
+            message = f"{said} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
     game = db.session.get(Game, game.id)
     assert game is not None
     seat = _seat(game, user, move.seat)
     number = play.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
-    if comment:
-        done += _COMMENT_PASSED_ON
+    done += _passed_on(comment, cut)
     answers = play.answers_to(move)
     if answers:
         done += " Conditional moves answered it at once: " + ", ".join(
@@ -494,9 +504,9 @@ def _listed(lines: list[list[str]]) -> str:
     return "\n".join(f"  {conditional.describe(line)}" for line in lines)
 
 
-def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "") -> Answer:
+def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "", cut: bool = False) -> Answer:
     # What the player wrote under the command goes with it, as under a move.
-    passed_on = _COMMENT_PASSED_ON if comment else ""
+    passed_on = _passed_on(comment, cut)
     if args[:1] == ["offer"]:
         play.offer_draw(game.id, user, via, comment or None)
         return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered."
@@ -513,9 +523,9 @@ def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "") 
     raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
 
 
-def _answer_challenge(verb: str, user: User, game: Game, comment: str = "") -> Answer:
+def _answer_challenge(verb: str, user: User, game: Game, comment: str = "", cut: bool = False) -> Answer:
     engine = games.get(game.engine)
-    passed_on = " Your comment is passed on." if comment.strip() else ""
+    passed_on = _passed_on(comment, cut, "is passed on")
     if verb == "decline":
         challenges.decline(game.id, user, comment)
         return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off."
@@ -551,7 +561,7 @@ def _help(slug: str | None) -> Answer:
         engine = _engine(slug)
         if engine is None:
             names = ", ".join(e.slug for e in games.all())
-            raise CommandError(f"There is no game called {slug!r}. The games are: {names}.")
+            raise CommandError(f"There is no game called {parse.quoted(slug)}. The games are: {names}.")
         return Answer(f"The rules of {engine.title}:", extra=engine.help + "\n\n" + _options_help(engine))
     return Answer("The mail commands of pbem:", extra=render_template("mail/help.txt", games=games.all()))
 
@@ -573,7 +583,7 @@ def _games(handle: str | None, asker: User | None) -> Answer:
     user = find_user(handle) if handle else asker
     if user is None:
         if handle:
-            raise CommandError(f"There is no player called {handle!r}.")
+            raise CommandError(f"There is no player called {parse.quoted(handle)}.")
         raise CommandError("Name the player: 'games alice'.")
     mine = asker is not None and asker.id == user.id
     seats = db.session.scalars(
@@ -619,7 +629,8 @@ def _challenge(command: Command, sender: str) -> Answer:
     for handle in command.args:
         user = find_user(handle)
         if user is None:
-            raise CommandError(f"There is no player called {handle!r}; check the spelling of the handles.")
+            raise CommandError(
+                f"There is no player called {parse.quoted(handle)}; check the spelling of the handles.")
         seats.append(user)
     options: dict[str, Any] = dict(command.options)
     seat_option = options.pop("seat", None)

@@ -20,6 +20,7 @@ from functools import lru_cache
 from html import unescape
 from typing import Any
 
+from games.words import quoted as quoted
 from pbem.models import MAX_COMMENT
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ _SEPARATORS = re.compile(
 )
 _HEADER_BLOCK = re.compile(r"(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# The lines that open a signature: the standard delimiter "-- ", and "--", as mail programs that trim
+# trailing spaces send it.  Nothing else is guessed to be a signature.
+_SIGNATURE_MARKS = ("-- ", "--")
 _SENT_FROM = re.compile(r"(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
 
 
@@ -99,6 +103,17 @@ def strip_prefixes(subject: str) -> str:
     while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
         pos = found.end()
     return subject[pos:].strip()
+
+
+def tagged(subject: str) -> bool:
+    """Whether the subject carries the "[pbem]" tag of the server's mails among its leading prefixes
+    (``Re: [pbem] Cambio #12: your move``)."""
+    pos = 0
+    while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
+        if "[pbem]" in found.group().lower():
+            return True
+        pos = found.end()
+    return False
 
 
 @dataclass
@@ -272,8 +287,24 @@ def body_text(message: Message) -> str:
     text = _decoded(part)
     if part.get_content_subtype() == "html":
         text = html_to_text(text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    elif not text.strip():
+        # Some mail programs send an empty plain part beside the HTML one the player wrote in.
+        html = _html_alternative(message)
+        if html is not None:
+            text = html_to_text(_decoded(html))
+    # A byte-order mark some programs put before the text is no part of it.
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
     return _CONTROL.sub("", text)
+
+
+def _html_alternative(message: Message) -> Message | None:
+    """The HTML body of ``message`` (None when it has none, or it cannot be found)."""
+    if not isinstance(message, EmailMessage):
+        return None
+    try:
+        return message.get_body(preferencelist=("html",))
+    except Exception:
+        return None
 
 
 def _first_text_part(message: Message) -> Message | None:
@@ -362,7 +393,7 @@ def _quote_starts(lines: list[str], i: int) -> bool:
     if not line:
         return False
     first = line[0]
-    if first == ">" or lines[i] in ("-- ", "--"):
+    if first == ">" or lines[i] in _SIGNATURE_MARKS:
         return True
     if first in "-_" and _SEPARATORS.fullmatch(line):
         return True
@@ -397,13 +428,19 @@ def own_words(text: str) -> list[str]:
             break
         above.append(lines[i])
     if not any(s.strip() for s in above):
-        # Written under the quote: the unquoted lines after it, up to a signature.
+        # Written under the quote: the unquoted lines after it, up to a signature.  A signature before
+        # anything was written (a reply that is only a signature, or one sent above the quote) is no
+        # part of the player's words: it runs to the next quote, and only what follows that can be.
         above = []
-        written = False
+        written = in_signature = False
         for i in range(start, len(lines)):
-            if lines[i] in ("-- ", "--") and written:
-                break
-            if not _quote_starts(lines, i):
+            if lines[i] in _SIGNATURE_MARKS:
+                if written:
+                    break
+                in_signature = True
+            elif _quote_starts(lines, i):
+                in_signature = False
+            elif not in_signature:
                 above.append(lines[i])
                 written = written or bool(lines[i].strip())
     words = [s.rstrip() for s in above]
@@ -412,16 +449,34 @@ def own_words(text: str) -> list[str]:
     return words
 
 
+# A comment is read up to one character more than it may hold, so that the command it goes with knows
+# whether it was longer (and says so) while what is read stays bounded.
+COMMENT_READ = MAX_COMMENT + 1
+
+
 def own_text(text: str) -> str:
-    """The sender's own words (see :func:`own_words`) as one comment, cut to the longest allowed."""
-    return "\n".join(own_words(text)).strip()[:MAX_COMMENT]
+    """The sender's own words (see :func:`own_words`) as one comment, cut to ``COMMENT_READ``."""
+    return "\n".join(own_words(text)).strip()[:COMMENT_READ]
+
+
+# Invisible format characters that mail programs and keyboards leave at the ends of a line: a byte-order
+# mark, zero-width spaces and joiners, the word joiner.  Python does not count them as white space.
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+
+
+def command_line(line: str) -> str:
+    """``line`` as a command: its words separated by single spaces, without the invisible characters
+    (see ``_INVISIBLE``) at its ends."""
+    return " ".join(line.strip(_INVISIBLE + " \t").split()).strip(_INVISIBLE + " ")
 
 
 def command_and_comment(text: str) -> tuple[str, str]:
-    """The command (the first non-empty line of the sender's own words) and the comment (the rest)."""
+    """The command (the first line of the sender's own words with anything visible on it) and the
+    comment (the rest)."""
     words = own_words(text)
     for i, line in enumerate(words):
-        if line.strip():
+        command = command_line(line)
+        if command:
             comment = "\n".join(words[i + 1 :]).strip()
-            return " ".join(line.split()), comment[:MAX_COMMENT]
+            return command, comment[:COMMENT_READ]
     return "", ""

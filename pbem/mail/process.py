@@ -597,7 +597,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
             seat = next((s for s in game.seats if s.id == seat.id), None)
         context["position"] = notify.position(game, engine, engine.load(game.state), seat)
     text = notify.render_mail("mail/answer.txt", **context)
-    subject = _answer_subject(mail, by_reply=outcome.reply_to is not None)
+    subject = _answer_subject(mail)
     headers = {}
     if mail.message_id:
         references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
@@ -615,13 +615,32 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
     return True
 
 
-def _answer_subject(mail: parse.Incoming, by_reply: bool) -> str:
-    """"Re: " and the subject of the mail answered.  A reply to a game mail keeps its subject (ours); a
-    command's subject is shown with its mail key hidden, or, when it could not be read, cut short."""
+def _answer_subject(mail: parse.Incoming) -> str:
+    """"Re: " and the subject of the mail answered, so that the answer threads with it (and with the
+    game's mails).  Only a subject that may hold a mail key is changed: a command's, shown with its key
+    hidden, or, when it could not be read (the key may sit anywhere), cut short."""
     if not mail.subject:
         return "Re: your mail"
-    said = (mail.subject if by_reply else redact(mail.subject))[:200]
+    said = mail.subject if _subject_is_ours(mail) else redact(mail.subject)
+    said = said[:200]
     return said if said.lower().startswith("re:") else f"Re: {said}"
+
+
+def _subject_is_ours(mail: parse.Incoming) -> bool:
+    """Whether the subject of ``mail`` is not a command: a mail to a reply address (even one whose token
+    is refused) is never read for one, and a subject with the "[pbem]" tag of our mails that does not
+    read as a command is a reply to one of them ("Re: [pbem] Cambio #67: alice challenges you")."""
+    if any(tokens.reply_token_in(address) for address in mail.recipients):
+        return True
+    if not parse.tagged(mail.subject):
+        return False
+    if not looks_like_command(mail.subject):
+        return True
+    try:
+        parse_subject(mail.subject)
+    except CommandError:
+        return True
+    return False
 
 
 # The processor thread of a listener --------------------------------------------------------------------

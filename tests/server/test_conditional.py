@@ -80,7 +80,8 @@ def test_an_unexpected_move_drops_the_lines_and_the_player_hears_of_it(ctx: Flas
     play.submit(game.id, bob, "c1", "web")
     assert record(game.id)[-1] == ("c1", "web")
     assert lines(game.id, alice) == []
-    assert "did not expect c1, so they are dropped" in mails_to(alice, "your-move")[-1].body_text
+    assert "did not expect c1, so they are dropped: if b1 then c4; if b2 then c4 then c1 then d2." in \
+        mails_to(alice, "your-move")[-1].body_text
 
 
 def test_a_line_sharing_a_beginning_is_a_tree(ctx: Flask, players) -> None:

@@ -46,11 +46,11 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     postman.settle()
     # Alice plays b4 and queues her next two moves: c4 if bob places on b1, then d2 if he places on c1.
     request = postman.last(alice.email, "your move (move 1)")
-    postman.reply(request, alice.email, "b4 #1\nif b1 then c4 then c1 then d2", "Over to you.")
+    postman.reply(request, alice.email, "b4 #1\nif b1 then c4 then c1 then d2\nif b2 then c4", "Over to you.")
     postman.settle()
     answer = text_of(postman.last(alice.email, "Re: "))
     assert "Your move b4 (move 1)" in answer
-    assert "Your conditional moves queued: if b1 then c4 then c1 then d2." in answer
+    assert "Your conditional moves queued: if b1 then c4 then c1 then d2; if b2 then c4." in answer
 
     request = postman.last(bob.email, "your move (move 2)")
     assert "alice says: Over to you." in text_of(request)
@@ -62,7 +62,10 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     assert "move 4: your move" in answer
     request = postman.last(bob.email, "your move (move 4)")
     assert "alice played c4 (a conditional move)." in text_of(request)
-    assert "still queued: if c1 then d2" in text_of(postman.last(alice.email, "answered by c4"))
+    answered = text_of(postman.last(alice.email, "answered by c4"))
+    # The line that expected another move is dropped, and alice is told which, though one matched.
+    assert "still queued: if c1 then d2." in answered
+    assert "Your conditional moves that did not expect b1 are dropped: if b2 then c4." in answered
 
     postman.reply(request, bob.email, "c1")
     postman.settle()
@@ -73,6 +76,7 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     # Only alice ever saw her lines.
     bobs = everything_to(postman, bob)
     assert "if b1 then c4" not in bobs and "if c1 then d2" not in bobs and "queued" not in bobs
+    assert "if b2" not in bobs and "dropped" not in bobs
     postman.reply(postman.last(alice.email, "answered by d2"), alice.email, "conditionals")
     postman.settle()
     assert "You have no conditional moves queued in Cambio" in text_of(postman.last(alice.email, "Re: "))

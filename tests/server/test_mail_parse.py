@@ -23,6 +23,10 @@ CASES = [
     ("a3v\n\nAm Mo., 3. März 2025 um 12:00 Uhr schrieb pbem <pbem@pbem.localhost>:\n> Zug", ("a3v", "")),
     ("I wrote: b3 is good\nb3", ("I wrote: b3 is good", "b3")),
     ("\n\n", ("", "")),
+    # A reply that is only a signature has no command, wherever the quote is.
+    ("-- \nBob Example\nExample Ltd.\n\nSent from my iPhone", ("", "")),
+    ("\n--\nBob Example\n\nOn Mon, pbem wrote:\n> It is your move", ("", "")),
+    ("-- \nBob Example\n\nOn Mon, pbem wrote:\n> It is your move\n\nb2\nthanks\n-- \nBob", ("b2", "thanks")),
 ]
 
 

@@ -314,8 +314,11 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
     assert "Your comment goes to the other players." in text_of(postman.last(alice.email, "Re: "))
     offer = postman.last(bob.email, "alice offers a draw")
     assert "alice says: Shall we call it a day?" in text_of(offer)
-    postman.reply(offer, bob.email, "draw decline", "Not yet!")
+    # A comment longer than a comment may be is cut, and the answer says so.
+    postman.reply(offer, bob.email, "draw decline", "Not yet!" + " Really." * 1875)
     postman.settle()
+    assert "Your comment goes to the other players (its first 2000 characters: it was longer)." in \
+        text_of(postman.last(bob.email, "Re: "))
     assert "bob says: Not yet!" in text_of(postman.last(alice.email, "bob declined the draw"))
 
     postman.reply(request, alice.email, "resign", "Well played, bob.")
@@ -327,7 +330,7 @@ def test_words_under_a_resignation_or_a_draw_answer_reach_the_others(postman: Po
     db.session.rollback()
     entries = db.session.scalars(select(Move).where(Move.game_id == game.id).order_by(Move.number)).all()
     assert [(m.kind, m.comment) for m in entries] == [
-        ("draw-offer", "Shall we call it a day?"), ("draw-decline", "Not yet!"),
+        ("draw-offer", "Shall we call it a day?"), ("draw-decline", ("Not yet!" + " Really." * 1875)[:2000]),
         ("resign", "Well played, bob."),
     ]
 

@@ -85,6 +85,14 @@ def test_a_reply_from_the_players_former_address_says_the_address_has_changed(
     assert "This account's mail address has changed" in answer and "another player" not in answer
     assert "alice.new" not in answer and "Legal moves" not in answer
     assert answers_to(postman, "alice.new@example.org") == []
+    # The answer keeps the game mail's subject, so that it threads with the game.
+    [refusal] = [m for m in postman.mails("alice@example.org") if str(m["Subject"]).startswith("Re:")]
+    assert refusal["Subject"] == f"Re: [pbem] Cambio #{game.id}: your move (move 1)"
+    # So does the answer to a reply sent to the commands' address instead.
+    postman.command(alice.email.replace("alice@", "alice.new@"), f"Re: [pbem] Cambio #{game.id}: your move")
+    postman.settle()
+    assert str(postman.last("alice.new@example.org", "Re:")["Subject"]) == \
+        f"Re: [pbem] Cambio #{game.id}: your move"
 
 
 def _with_payload(token: str, game_id: int | None = None, seat: int | None = None,
@@ -133,9 +141,13 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
     assert renewed.returncode == 0 and "revoked" in renewed.stdout
     db.session.rollback()
     user = db.session.get(User, alice.id)
-    postman.send(reply_mail(alice.email, old_address, "b3"))
+    revoked = reply_mail(alice.email, old_address, "b3")
+    revoked.replace_header("Subject", f"Re: [pbem] Cambio #{game.id}: alice challenges you")
+    postman.send(revoked)
     postman.settle()
     assert "expired" in answers_to(postman, alice.email)[-1] and moves_of(game.id) == []
+    assert postman.last(alice.email, "Re:")["Subject"] == \
+        f"Re: [pbem] Cambio #{game.id}: alice challenges you"
     postman.send(reply_mail(alice.email, tokens.reply_address(game.id, 0, user), "b3"))
     postman.settle()
     assert moves_of(game.id) == ["b3"]
@@ -228,3 +240,40 @@ def test_encodings_html_only_and_broken_mime_are_read(postman: Postman, game: Ga
     postman.settle()
     assert "found no command in your reply" in answers_to(postman, bob.email)[-1]
     assert moves_of(game.id) == ["b3", "a2", "c2"] and statuses()[-1] == "rejected"
+
+    # An empty plain part beside the HTML one the move was written in: the HTML is read.
+    alternative = (
+        b'--alt\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n \r\n\r\n'
+        b'--alt\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<div>b1 #4</div><blockquote>Your move'
+        b'</blockquote>\r\n--alt--\r\n'
+    )
+    raw = _raw_reply(bob, bob_to, 'multipart/alternative; boundary="alt"', "7bit", alternative)
+    postman.send_raw(raw, bob.email, bob_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3", "a2", "c2", "b1"], answers_to(postman, bob.email)[-1]
+
+
+def test_a_signature_a_byte_order_mark_and_a_long_line_are_read_as_a_player_means(
+    postman: Postman, game: Game, players
+) -> None:
+    alice, _, _ = players
+    alice_to = tokens.reply_address(game.id, 0, alice)
+    # Only a signature: no command, said as for an empty reply, rather than the name read as a move.
+    signature = "-- \nAlice Example\nExample Ltd.\n\nSent from my iPhone\n"
+    postman.send(reply_mail(alice.email, alice_to, signature))
+    postman.settle()
+    assert "found no command in your reply" in answers_to(postman, alice.email)[-1]
+    # A first line of 5,000 characters is quoted back cut short; an invisible character in a move is
+    # shown as a mark, never as a Python escape.
+    postman.send(reply_mail(alice.email, alice_to, "x" * 5000))
+    postman.send(reply_mail(alice.email, alice_to, "b\u200b3"))
+    postman.settle()
+    long, invisible = answers_to(postman, alice.email)[-2:]
+    assert f"'{'x' * 200}…' was not played" in long and "x" * 201 not in long
+    assert "'b\ufffd3' was not played" in invisible and "\\u" not in invisible
+    # A byte-order mark (and a zero-width space) before the move is no part of it.
+    bom = _raw_reply(alice, alice_to, "text/plain; charset=utf-8", "8bit",
+                     "\ufeff \u200bb3 #1\u2060\r\n\r\n> It is your move\r\n".encode())
+    postman.send_raw(bom, alice.email, alice_to)
+    postman.settle()
+    assert moves_of(game.id) == ["b3"], answers_to(postman, alice.email)[-1]
