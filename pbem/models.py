@@ -62,6 +62,13 @@ def new_mail_key() -> str:
     return "".join(secrets.choice(_KEY_ALPHABET) for _ in range(MAIL_KEY_LENGTH))
 
 
+def is_key_shaped(word: str) -> bool:
+    """Whether ``word`` (less punctuation around it) could be a mail key, in any case: for blanking keys
+    out of what is shown back to a sender without knowing whose key it would be."""
+    word = word.strip(".,;:!?()[]<>'\"")
+    return len(word) == MAIL_KEY_LENGTH and all(c in _KEY_ALPHABET for c in word.lower())
+
+
 def hash_mail_key(key: str) -> str:
     """The stored form of a mail key: SHA-256 of the key, case folded (keys are random, so a fast hash
     does; nobody can work back from it to the key)."""

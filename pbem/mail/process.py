@@ -51,7 +51,7 @@ from pbem.mail.commands import (
     run_subject,
     take_conditionals,
 )
-from pbem.models import Game, InboundMail, OutboxMail, User, utcnow
+from pbem.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -621,9 +621,18 @@ def _answer_subject(mail: parse.Incoming) -> str:
     hidden, or, when it could not be read (the key may sit anywhere), cut short."""
     if not mail.subject:
         return "Re: your mail"
-    said = mail.subject if _subject_is_ours(mail) else redact(mail.subject)
+    said = _without_key_shapes(mail.subject) if _subject_is_ours(mail) else redact(mail.subject)
     said = said[:200]
     return said if said.lower().startswith("re:") else f"Re: {said}"
+
+
+def _without_key_shapes(subject: str) -> str:
+    """``subject`` with every word that could be a mail key blanked: a subject kept as the player wrote
+    it (a reply's, or a tagged one that reads as no command) may still hold their key, typed in a
+    command that could not be read, and an answer never carries it.  (A handle of that very shape is
+    blanked too, which costs nothing but a word of the subject.)"""
+    words = subject.split(" ")
+    return " ".join("********" if is_key_shaped(word) else word for word in words)
 
 
 def _subject_is_ours(mail: parse.Incoming) -> bool:

@@ -93,6 +93,12 @@ def test_a_reply_from_the_players_former_address_says_the_address_has_changed(
     postman.settle()
     assert str(postman.last("alice.new@example.org", "Re:")["Subject"]) == \
         f"Re: [pbem] Cambio #{game.id}: your move"
+    # A subject kept as written still never carries back what could be a mail key, typed in a command
+    # that could not be read.
+    postman.command(alice.email, f"Re: [pbem] cambio mvoe {game.id} alice Kq7xw2mz9p4rt8hv b3")
+    postman.settle()
+    kept = str(postman.last(alice.email, "Re: [pbem] cambio mvoe")["Subject"])
+    assert "Kq7xw2mz9p4rt8hv" not in kept and "********" in kept, kept
 
 
 def _with_payload(token: str, game_id: int | None = None, seat: int | None = None,
