@@ -338,6 +338,10 @@ def set_password(user: User, password: str) -> None:
 
 def _replace_password(user: User, password_hash: str) -> None:
     user.password_hash = password_hash
+    # The notice of an address change tells the owner to change the password if the change was not
+    # theirs: doing so must also stop the move, or the link (perhaps in someone else's mailbox) would
+    # still take the account away.  The confirmation checks ``pending_email``, so clearing it voids it.
+    user.pending_email = None
     end_other_sessions(user)
 
 
@@ -475,6 +479,24 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     return new_email
 
 
+def cancel_email_change(user: User) -> str | None:
+    """Stop ``user``'s pending change of address: the link mailed to the new address no longer works.
+    Commits; returns the address that was pending, or None if there was none."""
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    pending, fresh.pending_email = fresh.pending_email, None
+    db.session.commit()
+    return pending
+
+
+def mask_address(address: str) -> str:
+    """``address`` with most of its local part hidden ("d***@example.org"), to tell a mailbox that an
+    address exists without handing it out."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}***@{domain}"
+
+
 def confirm_email_change(token: str) -> tuple[User, int]:
     """Follow the link mailed to a new address: the account's address becomes it, and a mark of the old
     one as bouncing comes off.  Commits; returns the player and how many move requests were sent again
@@ -494,8 +516,18 @@ def confirm_email_change(token: str) -> tuple[User, int]:
         db.session.rollback()
         raise AccountError(f"There is already an account for {new_email}.")
     user.pending_email = None
+    old_email = user.email
     resent = bouncing.forget(user, new_email)  # What bounced was the old address.
     if user.verified_at is None:
         user.verified_at = utcnow()
+    # The old address hears of the move, so that an owner who did not ask for it learns of it (and only
+    # a masked form of the new address: it may be a stranger's).
+    outbox.enqueue(
+        old_email,
+        "[pbem] Your address was changed",
+        render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
+                        when=clock.format_time(utcnow(), user.time_zone)),
+        kind="email-changed",
+    )
     db.session.commit()
     return user, resent

@@ -213,6 +213,11 @@ def _apply_setting(action: str) -> str:
             raise AccountError("You have no such token (it may be revoked already).")
         row = apitokens.revoke(user, int(token_id))
         return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
+    if action == "email-cancel":
+        pending = accounts.cancel_email_change(user)
+        if pending is None:
+            return "No change of address was waiting."
+        return f"The change to {pending} is cancelled: the link sent there no longer works."
     if action == "mail-works":
         resent = bouncing.works_again(user)
         return f"Game mail goes to {user.email} again.{bouncing.resent_words(resent)}"
