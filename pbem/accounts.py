@@ -47,6 +47,12 @@ EMAIL_LINK_SECONDS = 2 * 86400
 # Characters people confuse in a handle, folded to one representative.
 _LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "5": "s", "_": "-"})
 
+# Handles nobody may take: words the new-game form and the API read as something else ("me" is the
+# player filling it in), and names of the server's own mailboxes or of its operators, which a player
+# could otherwise pass for.  Compared as handles are (see :func:`handle_key`), so "ME" and "r00t" too.
+RESERVED_HANDLES = ("me", "you", "open", "nobody", "pbem", "play", "bounces", "postmaster",
+                    "mailer-daemon", "admin", "root", "abuse")
+
 
 class AccountError(ValueError):
     """A handle, address, password or link that cannot be used; the message says why."""
@@ -55,6 +61,23 @@ class AccountError(ValueError):
 def handle_key(handle: str) -> str:
     """The handle folded so that look-alikes (case, 0/o, 1/l/i, 5/s, _/-) collide."""
     return handle.casefold().translate(_LOOKALIKES)
+
+
+def check_handle(handle: str) -> None:
+    """AccountError unless ``handle`` (stripped) has the form of a handle and is not reserved (see
+    :data:`RESERVED_HANDLES`)."""
+    if not HANDLE.match(handle):
+        raise AccountError(
+            "A handle is 2 to 32 letters, digits, '-' or '_', starting with a letter, without spaces."
+        )
+    _refuse_reserved(handle)
+
+
+def _refuse_reserved(handle: str) -> None:
+    key = handle_key(handle)
+    for word in RESERVED_HANDLES:
+        if handle_key(word) == key:
+            raise AccountError(f"{word!r} is a word the server reads itself; choose another handle.")
 
 
 def _check_password(password: str) -> None:
@@ -74,10 +97,7 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
     """A new player (added to the session, not committed); AccountError if the handle or address is
     unusable or taken."""
     handle, email = handle.strip(), email.strip().lower()
-    if not HANDLE.match(handle):
-        raise AccountError(
-            "A handle is 2 to 32 letters, digits, '-' or '_', starting with a letter, without spaces."
-        )
+    check_handle(handle)
     if not EMAIL.match(email):
         raise AccountError(f"{email!r} is not a mail address.")
     clash = db.session.scalar(
@@ -121,6 +141,9 @@ def _link(path: str) -> str:
 def sign_up(handle: str, email: str, password: str) -> User:
     """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
     placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
+    # A reserved handle is refused even where an imported record made a placeholder of it (whose form
+    # is otherwise not checked: an imported handle may be claimed as it is).
+    _refuse_reserved(handle.strip())
     hashed = hash_password(password)
     # The write lock first: the check for a taken handle and the insert must see the same database.
     begin_write()

@@ -55,6 +55,8 @@ def test_user_add_prints_the_mail_key(ctx: Flask) -> None:
     assert "Added dora <dora@example.org>. Mail key: " in result.stdout
     again = pbem(ctx, "user", "add", "DORA", "other@example.org")
     assert again.returncode != 0 and "too like 'dora'" in again.stderr
+    reserved = pbem(ctx, "user", "add", "postmaster", "pm@example.org")
+    assert reserved.returncode != 0 and "'postmaster' is a word the server reads itself" in reserved.stderr
 
 
 def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:

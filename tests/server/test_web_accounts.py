@@ -50,6 +50,10 @@ def test_sign_up_refusals_keep_what_was_typed(app: Flask, ctx: Flask, players) -
         ({"handle": "xavier", "email": "alice@example.org", "password": "long enough"}, "already an account"),
         ({"handle": "xavier", "email": "not-an-address", "password": "long enough"}, "not a mail address"),
         ({"handle": "xavier", "email": "x@example.org", "password": "short"}, "at least 8"),
+        # Words the new-game form reads itself ("me" is whoever fills it in), in any case or look-alike.
+        ({"handle": "Me", "email": "x@example.org", "password": "long enough"},
+         "'me' is a word the server reads itself; choose another handle"),
+        ({"handle": "r00t", "email": "x@example.org", "password": "long enough"}, "'root' is a word"),
     ]
     for form, message in cases:
         page = web.post("/signup", form)
