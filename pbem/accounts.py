@@ -80,6 +80,16 @@ def _refuse_reserved(handle: str) -> None:
             raise AccountError(f"{word!r} is a word the server reads itself; choose another handle.")
 
 
+def check_address(email: str) -> None:
+    """AccountError unless ``email`` (stripped, lower case) is a mail address this server can send to."""
+    if len(email) > 254 or not EMAIL.match(email):
+        raise AccountError(f"{email[:254]!r} is not a mail address.")
+    if not email.isascii():
+        # Such an address needs SMTPUTF8, which this server does not speak: its mail would never go.
+        raise AccountError(f"{email!r} has letters beyond plain ASCII, and this server cannot send mail to "
+                           "such an address; give another one.")
+
+
 def _check_password(password: str) -> None:
     if len(password) < MIN_PASSWORD:
         raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
@@ -98,8 +108,7 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
     unusable or taken."""
     handle, email = handle.strip(), email.strip().lower()
     check_handle(handle)
-    if not EMAIL.match(email):
-        raise AccountError(f"{email!r} is not a mail address.")
+    check_address(email)
     clash = db.session.scalar(
         select(User).where(or_(User.handle_key == handle_key(handle), func.lower(User.email) == email))
     )
@@ -178,8 +187,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
     sign-up for the same handle makes earlier links void.
     """
     email = email.strip().lower()
-    if not EMAIL.match(email):
-        raise AccountError(f"{email!r} is not a mail address.")
+    check_address(email)
     if _by_email(email) is not None:
         raise AccountError(f"There is already an account for {email}.")
     placeholder.password_hash = password_hash
@@ -473,8 +481,7 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     new_email = new_email.strip().lower()
     if not user.password_hash or not check_password_hash(user.password_hash, password):
         raise AccountError("Your password is not right, so the address was not changed.")
-    if len(new_email) > 254 or not EMAIL.match(new_email):
-        raise AccountError(f"{new_email[:254]!r} is not a mail address.")
+    check_address(new_email)
     if new_email == user.email.lower():
         raise AccountError(f"{new_email} is already your address.")
     if _by_email(new_email) is not None:

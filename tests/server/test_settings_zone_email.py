@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+import pytest
 from flask import Flask
 from sqlalchemy import select
 
@@ -66,6 +67,9 @@ def test_the_address_changes_once_confirmed_from_the_new_address(app: Flask, ctx
     assert wrong.status_code == 400 and "Your password is not right" in text(wrong)
     taken = web.post("/settings/email", {"email": "BOB@example.org", "password": "correct horse"})
     assert taken.status_code == 400 and "There is already an account for bob@example.org." in text(taken)
+    # Not through the page, whose requests are limited: this server cannot mail such an address.
+    with pytest.raises(accounts.AccountError, match="beyond plain ASCII"):
+        accounts.request_email_change(db.session.get(User, alice.id), "alice@exämple.org", "correct horse")
     assert mails_to("alice@new.example", "email-change") == []
 
     asked = web.post("/settings/email", {"email": " Alice@New.Example ", "password": "correct horse"},
