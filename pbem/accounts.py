@@ -115,6 +115,8 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
     if clash is not None:
         if clash.email == email:
             raise AccountError(f"There is already an account for {email}.")
+        if clash.handle.casefold() == handle.casefold():
+            raise AccountError(f"The handle {clash.handle!r} is taken.")
         raise AccountError(f"The handle {handle!r} is too like {clash.handle!r}, which is taken.")
     user = User(
         handle=handle,

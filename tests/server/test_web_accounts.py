@@ -46,7 +46,8 @@ def test_sign_up_refusals_keep_what_was_typed(app: Flask, ctx: Flask, players) -
     cases = [
         ({"handle": "two words", "email": "x@example.org", "password": "long enough"}, "without spaces"),
         ({"handle": "ALlCE", "email": "x@example.org", "password": "long enough"}, "too like 'alice'"),
-        ({"handle": "Bob", "email": "x@example.org", "password": "long enough"}, "too like 'bob'"),
+        # The same handle but for case is simply taken; only a look-alike is "too like".
+        ({"handle": "Bob", "email": "x@example.org", "password": "long enough"}, "handle 'bob' is taken."),
         ({"handle": "xavier", "email": "alice@example.org", "password": "long enough"}, "already an account"),
         ({"handle": "xavier", "email": "not-an-address", "password": "long enough"}, "not a mail address"),
         # The server does not speak SMTPUTF8, so mail to this address would never go.
