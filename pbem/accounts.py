@@ -321,10 +321,12 @@ def _reset_fingerprint(user: User) -> str:
     return (user.password_hash or "none")[-16:]
 
 
-def request_reset(email: str) -> None:
-    """Mail a password-reset link to the account with this address, if there is one; commits."""
+def request_reset(login: str) -> None:
+    """Mail a password-reset link to the account with this handle or address, if there is one (to its
+    address, whichever was given); commits."""
+    login = login.strip()
     begin_write()
-    user = _by_email(email)
+    user = _by_email(login) if "@" in login else find_user(login)
     if user is None or user.placeholder:
         # A placeholder has no address to mail: it is claimed by signing up with its handle.
         db.session.rollback()

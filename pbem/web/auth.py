@@ -98,7 +98,9 @@ def logout() -> Response:
 @bp.route("/reset", methods=["GET", "POST"])
 @per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
 def reset_request() -> str:
-    """Ask for a password-reset link by mail."""
+    """Ask for a password-reset link by mail, naming the account by its handle or its address."""
+    # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms
+    # posted before go on as they were.
     if request.method == "POST":
         accounts.request_reset(request.form.get("email", ""))
         return render_template("auth/check_mail.html", email=request.form.get("email", ""), reset=True)

@@ -74,6 +74,12 @@ def test_password_reset_by_mail_works_once(app: Flask, ctx: Flask, players, sink
     web.post("/reset", {"email": "nobody@example.org"})  # Same answer, no mail: strangers learn nothing.
     link = link_in_mail(sink, "alice@example.org", "/reset")
     assert len(sink.messages()) == 1
+    # A handle does as well as the address (as signing in takes either), and says no more.
+    assert "handle or mail address" in web.get("/reset").get_data(as_text=True)
+    by_handle = web.post("/reset", {"email": " Alice "}).get_data(as_text=True)
+    assert "If there is an account for" in by_handle
+    assert "If there is an account for" in web.post("/reset", {"email": "zed"}).get_data(as_text=True)
+    assert link_in_mail(sink, "alice@example.org", "/reset") and len(sink.messages()) == 2
     assert web.post(link, {"password": "short"}).status_code == 400
     assert web.post(link, {"password": "new password"}).status_code == 302
     again = web.post(link, {"password": "third password"})
