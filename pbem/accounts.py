@@ -353,11 +353,14 @@ def user_for_reset(token: str) -> User:
 
 def reset_password(token: str, password: str) -> User:
     """Set a new password through a reset link; the link also confirms the address (and then mails the
-    mail key, as confirming does).  Every other session of the account ends.  Commits."""
+    mail key, as confirming does).  Every other session of the account ends, a pending change of address
+    is cancelled, and a notice goes to the address.  Commits."""
     hashed = hash_password(password)
     begin_write()
     user = user_for_reset(token)
+    pending = user.pending_email
     _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
     if user.verified_at is None:
         user.verified_at = utcnow()
         mail_new_key(user, "welcome")
@@ -369,6 +372,20 @@ def set_password(user: User, password: str) -> None:
     """Replace ``user``'s password and end every session signed in with the old one (the caller commits,
     and signs the current session in again)."""
     _replace_password(user, hash_password(password))
+
+
+def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
+    """Write the notice that ``user``'s password was changed into the outbox (the caller commits), so that
+    an owner who did not change it learns so, and how to take the account back.  It names no password
+    and carries no link that acts: the reset page asks for a new link by mail."""
+    outbox.enqueue(
+        user,
+        "[pbem] Your password was changed",
+        render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
+                        when=clock.format_time(utcnow(), user.time_zone),
+                        cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
+        kind="password-changed",
+    )
 
 
 def _replace_password(user: User, password_hash: str) -> None:
@@ -405,12 +422,15 @@ def session_token_matches(current: object, presented: str) -> bool:
 
 def change_password(user: User, current: str, password: str) -> None:
     """Replace ``user``'s password after checking the current one; commits.  The account's other
-    sessions end (the caller signs the current one in again)."""
+    sessions end (the caller signs the current one in again), a pending change of address is cancelled,
+    and a notice goes to the address."""
     if not user.password_hash or not check_password_hash(user.password_hash, current):
         raise AccountError("Your current password is not right, so the password was not changed.")
     hashed = hash_password(password)
     begin_write()
+    pending = user.pending_email
     _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
     db.session.commit()
 
 

@@ -137,6 +137,10 @@ def test_a_pending_change_can_be_stopped_and_the_old_address_hears_of_the_move(
                                   "password": "a new secret"}).status_code == 302
     assert WebClient(app).get(link).status_code == 400
     assert db.session.get(User, alice.id).email == "alice@example.org"
+    [told] = mails_to("alice@example.org", "password-changed")
+    assert "password of your pbem account was changed on" in told.body_text
+    assert "t***@new.example that was waiting is cancelled" in told.body_text
+    assert "a new secret" not in told.body_text and told.body_text.rstrip().endswith(":5000/reset")
 
     # A move that goes through is told to the old address, without handing out the new one.
     link = ask("three@new.example", "a new secret")
