@@ -369,8 +369,9 @@ def reset_password(token: str, password: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
-    """Replace ``user``'s password and end every session signed in with the old one (the caller commits,
-    and signs the current session in again)."""
+    """Replace ``user``'s password, end every session signed in with the old one and cancel a pending
+    change of address (the caller commits, and signs the current session in again).  No notice is mailed:
+    this is for operators and tests, not a player's own change (see :func:`change_password`)."""
     _replace_password(user, hash_password(password))
 
 
