@@ -47,6 +47,12 @@ EMAIL_LINK_SECONDS = 2 * 86400
 # Characters people confuse in a handle, folded to one representative.
 _LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "5": "s", "_": "-"})
 
+# Handles nobody may take: words the new-game form and the API read as something else ("me" is the
+# player filling it in), and names of the server's own mailboxes or of its operators, which a player
+# could otherwise pass for.  Compared as handles are (see :func:`handle_key`), so "ME" and "r00t" too.
+RESERVED_HANDLES = ("me", "you", "open", "nobody", "pbem", "play", "bounces", "postmaster",
+                    "mailer-daemon", "admin", "root", "abuse")
+
 
 class AccountError(ValueError):
     """A handle, address, password or link that cannot be used; the message says why."""
@@ -55,6 +61,33 @@ class AccountError(ValueError):
 def handle_key(handle: str) -> str:
     """The handle folded so that look-alikes (case, 0/o, 1/l/i, 5/s, _/-) collide."""
     return handle.casefold().translate(_LOOKALIKES)
+
+
+def check_handle(handle: str) -> None:
+    """AccountError unless ``handle`` (stripped) has the form of a handle and is not reserved (see
+    :data:`RESERVED_HANDLES`)."""
+    if not HANDLE.match(handle):
+        raise AccountError(
+            "A handle is 2 to 32 letters, digits, '-' or '_', starting with a letter, without spaces."
+        )
+    _refuse_reserved(handle)
+
+
+def _refuse_reserved(handle: str) -> None:
+    key = handle_key(handle)
+    for word in RESERVED_HANDLES:
+        if handle_key(word) == key:
+            raise AccountError(f"{word!r} is a word the server reads itself; choose another handle.")
+
+
+def check_address(email: str) -> None:
+    """AccountError unless ``email`` (stripped, lower case) is a mail address this server can send to."""
+    if len(email) > 254 or not EMAIL.match(email):
+        raise AccountError(f"{email[:254]!r} is not a mail address.")
+    if not email.isascii():
+        # Such an address needs SMTPUTF8, which this server does not speak: its mail would never go.
+        raise AccountError(f"{email!r} has letters beyond plain ASCII, and this server cannot send mail to "
+                           "such an address; give another one.")
 
 
 def _check_password(password: str) -> None:
@@ -74,18 +107,16 @@ def create_user(handle: str, email: str, password: str | None = None, verified: 
     """A new player (added to the session, not committed); AccountError if the handle or address is
     unusable or taken."""
     handle, email = handle.strip(), email.strip().lower()
-    if not HANDLE.match(handle):
-        raise AccountError(
-            "A handle is 2 to 32 letters, digits, '-' or '_', starting with a letter, without spaces."
-        )
-    if not EMAIL.match(email):
-        raise AccountError(f"{email!r} is not a mail address.")
+    check_handle(handle)
+    check_address(email)
     clash = db.session.scalar(
         select(User).where(or_(User.handle_key == handle_key(handle), func.lower(User.email) == email))
     )
     if clash is not None:
         if clash.email == email:
             raise AccountError(f"There is already an account for {email}.")
+        if clash.handle.casefold() == handle.casefold():
+            raise AccountError(f"The handle {clash.handle!r} is taken.")
         raise AccountError(f"The handle {handle!r} is too like {clash.handle!r}, which is taken.")
     user = User(
         handle=handle,
@@ -121,6 +152,9 @@ def _link(path: str) -> str:
 def sign_up(handle: str, email: str, password: str) -> User:
     """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
     placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
+    # A reserved handle is refused even where an imported record made a placeholder of it (whose form
+    # is otherwise not checked: an imported handle may be claimed as it is).
+    _refuse_reserved(handle.strip())
     hashed = hash_password(password)
     # The write lock first: the check for a taken handle and the insert must see the same database.
     begin_write()
@@ -155,8 +189,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
     sign-up for the same handle makes earlier links void.
     """
     email = email.strip().lower()
-    if not EMAIL.match(email):
-        raise AccountError(f"{email!r} is not a mail address.")
+    check_address(email)
     if _by_email(email) is not None:
         raise AccountError(f"There is already an account for {email}.")
     placeholder.password_hash = password_hash
@@ -288,10 +321,12 @@ def _reset_fingerprint(user: User) -> str:
     return (user.password_hash or "none")[-16:]
 
 
-def request_reset(email: str) -> None:
-    """Mail a password-reset link to the account with this address, if there is one; commits."""
+def request_reset(login: str) -> None:
+    """Mail a password-reset link to the account with this handle or address, if there is one (to its
+    address, whichever was given); commits."""
+    login = login.strip()
     begin_write()
-    user = _by_email(email)
+    user = _by_email(login) if "@" in login else find_user(login)
     if user is None or user.placeholder:
         # A placeholder has no address to mail: it is claimed by signing up with its handle.
         db.session.rollback()
@@ -318,11 +353,14 @@ def user_for_reset(token: str) -> User:
 
 def reset_password(token: str, password: str) -> User:
     """Set a new password through a reset link; the link also confirms the address (and then mails the
-    mail key, as confirming does).  Every other session of the account ends.  Commits."""
+    mail key, as confirming does).  Every other session of the account ends, a pending change of address
+    is cancelled, and a notice goes to the address.  Commits."""
     hashed = hash_password(password)
     begin_write()
     user = user_for_reset(token)
+    pending = user.pending_email
     _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
     if user.verified_at is None:
         user.verified_at = utcnow()
         mail_new_key(user, "welcome")
@@ -331,13 +369,32 @@ def reset_password(token: str, password: str) -> User:
 
 
 def set_password(user: User, password: str) -> None:
-    """Replace ``user``'s password and end every session signed in with the old one (the caller commits,
-    and signs the current session in again)."""
+    """Replace ``user``'s password, end every session signed in with the old one and cancel a pending
+    change of address (the caller commits, and signs the current session in again).  No notice is mailed:
+    this is for operators and tests, not a player's own change (see :func:`change_password`)."""
     _replace_password(user, hash_password(password))
+
+
+def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
+    """Write the notice that ``user``'s password was changed into the outbox (the caller commits), so that
+    an owner who did not change it learns so, and how to take the account back.  It names no password
+    and carries no link that acts: the reset page asks for a new link by mail."""
+    outbox.enqueue(
+        user,
+        "[pbem] Your password was changed",
+        render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
+                        when=clock.format_time(utcnow(), user.time_zone),
+                        cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
+        kind="password-changed",
+    )
 
 
 def _replace_password(user: User, password_hash: str) -> None:
     user.password_hash = password_hash
+    # The notice of an address change tells the owner to change the password if the change was not
+    # theirs: doing so must also stop the move, or the link (perhaps in someone else's mailbox) would
+    # still take the account away.  The confirmation checks ``pending_email``, so clearing it voids it.
+    user.pending_email = None
     end_other_sessions(user)
 
 
@@ -366,12 +423,15 @@ def session_token_matches(current: object, presented: str) -> bool:
 
 def change_password(user: User, current: str, password: str) -> None:
     """Replace ``user``'s password after checking the current one; commits.  The account's other
-    sessions end (the caller signs the current one in again)."""
+    sessions end (the caller signs the current one in again), a pending change of address is cancelled,
+    and a notice goes to the address."""
     if not user.password_hash or not check_password_hash(user.password_hash, current):
         raise AccountError("Your current password is not right, so the password was not changed.")
     hashed = hash_password(password)
     begin_write()
+    pending = user.pending_email
     _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
     db.session.commit()
 
 
@@ -462,8 +522,7 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     new_email = new_email.strip().lower()
     if not user.password_hash or not check_password_hash(user.password_hash, password):
         raise AccountError("Your password is not right, so the address was not changed.")
-    if len(new_email) > 254 or not EMAIL.match(new_email):
-        raise AccountError(f"{new_email[:254]!r} is not a mail address.")
+    check_address(new_email)
     if new_email == user.email.lower():
         raise AccountError(f"{new_email} is already your address.")
     if _by_email(new_email) is not None:
@@ -491,6 +550,24 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     return new_email
 
 
+def cancel_email_change(user: User) -> str | None:
+    """Stop ``user``'s pending change of address: the link mailed to the new address no longer works.
+    Commits; returns the address that was pending, or None if there was none."""
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    pending, fresh.pending_email = fresh.pending_email, None
+    db.session.commit()
+    return pending
+
+
+def mask_address(address: str) -> str:
+    """``address`` with most of its local part hidden ("d***@example.org"), to tell a mailbox that an
+    address exists without handing it out."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}***@{domain}"
+
+
 def confirm_email_change(token: str) -> tuple[User, int]:
     """Follow the link mailed to a new address: the account's address becomes it, and a mark of the old
     one as bouncing comes off.  Commits; returns the player and how many move requests were sent again
@@ -510,8 +587,18 @@ def confirm_email_change(token: str) -> tuple[User, int]:
         db.session.rollback()
         raise AccountError(f"There is already an account for {new_email}.")
     user.pending_email = None
+    old_email = user.email
     resent = bouncing.forget(user, new_email)  # What bounced was the old address.
     if user.verified_at is None:
         user.verified_at = utcnow()
+    # The old address hears of the move, so that an owner who did not ask for it learns of it (and only
+    # a masked form of the new address: it may be a stranger's).
+    outbox.enqueue(
+        old_email,
+        "[pbem] Your address was changed",
+        render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
+                        when=clock.format_time(utcnow(), user.time_zone)),
+        kind="email-changed",
+    )
     db.session.commit()
     return user, resent

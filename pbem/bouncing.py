@@ -38,10 +38,12 @@ from pbem.models import User, utcnow
 log = logging.getLogger(__name__)
 
 # The mails that still go to a bouncing address: confirming an address, resetting a password, the mail
-# key, an address change and its notice, and the notice that the mail key is paused.  They are what a
+# key, an address change and its notices, the notices that the password was changed and that the mail
+# key is paused.  They are what a
 # player needs to put things right, and each is sent only when asked for (or for the account's safety).
 ACCOUNT_KINDS = frozenset({
-    "verify", "reset", "mail-key", "email-change", "email-change-notice", "key-paused",
+    "verify", "reset", "mail-key", "email-change", "email-change-notice", "email-changed", "key-paused",
+    "password-changed",
 })
 
 # What the outbox writes on a game mail it did not send to a bouncing address.

@@ -4,7 +4,8 @@ Nothing in pbem sends mail inline.  Rows are claimed with a conditional UPDATE (
 send the same row at once), written out as bytes (:func:`render`), sent over SMTP, and marked sent
 together after the batch they were claimed in (within a second).  A send that fails for now (the
 server away, a 4xx answer) is retried with a doubling backoff, until ``mail.give_up_after_hours`` after
-the mail was written; a 5xx refusal of the recipient or of the mail is final at once.  Either way the
+the mail was written; a 5xx refusal of the recipient or of the mail, or an address that cannot be
+encoded (this server does not speak SMTPUTF8), is final at once.  Either way the
 mail is then given up (``failed_at``, with the server's answer in ``last_error``) and never claimed
 again.  If a deliverer dies between sending and marking, the claim lapses and the mails of that batch go
 out once more with the same Message-IDs.
@@ -391,8 +392,9 @@ class Failure:
 
 
 def failure(exc: BaseException) -> Failure:
-    """What a failed send means.  Only a 5xx answer to RCPT, DATA or MAIL FROM is final: every other
-    failure (a 4xx answer, a connection refused or broken, a timeout, a refused login) may pass."""
+    """What a failed send means.  Only a 5xx answer to RCPT, DATA or MAIL FROM, or a mail that cannot be
+    encoded (an address with letters beyond ASCII), is final: every other failure (a 4xx answer, a
+    connection refused or broken, a timeout, a refused login) may pass."""
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         code, answer = next(iter(exc.recipients.values()), (0, b""))
         return _answered(code, answer, "RCPT")
@@ -400,6 +402,10 @@ def failure(exc: BaseException) -> Failure:
         return _answered(exc.smtp_code, exc.smtp_error, "DATA")
     if isinstance(exc, smtplib.SMTPSenderRefused):
         return _answered(exc.smtp_code, exc.smtp_error, "MAIL")
+    if isinstance(exc, UnicodeError):
+        # An address (or text) that cannot be written in plain SMTP fails the same way every time: this
+        # server does not speak SMTPUTF8, so retrying would only fail until the time limit.
+        return Failure(True, f"cannot be written in SMTP without SMTPUTF8: {type(exc).__name__}: {exc}")
     return Failure(False, f"{type(exc).__name__}: {exc}")
 
 

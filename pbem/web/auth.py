@@ -97,7 +97,9 @@ def logout() -> Response:
 @bp.route("/reset", methods=["GET", "POST"])
 @per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
 def reset_request() -> str:
-    """Ask for a password-reset link by mail."""
+    """Ask for a password-reset link by mail, naming the account by its handle or its address."""
+    # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms
+    # posted before go on as they were.
     if request.method == "POST":
         accounts.request_reset(request.form.get("email", ""))
         return render_template("auth/check_mail.html", email=request.form.get("email", ""), reset=True)
@@ -209,6 +211,11 @@ def _apply_setting(action: str) -> str:
             raise AccountError("You have no such token (it may be revoked already).")
         row = apitokens.revoke(user, int(token_id))
         return f"The API token {row.name!r} is revoked: programs using it are refused from now on."
+    if action == "email-cancel":
+        pending = accounts.cancel_email_change(user)
+        if pending is None:
+            return "No change of address was waiting."
+        return f"The change to {pending} is cancelled: the link sent there no longer works."
     if action == "mail-works":
         resent = bouncing.works_again(user)
         return f"Game mail goes to {user.email} again.{notify.resent_words(resent)}"

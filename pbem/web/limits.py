@@ -12,6 +12,7 @@ from flask import current_app, request
 from flask_limiter.util import get_remote_address
 from werkzeug.wrappers import Response
 
+from pbem.accounts import handle_key
 from pbem.extensions import limiter
 
 
@@ -21,8 +22,14 @@ def setting(name: str) -> Callable[[], str]:
 
 
 def form_value(field: str) -> Callable[[], str]:
-    """A key function: the form field ``field``, folded, so that case and spaces give no fresh count."""
-    return lambda: f"{field}:{request.form.get(field, '').strip().casefold()[:320]}"
+    """A key function: the form field ``field``, folded, so that case and spaces give no fresh count, nor
+    (for a handle, which has no "@") a look-alike of it, which names the same account."""
+
+    def key() -> str:
+        value = request.form.get(field, "").strip()[:320]
+        return f"{field}:{value.casefold() if '@' in value else handle_key(value)}"
+
+    return key
 
 
 def failed(response: Response) -> bool:

@@ -59,6 +59,12 @@ def test_a_password_reset_ends_every_session(app: Flask, ctx: Flask, players, si
     link = link_in_mail(sink, alice.email, "/reset")
     assert owner.post(link, {"password": "mine again"}).status_code == 302
     assert thief.get("/dashboard").status_code == 302
+    # The address is told, with the way back in but neither the password nor any link that acts.
+    outbox.deliver_due()
+    notice = sink.messages(alice.email)[-1]
+    body = notice.get_payload(decode=True).decode()
+    assert "password was changed" in str(notice["Subject"]) and body.rstrip().endswith(":5000/reset")
+    assert "mine again" not in body and link not in body and "/reset/" not in body
 
 
 def test_a_new_mail_key_is_shown_once_and_mailed(app: Flask, ctx: Flask, players, sink) -> None:

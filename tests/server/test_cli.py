@@ -53,8 +53,10 @@ def test_user_add_prints_the_mail_key(ctx: Flask) -> None:
     result = pbem(ctx, "user", "add", "dora", "dora@example.org")
     assert result.returncode == 0, result.stderr
     assert "Added dora <dora@example.org>. Mail key: " in result.stdout
-    again = pbem(ctx, "user", "add", "DORA", "other@example.org")
+    again = pbem(ctx, "user", "add", "D0RA", "other@example.org")
     assert again.returncode != 0 and "too like 'dora'" in again.stderr
+    reserved = pbem(ctx, "user", "add", "postmaster", "pm@example.org")
+    assert reserved.returncode != 0 and "'postmaster' is a word the server reads itself" in reserved.stderr
 
 
 def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:

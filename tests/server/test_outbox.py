@@ -234,6 +234,16 @@ def test_a_mail_refused_for_good_after_its_data_is_given_up(ctx: Flask, sink) ->
     assert row.failed_at is not None and row.last_error == "refused: 554 5.7.1 Message rejected as spam"
 
 
+def test_an_address_that_cannot_be_encoded_is_given_up_at_once(ctx: Flask, sink) -> None:
+    # Written before addresses beyond ASCII were refused: plain SMTP cannot carry it, now or later.
+    row_id = queue_one("lee@exämple.org")
+    kept = queue_one("alice@example.org")
+    assert outbox.deliver_due() == (1, 1)
+    row = db.session.get(OutboxMail, row_id)
+    assert row.failed_at is not None and "UnicodeEncodeError" in row.last_error
+    assert outbox.pending_count() == 0 and db.session.get(OutboxMail, kept).sent_at is not None
+
+
 def test_a_temporary_refusal_is_retried_then_given_up_after_the_time_limit(ctx: Flask, sink) -> None:
     sink.refuse["full@example.org"] = "452 4.2.2 Mailbox full, try later"
     row_id = queue_one("full@example.org")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+import pytest
 from flask import Flask
 from sqlalchemy import select
 
@@ -14,6 +15,7 @@ from pbem.extensions import db
 from pbem.models import OutboxMail, User, set_clock
 from tests.server.test_results import text
 from tests.server.test_web_games import signed_in
+from tests.server.webclient import WebClient
 
 WINTER = datetime(2025, 1, 6, 9, 0)  # A Monday; Paris is UTC+1 (CET).
 
@@ -65,6 +67,9 @@ def test_the_address_changes_once_confirmed_from_the_new_address(app: Flask, ctx
     assert wrong.status_code == 400 and "Your password is not right" in text(wrong)
     taken = web.post("/settings/email", {"email": "BOB@example.org", "password": "correct horse"})
     assert taken.status_code == 400 and "There is already an account for bob@example.org." in text(taken)
+    # Not through the page, whose requests are limited: this server cannot mail such an address.
+    with pytest.raises(accounts.AccountError, match="beyond plain ASCII"):
+        accounts.request_email_change(db.session.get(User, alice.id), "alice@exämple.org", "correct horse")
     assert mails_to("alice@new.example", "email-change") == []
 
     asked = web.post("/settings/email", {"email": " Alice@New.Example ", "password": "correct horse"},
@@ -104,3 +109,42 @@ def test_a_later_request_replaces_the_earlier_link_and_requests_are_limited(
     [last] = mails_to("three@new.example", "email-change")
     web.get(re.search(r"http://\S+(/settings/email/\S+)", last.body_text).group(1))
     assert db.session.get(User, alice.id).email == "three@new.example"
+
+
+def test_a_pending_change_can_be_stopped_and_the_old_address_hears_of_the_move(
+        app: Flask, ctx: Flask, players) -> None:
+    alice = players[0]
+    (web,) = signed_in(app, alice)
+
+    def ask(address: str, password: str = "correct horse") -> str:
+        web.post("/settings/email", {"email": address, "password": password})
+        return re.search(r"http://\S+(/settings/email/\S+)", mails_to(address, "email-change")[-1].body_text
+                         ).group(1)
+
+    # Cancelled from the settings page: the link no longer moves the account.
+    link = ask("one@new.example")
+    [notice] = mails_to("alice@example.org", "email-change-notice")
+    assert "changing it\nalso cancels this change of address" in notice.body_text
+    assert 'id="cancel-email-change"' in web.get("/settings").get_data(as_text=True)
+    cancelled = web.post("/settings", {"action": "email-cancel"}, follow_redirects=True)
+    assert "The change to one@new.example is cancelled" in text(cancelled)
+    assert 'id="cancel-email-change"' not in cancelled.get_data(as_text=True)
+    assert WebClient(app).get(link).status_code == 400
+
+    # Changing the password, as the notice advises, voids the link too, even from a signed-out browser.
+    link = ask("two@new.example")
+    assert web.post("/settings", {"action": "password", "current": "correct horse",
+                                  "password": "a new secret"}).status_code == 302
+    assert WebClient(app).get(link).status_code == 400
+    assert db.session.get(User, alice.id).email == "alice@example.org"
+    [told] = mails_to("alice@example.org", "password-changed")
+    assert "password of your pbem account was changed on" in told.body_text
+    assert "t***@new.example that was waiting is cancelled" in told.body_text
+    assert "a new secret" not in told.body_text and told.body_text.rstrip().endswith(":5000/reset")
+
+    # A move that goes through is told to the old address, without handing out the new one.
+    link = ask("three@new.example", "a new secret")
+    assert WebClient(app).get(link).status_code == 302
+    [told] = mails_to("alice@example.org", "email-changed")
+    assert "was changed on" in told.body_text and "t***@new.example" in told.body_text
+    assert "three@new.example" not in told.body_text and "/settings/email/" not in told.body_text

@@ -46,10 +46,17 @@ def test_sign_up_refusals_keep_what_was_typed(app: Flask, ctx: Flask, players) -
     cases = [
         ({"handle": "two words", "email": "x@example.org", "password": "long enough"}, "without spaces"),
         ({"handle": "ALlCE", "email": "x@example.org", "password": "long enough"}, "too like 'alice'"),
-        ({"handle": "Bob", "email": "x@example.org", "password": "long enough"}, "too like 'bob'"),
+        # The same handle but for case is simply taken; only a look-alike is "too like".
+        ({"handle": "Bob", "email": "x@example.org", "password": "long enough"}, "handle 'bob' is taken."),
         ({"handle": "xavier", "email": "alice@example.org", "password": "long enough"}, "already an account"),
         ({"handle": "xavier", "email": "not-an-address", "password": "long enough"}, "not a mail address"),
+        # The server does not speak SMTPUTF8, so mail to this address would never go.
+        ({"handle": "xavier", "email": "lee@exämple.org", "password": "long enough"}, "beyond plain ASCII"),
         ({"handle": "xavier", "email": "x@example.org", "password": "short"}, "at least 8"),
+        # Words the new-game form reads itself ("me" is whoever fills it in), in any case or look-alike.
+        ({"handle": "Me", "email": "x@example.org", "password": "long enough"},
+         "'me' is a word the server reads itself; choose another handle"),
+        ({"handle": "r00t", "email": "x@example.org", "password": "long enough"}, "'root' is a word"),
     ]
     for form, message in cases:
         page = web.post("/signup", form)
@@ -67,6 +74,12 @@ def test_password_reset_by_mail_works_once(app: Flask, ctx: Flask, players, sink
     web.post("/reset", {"email": "nobody@example.org"})  # Same answer, no mail: strangers learn nothing.
     link = link_in_mail(sink, "alice@example.org", "/reset")
     assert len(sink.messages()) == 1
+    # A handle does as well as the address (as signing in takes either), and says no more.
+    assert "handle or mail address" in web.get("/reset").get_data(as_text=True)
+    by_handle = web.post("/reset", {"email": " Alice "}).get_data(as_text=True)
+    assert "If there is an account for" in by_handle
+    assert "If there is an account for" in web.post("/reset", {"email": "zed"}).get_data(as_text=True)
+    assert link_in_mail(sink, "alice@example.org", "/reset") and len(sink.messages()) == 2
     assert web.post(link, {"password": "short"}).status_code == 400
     assert web.post(link, {"password": "new password"}).status_code == 302
     again = web.post(link, {"password": "third password"})
