@@ -214,6 +214,13 @@ def check(data: Any) -> Checked:
         handle = player.get("handle")
         if not isinstance(handle, str) or not accounts.HANDLE.match(handle):
             raise RecordError(f"seat {n}'s handle {handle!r} is not a handle")
+        if accounts.find_user(handle) is None:
+            # A new handle becomes a placeholder account, which someone may claim later: never one the
+            # server reads as something else ("me").
+            try:
+                accounts.check_handle(handle)
+            except accounts.AccountError as exc:
+                raise RecordError(f"seat {n}'s handle: {exc}") from None
     entries = _field(data, "moves", list, "a list")
     if len(entries) > MAX_ENTRIES:
         raise RecordError(f"the record has more than {MAX_ENTRIES} entries")

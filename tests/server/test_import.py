@@ -111,6 +111,9 @@ def test_a_tampered_record_is_refused_naming_the_first_bad_move(ctx: Flask, play
     assert "There is no game called 'chess'" in refused(data | {"game": "chess"})
     assert "seat 2's handle" in refused(data | {"players": [{"seat": 1, "handle": "alice"},
                                                             {"seat": 2, "handle": "no one"}]})
+    # A new handle becomes a placeholder someone may claim: never one the server reads as "myself".
+    assert "seat 2's handle: 'me' is a word the server reads itself" in refused(
+        data | {"players": [{"seat": 1, "handle": "alice"}, {"seat": 2, "handle": "Me"}]})
     assert db.session.scalar(select(func.count(Game.id))) == count  # Nothing of any was stored.
 
 
