@@ -20,8 +20,8 @@ from typing import Any
 
 import games
 from games import IllegalMove
+from games.words import quoted
 from pbem.errors import PlayError
-from pbem.mail.parse import quoted
 from pbem.models import Game, Seat, User
 
 # Bounds on what one player may queue in one game: every line is checked move by move on the engine

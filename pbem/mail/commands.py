@@ -18,6 +18,7 @@ from marshmallow import ValidationError, missing
 from sqlalchemy import select
 
 import games
+from games.words import quoted
 from pbem import challenges, clock, conditional, notify, play, results
 from pbem.accounts import check_mail_key, find_user
 from pbem.extensions import db
@@ -134,7 +135,7 @@ def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:
         if conditionals:
             raise CommandError(
                 "'if' lines queue conditional moves: send them alone, or with your move, not with "
-                f"{parse.quoted(verb)}."
+                f"{quoted(verb)}."
             )
         return Command(verb, line, args=[w.lower() for w in words[1:]])
     text = " ".join(words[1:]) if verb == "move" else line
@@ -168,7 +169,7 @@ def _engine(slug: str) -> games.Engine | None:
 def _game_number(word: str, example: str) -> int:
     number = word.lstrip("#")
     if not number.isascii() or not number.isdigit() or len(number) > 9:
-        raise CommandError(f"{parse.quoted(word)} is not a game number. Write it like this: {example}")
+        raise CommandError(f"{quoted(word)} is not a game number. Write it like this: {example}")
     return int(number)
 
 
@@ -178,7 +179,7 @@ def parse_subject(line: str) -> Command:
     text = strip_subject(line)
     words = text.split()
     if not words or not looks_like_command(text):
-        first_word = parse.quoted(words[0], 40) if words else "''"
+        first_word = quoted(words[0], 40) if words else "''"
         raise CommandError(
             f"I found no command in your subject (it begins {first_word}). Put a command in the subject, "
             "e.g. 'help', 'games alice' or 'cambio show 12'; send 'help' for the list."
@@ -203,7 +204,7 @@ def parse_subject(line: str) -> Command:
     verb, rest = rest[0].lower(), rest[1:]
     if verb not in GAME_VERBS:
         raise CommandError(
-            f"{parse.quoted(verb)} is not a command. After the game's name comes one of: "
+            f"{quoted(verb)} is not a command. After the game's name comes one of: "
             f"{', '.join(GAME_VERBS)}; "
             f"e.g. '{slug} show 12'. Send 'help' for the list."
         )
@@ -286,7 +287,7 @@ def player_by_key(handle: str | None, key: str | None, sender: str) -> User:
         )
     user = find_user(handle or "")
     if user is None:
-        raise CommandError(f"There is no player called {parse.quoted(handle or '', 40)}.")
+        raise CommandError(f"There is no player called {quoted(handle or '', 40)}.")
     keys.hold_account(user)
     paused = keys.paused_until(user)
     if paused is not None:
@@ -371,7 +372,7 @@ def _run_general(command: Command, user: User) -> Answer:
     if command.verb == "games":
         target = find_user(command.args[0]) if command.args else user
         if target is None:
-            raise CommandError(f"There is no player called {parse.quoted(command.args[0])}.")
+            raise CommandError(f"There is no player called {quoted(command.args[0])}.")
         return _games(target.handle, user)
     from pbem import vacation  # The scheduler's module; imported when used.
 
@@ -426,7 +427,7 @@ def _run_in_game(
             )
     except PlayError as exc:
         raise CommandError(exc.message, game, _seat(game, user, seat_number)) from None
-    raise CommandError(f"{parse.quoted(verb)} cannot be used here; send 'help' for the commands.")
+    raise CommandError(f"{quoted(verb)} cannot be used here; send 'help' for the commands.")
 
 
 def _move(
@@ -438,7 +439,7 @@ def _move(
                            seat=seat_number, conditionals=command.conditionals)
     except PlayError as exc:
         seat = _seat(game, user, seat_number)
-        message, said = exc.message, parse.quoted(command.move)
+        message, said = exc.message, quoted(command.move)
         if exc.code == "illegal":
             message = f"{said} was not played: {exc.message}"
         elif exc.code == "conditional":
@@ -561,7 +562,7 @@ def _help(slug: str | None) -> Answer:
         engine = _engine(slug)
         if engine is None:
             names = ", ".join(e.slug for e in games.all())
-            raise CommandError(f"There is no game called {parse.quoted(slug)}. The games are: {names}.")
+            raise CommandError(f"There is no game called {quoted(slug)}. The games are: {names}.")
         return Answer(f"The rules of {engine.title}:", extra=engine.help + "\n\n" + _options_help(engine))
     return Answer("The mail commands of pbem:", extra=render_template("mail/help.txt", games=games.all()))
 
@@ -583,7 +584,7 @@ def _games(handle: str | None, asker: User | None) -> Answer:
     user = find_user(handle) if handle else asker
     if user is None:
         if handle:
-            raise CommandError(f"There is no player called {parse.quoted(handle)}.")
+            raise CommandError(f"There is no player called {quoted(handle)}.")
         raise CommandError("Name the player: 'games alice'.")
     mine = asker is not None and asker.id == user.id
     seats = db.session.scalars(
@@ -630,7 +631,7 @@ def _challenge(command: Command, sender: str) -> Answer:
         user = find_user(handle)
         if user is None:
             raise CommandError(
-                f"There is no player called {parse.quoted(handle)}; check the spelling of the handles.")
+                f"There is no player called {quoted(handle)}; check the spelling of the handles.")
         seats.append(user)
     options: dict[str, Any] = dict(command.options)
     seat_option = options.pop("seat", None)

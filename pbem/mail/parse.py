@@ -20,7 +20,6 @@ from functools import lru_cache
 from html import unescape
 from typing import Any
 
-from games.words import quoted as quoted
 from pbem.models import MAX_COMMENT
 
 log = logging.getLogger(__name__)
