@@ -197,7 +197,7 @@ def parse_subject(line: str) -> Command:
                 "Write vacation commands like this: 'vacation alice MAILKEY on' or "
                 "'vacation alice MAILKEY off'."
             )
-        return Command("vacation", _blank_key(text, others[1]), args=switch, handle=others[0], key=others[1])
+        return Command("vacation", blank_key(text, others[1]), args=switch, handle=others[0], key=others[1])
     slug = first
     if not rest:
         return Command("help", text, args=[slug])
@@ -221,7 +221,7 @@ def parse_subject(line: str) -> Command:
             raise CommandError(f"Name the game to show: '{slug} show 12'.")
         game_id = _game_number(rest[0], f"{slug} show 12")
         handle, key = (rest[1], rest[2]) if len(rest) >= 3 else (None, None)
-        said = _blank_key(text, key) if key else text
+        said = blank_key(text, key) if key else text
         return Command("show", said, slug=slug, game_id=game_id, handle=handle, key=key)
     forms = {
         "move": f"{slug} move 12 alice MAILKEY a3v#7",
@@ -236,7 +236,7 @@ def parse_subject(line: str) -> Command:
         raise CommandError(f"That {verb} command is short of words. Write it like this: {forms[verb]}")
     game_id = _game_number(rest[0], forms[verb])
     handle, key, tail = rest[1], rest[2], rest[3:]
-    said = _blank_key(text, key)
+    said = blank_key(text, key)
     if verb == "move":
         move, expect = _split_expect(" ".join(tail))
         return Command("move", said, slug=slug, game_id=game_id, handle=handle, key=key, move=move,
@@ -266,9 +266,10 @@ def redact(line: str) -> str:
         return " ".join(words[:2]) + (" …" if len(words) > 2 else "")
 
 
-def _blank_key(text: str, key: str) -> str:
-    """``text`` with the mail key hidden, so that answers never carry it."""
-    return re.sub(rf"(?<!\S){re.escape(key)}(?!\S)", "********", text, count=1)
+def blank_key(text: str, key: str) -> str:
+    """``text`` (a subject, a comment) with the mail key ``key`` hidden wherever it stands, in any case
+    (keys are read in any case), so that answers and records never carry it."""
+    return re.sub(re.escape(key), "********", text, flags=re.IGNORECASE)
 
 
 # Who is asking -----------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ or before the handling committed) are processed then.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import uuid
 from collections import deque
@@ -42,6 +41,7 @@ from pbem.mail.commands import (
     Answer,
     Command,
     CommandError,
+    blank_key,
     looks_like_command,
     parse_reply,
     parse_subject,
@@ -544,9 +544,7 @@ def _comment_for(command: Command, comment: str) -> str:
     sender's mail key, wherever they wrote it (keys are read in any case)."""
     if command.verb not in _COMMENTED_VERBS:
         return ""
-    if command.key:
-        comment = re.sub(re.escape(command.key), "********", comment, flags=re.IGNORECASE)
-    return comment
+    return blank_key(comment, command.key) if command.key else comment
 
 
 # Answering ---------------------------------------------------------------------------------------------
