@@ -363,9 +363,10 @@ def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = 
     """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
     conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
     move it is are told that moving declines the offer: the others cannot move now."""
+    from pbem.play import seats_to_move  # The move path imports this module; import late.
+
     actor = _player(game, seat.number)
-    engine = games.get(game.engine)
-    movers = engine.to_move(engine.load(game.state))
+    movers = seats_to_move(game)
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
             send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
