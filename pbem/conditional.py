@@ -285,8 +285,9 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
         owner.conditionals = None
         return None
     same = _same_move_test(engine, before, mover.number, played, after)
-    kept = [line[1:] for line in lines if same(line[0])]
-    dropped = "; ".join(describe(line) for line in lines if not same(line[0]))
+    expected = [same(line[0]) for line in lines]  # Each line judged once (it may replay a move).
+    kept = [line[1:] for line, hit in zip(lines, expected, strict=True) if hit]
+    dropped = "; ".join(describe(line) for line, hit in zip(lines, expected, strict=True) if not hit)
     owner.conditionals = kept or None
     # The player hears of every line dropped, whether or not another one answered the move.
     if not kept:
