@@ -391,7 +391,7 @@ def submit(
             new_state = engine.play(state, player_seat.number, text)
         except IllegalMove as exc:
             raise PlayError(exc.message, "illegal") from None
-        canonical = record_text(engine, state, player_seat.number, text)
+        canonical = _record_text(engine, state, player_seat.number, text)
         move = _record(locked, player_seat, "move", canonical, via, user, comment)
         before = _advance(locked, engine, state, new_state, player_seat)
         if conditionals and locked.status == "active":
@@ -406,7 +406,7 @@ def submit(
         return move
 
 
-def record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
+def _record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
     """The move ``text`` (one ``engine`` accepted from ``seat`` in ``state``) as the record writes it: in
     the game's own notation when the engine gives one (Box Off writes ``a1 b1`` as ``a1-b1``), else
     as typed, in lower case with single spaces."""
@@ -451,9 +451,9 @@ def _stale(game: Game, seat: Seat, expect: int, number: int, text: str) -> PlayE
 
 
 def _as_recorded(game: Game, seat: Seat, text: str) -> str:
-    """``text`` as the record would write it for ``seat`` now (see :func:`record_text`)."""
+    """``text`` as the record would write it for ``seat`` now (see :func:`_record_text`)."""
     try:
-        return record_text(engine_of(game), state_of(game), seat.number, text)
+        return _record_text(engine_of(game), state_of(game), seat.number, text)
     except IllegalMove:  # An engine may read a move only in a position where it is legal.
         return " ".join(text.split()).lower()
 
