@@ -45,10 +45,11 @@ import sqlalchemy as sa
 
 import games
 from bench.scratch import ScratchDatabases, analyse
-from pbem import create_app, play
-from pbem.accounts import handle_key
-from pbem.extensions import db
-from pbem.models import Game, Seat, User, set_clock
+from pbem import create_app
+from pbem.accounts.accounts import handle_key
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User, set_clock
+from pbem.game import play
 
 GAMES = 100_000
 USERS = 1_000

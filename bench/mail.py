@@ -39,9 +39,11 @@ import sqlalchemy as sa
 
 import games
 from bench.scratch import ScratchDatabases, arguments, free_port
-from pbem import create_app, outbox, play, tokens
-from pbem.extensions import db
-from pbem.models import Game, InboundMail, User
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, User
+from pbem.game import play
+from pbem.mailout import outbox, tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-mail-secret"

@@ -1,10 +1,10 @@
-"""The move path against its floor: ``pbem.play.submit`` beside a bare transaction writing the same rows.
+"""The move path against its floor: ``pbem.game.play.submit`` beside a bare transaction writing the same rows.
 
 Run: ``.venv/bin/python bench/movepath.py`` (SQLite; add ``--pg ADMIN_URL``, or set
 ``PBEM_TEST_DATABASE_URL``, for PostgreSQL too: scratch databases are created and dropped).
 
 Two identical databases are made, each holding the same two-player Cambio games between two players
-who take a mail for every move.  On the first, moves go through ``pbem.play.submit`` exactly as a web
+who take a mail for every move.  On the first, moves go through ``pbem.game.play.submit`` exactly as a web
 request or a mail would send them (engine, record, clocks, the outbox's two mails).  Every statement
 that move sends to the database is recorded; on the second database the floor then runs, in one bare
 transaction taken with the write lock first, a read of the game row and the very same writes with the
@@ -34,9 +34,10 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from bench.scratch import ScratchDatabases, analyse, arguments
-from pbem import create_app, play
-from pbem.extensions import db
-from pbem.models import Game, User
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, User
+from pbem.game import play
 
 GAMES = 40
 WRITES = ("INSERT", "UPDATE", "DELETE")

@@ -20,10 +20,10 @@ the machine shared with other work, so the spread is wide):
 
 Ten times the games with the same due seats take the same time; ten times the due seats, about ten
 times the time: the sweep's cost follows the due seats.  Timeouts run in batches of 50 games per
-transaction through ``pbem.play.time_out_many`` (what each game's end reads — rating rows, record
+transaction through ``pbem.game.play.time_out_many`` (what each game's end reads — rating rows, record
 numbers, last moves, watchers — is read once per batch), reminders in batches of 50 claimed under the
 row lock.  A batch's record entries, mails, rating histories and game and seat UPDATEs are sent together
-(``pbem.database.batched_writes``, one executemany per statement): 142 statements for 1,000 due seats,
+(``pbem.core.database.batched_writes``, one executemany per statement): 142 statements for 1,000 due seats,
 where one a row made 3,582.  The machine's speed wanders by up to half between runs; the medians above
 are one run.
 """
@@ -44,9 +44,10 @@ import sqlalchemy as sa
 
 import games
 from bench.scratch import ScratchDatabases, analyse, arguments
-from pbem import create_app, sweep
-from pbem.extensions import db
-from pbem.models import Game, Seat, User, set_clock
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User, set_clock
+from pbem.schedule import sweep
 
 NOW = datetime(2025, 3, 5, 12, 0)
 USERS = 1000

@@ -40,9 +40,10 @@ import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
 from bench.scratch import analyse, arguments, each_database, free_port
-from pbem import create_app, play
-from pbem.extensions import db
-from pbem.models import Game, User
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, User
+from pbem.game import play
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-web-secret"

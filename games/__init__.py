@@ -61,7 +61,7 @@ class Outcome:
     game ranks them ("cleared", "10 tiles left", "12 points"), and is None otherwise.
 
     ``reason`` is a sentence naming the seats by their side (``engine.sides``: "Red wins by …") or, in
-    games without sides, as "seat 1"; the server puts the players' handles in (``pbem.results``).
+    games without sides, as "seat 1"; the server puts the players' handles in (``pbem.game.results``).
     """
 
     results: tuple[str, ...]

@@ -10,13 +10,13 @@ from typing import Any
 
 from flask import Flask
 
-from pbem import config as config_module
+from pbem.core import config as config_module
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Build the app from the settings (see :mod:`pbem.config`); ``config`` overrides by section."""
+    """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section."""
     settings = config_module.load(config)
     instance_path = Path(settings["server"]["instance_path"]).resolve()
     instance_path.mkdir(parents=True, exist_ok=True)
@@ -37,8 +37,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies
         )
 
-    from pbem import database
-    from pbem.extensions import csrf, db, limiter, login_manager, mail, migrate
+    from pbem.core import database
+    from pbem.core.extensions import csrf, db, limiter, login_manager, mail, migrate
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
@@ -48,7 +48,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     limiter.init_app(app)
     database.init_app(app)
 
-    from pbem import accounts, models
+    from pbem.accounts import accounts
+    from pbem.core import models
 
     @login_manager.user_loader
     def load_user(session_id: str) -> models.User | None:

@@ -15,7 +15,7 @@ import click
 from flask import Flask
 
 from pbem import create_app
-from pbem.config import ConfigError
+from pbem.core.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,9 @@ def user() -> None:
 @click.option("--password", help="A password for the web (optional; mail works without one).")
 def user_add(handle: str, email: str, password: str | None) -> None:
     """Add a verified player, and print (and mail) their mail key."""
-    from pbem.accounts import AccountError, create_user, mail_new_key
-    from pbem.database import begin_write
-    from pbem.extensions import db as database
+    from pbem.accounts.accounts import AccountError, create_user, mail_new_key
+    from pbem.core.database import begin_write
+    from pbem.core.extensions import db as database
 
     app = _app()
     with app.app_context():
@@ -101,10 +101,10 @@ def user_add(handle: str, email: str, password: str | None) -> None:
 @click.argument("handle")
 def user_renew_tokens(handle: str) -> None:
     """Revoke every reply address and move link a player was sent (new ones come with the next mails)."""
-    from pbem import tokens
-    from pbem.accounts import find_user
-    from pbem.database import begin_write
-    from pbem.extensions import db as database
+    from pbem.accounts.accounts import find_user
+    from pbem.core.database import begin_write
+    from pbem.core.extensions import db as database
+    from pbem.mailout import tokens
 
     app = _app()
     with app.app_context():
@@ -122,8 +122,8 @@ def user_renew_tokens(handle: str) -> None:
 @click.option("--name", default="command line", show_default=True, help="What the token is for.")
 def user_token(handle: str, name: str) -> None:
     """Make a new API token for a player and print it (it is shown this once; revoke it in Settings)."""
-    from pbem import apitokens
-    from pbem.accounts import AccountError, find_user
+    from pbem.accounts import apitokens
+    from pbem.accounts.accounts import AccountError, find_user
 
     app = _app()
     with app.app_context():
@@ -143,7 +143,7 @@ def user_token(handle: str, name: str) -> None:
 @main.command()
 def verify() -> None:
     """Replay every game from its record and report any whose stored state differs."""
-    from pbem import verify as verifying
+    from pbem.game import replaycheck as verifying
 
     app = _app()
     with app.app_context():
@@ -165,7 +165,7 @@ def verify() -> None:
 def export_records(engine: str | None, since: str | None) -> None:
     """Write the records of finished games to standard output, one JSON line each (docs/RECORDS.md)."""
     import games
-    from pbem import records
+    from pbem.archive import records
 
     try:
         slug = games.get(engine).slug if engine else None
@@ -183,7 +183,7 @@ def export_records(engine: str | None, since: str | None) -> None:
 def import_records(path: TextIO) -> None:
     """Import the records of a JSON-lines file (as `pbem export` writes), replaying every move; a record
     that does not replay to its result is refused with the reason.  Exits 65 if any was refused."""
-    from pbem import records
+    from pbem.archive import records
 
     app = _app()
     with app.app_context():
@@ -209,7 +209,7 @@ def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, as_jso
     import json
     from datetime import timedelta
 
-    from pbem import status as health
+    from pbem.schedule import status as health
 
     app = _app()
     with app.app_context():
@@ -231,7 +231,7 @@ def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, as_jso
 @click.option("--port", type=int, help="Port to listen on (default: smtpd.port).")
 def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
     """Receive mail: store each message, then process it."""
-    from pbem.mail import smtpd as listener
+    from pbem.mailin import smtpd as listener
 
     _logging()
     app = _app()
@@ -250,7 +250,7 @@ def ingest() -> None:
     Exits 0 when stored (or already stored), 65 for a message that is not mail, 75 on a temporary
     failure, so the MTA retries.
     """
-    from pbem.mail import process, receive
+    from pbem.mailin import process, receive
 
     raw = sys.stdin.buffer.read()
     try:
@@ -276,7 +276,7 @@ def outbox() -> None:
 @outbox.command("deliver")
 def outbox_deliver() -> None:
     """Send every due mail once and say how it went."""
-    from pbem import outbox as queue
+    from pbem.mailout import outbox as queue
 
     app = _app()
     with app.app_context():
@@ -296,7 +296,7 @@ def inbound() -> None:
 def inbound_process(list_stuck: bool) -> None:
     """Process every stored message still waiting (the listener does this itself as mail arrives and
     when it starts; this is for an operator, e.g. after fixing what made messages wait)."""
-    from pbem.mail import process
+    from pbem.mailin import process
 
     _logging()
     app = _app()
@@ -316,7 +316,7 @@ def inbound_process(list_stuck: bool) -> None:
 
 def _set_time(at: str | None) -> None:
     """Make the server's clock read ``at`` (an ISO 8601 time, UTC) for this command."""
-    from pbem.models import set_clock
+    from pbem.core.models import set_clock
 
     if at is not None:
         try:
@@ -331,7 +331,7 @@ def _set_time(at: str | None) -> None:
 @click.option("--at", help="Sweep as if it were this time (ISO 8601, UTC), e.g. 2025-03-03T12:00.")
 def sweep(at: str | None) -> None:
     """Run one deadline sweep now: end run-out vacations, send due reminders, time out absent players."""
-    from pbem import sweep as sweeping
+    from pbem.schedule import sweep as sweeping
 
     _set_time(at)
     app = _app()
@@ -343,7 +343,7 @@ def sweep(at: str | None) -> None:
 @click.option("--at", help="As if it were this time (ISO 8601, UTC).")
 def digest(at: str | None) -> None:
     """Write the daily digests that are due into the outbox."""
-    from pbem import digest as digests
+    from pbem.mailout import digest as digests
 
     _set_time(at)
     app = _app()
@@ -359,7 +359,7 @@ def scheduler() -> None:
     """Run the scheduler: outbox delivery, deadline sweeps (reminders, timeouts, vacations) and digests."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from pbem import scheduler as jobs
+    from pbem.schedule import scheduler as jobs
 
     _logging()
     app = _app()
@@ -388,9 +388,9 @@ def run(host: str, port: int) -> None:
     """Everything on one machine: web, mail listener, scheduler and the dev mailbox, in one process."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from pbem import devmail
-    from pbem import scheduler as jobs
-    from pbem.mail import smtpd as listener
+    from pbem.mailin import smtpd as listener
+    from pbem.mailout import devmail
+    from pbem.schedule import scheduler as jobs
 
     _logging()
     app = _app()

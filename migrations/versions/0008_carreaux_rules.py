@@ -4,7 +4,7 @@ Revision ID: 0008
 Revises: 0006
 Create Date: 2026-11-22 21:00:00
 
-A game is replayed from its stored options (``pbem verify``, ``pbem.play.replay``), and the options
+A game is replayed from its stored options (``pbem verify``, ``pbem.game.play.replay``), and the options
 schema fills in a missing option with today's default, ``when_stuck=least-rise``.  Games created before
 the option existed were played under the sheet's rule, so their options are written out in full:
 ``when_stuck=draw`` and ``group_value=smallest``.  Their stored states need nothing: a state without

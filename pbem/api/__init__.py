@@ -4,7 +4,7 @@ Every call but the OpenAPI document and the API page carries ``Authorization: Be
 are made in Settings or with ``pbem user token HANDLE``) and needs no CSRF token, since no cookie can
 stand for it.  Requests and answers go through the marshmallow schemas of :mod:`pbem.api.schemas`;
 errors are ``{"error": message, "code": machine_code}`` with the right status.  Every change goes through
-:mod:`pbem.play` or :mod:`pbem.challenges`, as on the web.  Each token has its own rate limit.
+:mod:`pbem.game.play` or :mod:`pbem.lobby.challenges`, as on the web.  Each token has its own rate limit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 def init_app(app: Flask) -> None:
     """Register the API blueprint: without CSRF (Bearer tokens only), with its per-token rate limit."""
     from pbem.api import auth, errors, openapi, routes  # noqa: F401  (the routes register themselves)
-    from pbem.extensions import csrf, limiter
+    from pbem.core.extensions import csrf, limiter
 
     csrf.exempt(bp)
     limiter.limit(auth.limit, key_func=auth.limit_key, scope="api")(bp)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import current_app, g, request
 from flask_limiter.util import get_remote_address
 
-from pbem import apitokens
+from pbem.accounts import apitokens
 from pbem.api.errors import ApiError
-from pbem.models import ApiToken, User
+from pbem.core.models import ApiToken, User
 
 
 def current_token() -> ApiToken | None:

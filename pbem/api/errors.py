@@ -9,7 +9,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from pbem.api import bp
-from pbem.errors import PlayError
+from pbem.core.errors import PlayError
 
 # The codes of the HTTP errors the framework itself raises.
 _HTTP_CODES = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",

@@ -90,7 +90,7 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
               public: bool = False) -> Callable:
     """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
 
-    The view is called with the caller (a :class:`~pbem.models.User`; None for a call without a token
+    The view is called with the caller (a :class:`~pbem.core.models.User`; None for a call without a token
     to a ``public`` view, which then answers what a visitor of the site sees), the path's arguments, and
     ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps.  A body that is
     not ``body_required`` may be left out altogether (an empty request), and is then loaded as ``{}``."""

@@ -1,6 +1,6 @@
 """What the API answers, as plain data for the schemas to dump: games, record entries, players.
 
-Read-only; what a caller may see of a game is what its page shows them (:func:`pbem.web.gameview.build`).
+Read-only; what a caller may see of a game is what its page shows them (:func:`pbem.present.gameview.build`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from flask import current_app, url_for
 from sqlalchemy import select
 
 import games
-from pbem import clock, play, ratings, results
-from pbem.extensions import db
-from pbem.models import Challenge, Game, Move, Rating, Seat, User
-from pbem.web import gameview
+from pbem.core.extensions import db
+from pbem.core.models import Challenge, Game, Move, Rating, Seat, User
+from pbem.game import clock, play, ratings, results
+from pbem.present import gameview
 
 
 def outcome(game: Game) -> dict[str, Any] | None:

@@ -1,5 +1,5 @@
-"""The API's operations.  Each reads its request, calls one service function (:mod:`pbem.play`,
-:mod:`pbem.challenges`) or reads, and answers through its schema; refusals become JSON errors."""
+"""The API's operations.  Each reads its request, calls one service function (:mod:`pbem.game.play`,
+:mod:`pbem.lobby.challenges`) or reads, and answers through its schema; refusals become JSON errors."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem import accounts, archive, challenges, clock, conditional, play
+from pbem.accounts import accounts
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
 from pbem.api.openapi import operation
-from pbem.errors import PlayError
-from pbem.extensions import db
-from pbem.models import Game, Seat, User
-from pbem.web import dashboard, gameview, newgame
+from pbem.archive import archive
+from pbem.core.errors import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User
+from pbem.game import clock, conditional, play
+from pbem.lobby import challenges
+from pbem.present import dashboard, gameview, newgame
 
 
 def _game_for(user: User | None, game_id: int) -> Game:

@@ -8,9 +8,9 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from pbem.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
-from pbem.conditional import MAX_LINE_TEXT, MAX_LINES
-from pbem.models import MAX_COMMENT
+from pbem.archive.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
+from pbem.core.models import MAX_COMMENT
+from pbem.game.conditional import MAX_LINE_TEXT, MAX_LINES
 
 MAX_MOVE = 500
 MAX_SEATS = 8

@@ -16,9 +16,11 @@ from werkzeug.routing import IntegerConverter, Map
 from werkzeug.wrappers import Response
 
 import games
-from pbem import api, challenges, clock, results
+from pbem import api
 from pbem.api.errors import error_response, http_error, is_api_request
-from pbem.extensions import db, login_manager
+from pbem.core.extensions import db, login_manager
+from pbem.game import clock, results
+from pbem.lobby import challenges
 
 
 def wants_json() -> bool:
@@ -70,14 +72,15 @@ def init_app(app: Flask) -> None:
     """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
     # Before any route is added: the routes read the converter when they are registered.
     app.url_map.converters["int"] = RowIdConverter
-    from pbem.web import archive, auth, gameplay, gameview, links, mailbox, main, players, secretlinks
+    from pbem.present import gameview
+    from pbem.web import archive, auth, gameplay, links, mailbox, main, players, secretlinks
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
     app.add_template_global(gameview.action_words, "action_words")
     app.add_template_global(clock.describe_time_control, "describe_time_control")
     app.add_template_global(challenges.options_words, "options_words")
-    # How games ended, in the same words on every page (see pbem.results).
+    # How games ended, in the same words on every page (see pbem.game.results).
     app.add_template_global(results.summary, "result_summary")
     app.add_template_global(results.user_result, "user_result")
     app.add_template_global(results.players, "players_words")

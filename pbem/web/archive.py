@@ -9,10 +9,13 @@ from flask import Blueprint, Response, abort, render_template, request, url_for
 from flask_login import current_user
 
 import games
-from pbem import accounts, archive, feeds, records, replay, results, standings
-from pbem.extensions import db
-from pbem.models import Game
-from pbem.web import gameview, pagecache
+from pbem.accounts import accounts
+from pbem.archive import archive, feeds, records, standings
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import replay, results
+from pbem.present import gameview
+from pbem.web import pagecache
 
 bp = Blueprint("archive", __name__)
 

@@ -8,10 +8,12 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
-from pbem import accounts, apitokens, bouncing, clock, notify, vacation
-from pbem.accounts import AccountError
-from pbem.extensions import limiter
-from pbem.models import utcnow
+from pbem.accounts import accounts, apitokens, vacation
+from pbem.accounts.accounts import AccountError
+from pbem.core.extensions import limiter
+from pbem.core.models import utcnow
+from pbem.game import clock
+from pbem.mailout import bouncing, notify
 from pbem.web.limits import per_ip_and, setting
 
 bp = Blueprint("auth", __name__)

@@ -1,5 +1,6 @@
 """Playing on the web: the new-game form, challenges and the lobby, the dashboard, the game page and its
-move, draw and resign posts.  Every change is made by :mod:`pbem.play` or :mod:`pbem.challenges`."""
+move, draw and resign posts.  Every change is made by :mod:`pbem.game.play` or
+:mod:`pbem.lobby.challenges`."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem import challenges, clock, conditional, play, watching
-from pbem.extensions import db
-from pbem.models import MAX_COMMENT, Game, Seat, User
-from pbem.play import PlayError
-from pbem.web import dashboard as dashboard_service
-from pbem.web import gameview, newgame, pagecache, wants_json
+from pbem.core.extensions import db
+from pbem.core.models import MAX_COMMENT, Game, Seat, User
+from pbem.game import clock, conditional, play, watching
+from pbem.game.play import PlayError
+from pbem.lobby import challenges
+from pbem.present import dashboard as dashboard_service
+from pbem.present import gameview, newgame
+from pbem.web import pagecache, wants_json
 
 bp = Blueprint("games", __name__)
 

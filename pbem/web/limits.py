@@ -12,8 +12,8 @@ from flask import current_app, request
 from flask_limiter.util import get_remote_address
 from werkzeug.wrappers import Response
 
-from pbem.accounts import handle_key
-from pbem.extensions import limiter
+from pbem.accounts.accounts import handle_key
+from pbem.core.extensions import limiter
 
 
 def setting(name: str) -> Callable[[], str]:

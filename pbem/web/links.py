@@ -1,8 +1,8 @@
 """One-click move links from the mails: ``/m/<token>``.
 
-The token (see :mod:`pbem.tokens`) is signed and names the game, the seat, the player and the move
+The token (see :mod:`pbem.mailout.tokens`) is signed and names the game, the seat, the player and the move
 number, and perhaps the move.  GET only shows the position and a confirm button, since mail scanners
-and link previews open every link in a mail; POST plays through :func:`pbem.play.submit`, for that seat
+and link previews open every link in a mail; POST plays through :func:`pbem.game.play.submit`, for that seat
 and move number only, so a link from an old mail can never play into a position the player did not see.
 """
 
@@ -14,11 +14,12 @@ from typing import Any
 from flask import Blueprint, Response, abort, render_template, request
 
 import games
-from pbem import notify, play, tokens
-from pbem.extensions import db
-from pbem.models import Game, Seat, User
-from pbem.play import PlayError
-from pbem.web import gameview
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User
+from pbem.game import play
+from pbem.game.play import PlayError
+from pbem.mailout import notify, tokens
+from pbem.present import gameview
 
 bp = Blueprint("links", __name__)
 

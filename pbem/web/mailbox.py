@@ -1,6 +1,6 @@
 """The development mailbox page, ``/mailbox``: the mail ``pbem run`` caught, by address, and replies.
 
-Only when ``server.development`` is on.  It reads the dev mailbox's Maildir (:mod:`pbem.devmail`) and
+Only when ``server.development`` is on.  It reads the dev mailbox's Maildir (:mod:`pbem.mailout.devmail`) and
 sends a reply the way a mail client would — From the address the mail was sent to, To its Reply-To,
 quoting it — through the real SMTP listener at ``smtpd.host:smtpd.port``, so a newcomer can play a
 whole game "by mail" on one machine.

@@ -10,8 +10,8 @@ from sqlalchemy.orm import defer, selectinload
 from werkzeug.wrappers import Response
 
 import games
-from pbem.extensions import db
-from pbem.models import Game, Seat
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat
 from pbem.web import pagecache
 
 bp = Blueprint("main", __name__)

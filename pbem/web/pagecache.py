@@ -21,13 +21,13 @@ What a stamp must hold, and why the stamps below hold enough:
   holds each (by handle) and how each finished.  Those follow from the game's ``version``, so a list's
   stamp reads only its games' ids and versions (one row a game, the seats and players unread):
 
-  - a seat's player is set only while its game waits for players (:mod:`pbem.challenges` fills seats,
+  - a seat's player is set only while its game waits for players (:mod:`pbem.lobby.challenges` fills seats,
     and the last one starts the game, an UPDATE of its row); once a game is active no path sets or
     clears a seat's player, and no seat is added or removed;
-  - a seat's result is written only by :func:`pbem.archive.record_finish`, in the transaction that
+  - a seat's result is written only by :func:`pbem.archive.archive.record_finish`, in the transaction that
     finishes the game and so updates its row (for an imported game, the one that adds it);
   - a handle never changes once the account exists (there is no renaming; claiming a placeholder keeps
-    it), and an account holding a seat is never deleted (:func:`pbem.accounts.expire_unconfirmed`);
+    it), and an account holding a seat is never deleted (:func:`pbem.accounts.accounts.expire_unconfirmed`);
 
   ``tests/server/test_page_cache.py`` checks, along every path that writes games, seats or players, that
   what a list shows of a game never changes while its version stays the same;
@@ -52,7 +52,7 @@ of one joining the active list then abandoned).
 
 A player's page is served kept without loading the player: the session names their id and session
 token as Flask-Login stored it, and the stamp's statement reads the token from their row, to be
-compared as :func:`pbem.accounts.user_for_session` compares it; a session ended (signed out, or every
+compared as :func:`pbem.accounts.accounts.user_for_session` compares it; a session ended (signed out, or every
 session ended by a new password) gets nothing kept.
 
 Visitors qualify with a GET or HEAD with no session content at all (no sign-in, no flashed message,
@@ -99,11 +99,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from pbem import clock
-from pbem.accounts import session_token_matches
-from pbem.database import is_postgresql
-from pbem.extensions import db, login_manager
-from pbem.models import Game, Move, Seat, User, Watch
+from pbem.accounts.accounts import session_token_matches
+from pbem.core.database import is_postgresql
+from pbem.core.extensions import db, login_manager
+from pbem.core.models import Game, Move, Seat, User, Watch
+from pbem.game import clock
 
 # What one process keeps at most, pages and their URLs together, and the largest page it keeps.
 MAX_BYTES = 32 * 2**20
@@ -206,7 +206,7 @@ def _signed_in_as() -> tuple[int, str] | None:
     """The user id and session token that the request's session is signed in with, if its page may be
     kept or served kept: a GET or HEAD, and no message waiting in the session (the page must show it,
     once).  Read from the session as Flask-Login stored it at sign-in (see
-    :func:`pbem.accounts.user_for_session`); whether the token is still the user's is for the stamp's
+    :func:`pbem.accounts.accounts.user_for_session`); whether the token is still the user's is for the stamp's
     read to tell, so that the user is not loaded when their page is served kept."""
     if request.method not in ("GET", "HEAD") or "_flashes" in session:
         return None
@@ -476,7 +476,7 @@ def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> l
 def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None,
                  zone: str) -> str:
     """The words of a running clock exactly as the page writes them for a reader in ``zone``: the seat is
-    handed to :func:`pbem.clock.status` with just what that reads, from the stamp's row."""
+    handed to :func:`pbem.game.clock.status` with just what that reads, from the stamp's row."""
     seat = SimpleNamespace(deadline=deadline, user=user, game=SimpleNamespace(time_control=time_control))
     return clock.status(cast(Seat, seat), zone)
 
@@ -502,7 +502,7 @@ def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
         return None
     if not public and (reader_id is None or all(row[7] != reader_id for row in rows)):
         return None
-    # The zone as :func:`pbem.clock.zone_of` gives it for the reader.
+    # The zone as :func:`pbem.game.clock.zone_of` gives it for the reader.
     zone = (reader[2] if reader is not None else None) or "UTC"
     clocks = []
     if status == "active":

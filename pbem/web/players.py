@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, abort, render_template
 from sqlalchemy import select
 
-from pbem import accounts, standings
-from pbem.extensions import db
-from pbem.models import Game, Rating, Seat
+from pbem.accounts import accounts
+from pbem.archive import standings
+from pbem.core.extensions import db
+from pbem.core.models import Game, Rating, Seat
 
 bp = Blueprint("players", __name__)
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, sync_playwright
 from werkzeug.serving import make_server
 
 from pbem import create_app
-from pbem.extensions import db
+from pbem.core.extensions import db
 from tests.conftest import ROOT, free_port
 from tests.server.conftest import Sink
 

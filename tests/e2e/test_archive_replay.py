@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 import games
-from pbem.accounts import create_user
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.accounts.accounts import create_user
+from pbem.core.extensions import db
+from pbem.core.models import Game
 from tests.server.archived import finished
 
 pytestmark = pytest.mark.e2e

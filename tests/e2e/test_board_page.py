@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from pbem import accounts, challenges, play
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
+from pbem.lobby import challenges
 from tests.e2e.test_web_play import PASSWORD, sign_in
 
 pytestmark = pytest.mark.e2e

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from pbem import accounts, play
-from pbem.extensions import db
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.game import play
 from tests.e2e.test_board_page import start
 from tests.e2e.test_web_play import PASSWORD, click_move, sign_in
 

@@ -13,11 +13,13 @@ from flask import Flask
 from playwright.sync_api import Browser, expect
 from sqlalchemy import func, select
 
-from pbem import create_app, outbox, play
-from pbem.accounts import create_user
-from pbem.extensions import db
-from pbem.mail import smtpd
-from pbem.models import Game, InboundMail
+from pbem import create_app
+from pbem.accounts.accounts import create_user
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail
+from pbem.game import play
+from pbem.mailin import smtpd
+from pbem.mailout import outbox
 from tests.conftest import free_port
 from tests.e2e.conftest import LiveServer
 from tests.server.conftest import Sink

@@ -8,8 +8,10 @@ import re
 import pytest
 from playwright.sync_api import Browser, expect
 
-from pbem import accounts, challenges, play
-from pbem.extensions import db
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.game import play
+from pbem.lobby import challenges
 from tests.e2e.test_web_play import PASSWORD, confirmed_players, deliver, sign_in
 
 pytestmark = pytest.mark.e2e

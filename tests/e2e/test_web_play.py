@@ -11,9 +11,12 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 import games
-from pbem import accounts, challenges, outbox, play
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
+from pbem.lobby import challenges
+from pbem.mailout import outbox
 from tests.server.test_sweep import text_of as mail_text
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import games
 from games import IllegalMove
-from pbem.play import MAX_MOVE_TEXT
+from pbem.game.play import MAX_MOVE_TEXT
 
 ENGINES = [engine.slug for engine in games.all()]
 ALPHABET = "abcdefghxyz0123456789 #<>^v-+=:,.;()[]/\\'\"\t\n\x00é"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from pbem import play
-from pbem.extensions import db
-from pbem.models import Game, User, set_clock
+from pbem.core.extensions import db
+from pbem.core.models import Game, User, set_clock
+from pbem.game import play
 
 SMALL = {"cambio": {"size": 3, "placements": 2}, "truchet": {"size": 3}, "carreaux": {}, "boxoff": {},
          "easyslider": {"rounds": 1}}

@@ -17,9 +17,10 @@ import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 from flask import Flask
 
-from pbem import create_app, devmail
-from pbem.extensions import db
-from pbem.models import User
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import User
+from pbem.mailout import devmail
 from tests.conftest import free_port
 
 PG_ADMIN_URL = os.environ.get("PBEM_TEST_DATABASE_URL", "")
@@ -175,7 +176,7 @@ def sink(tmp_path: Path, sink_port: int) -> Iterator[Sink]:
 @pytest.fixture
 def players(ctx: Flask) -> tuple[User, User, User]:
     """Three verified players: alice, bob and carol."""
-    from pbem.accounts import create_user
+    from pbem.accounts.accounts import create_user
 
     users = tuple(create_user(h, f"{h}@example.org", verified=True) for h in ("alice", "bob", "carol"))
     db.session.commit()
@@ -184,8 +185,8 @@ def players(ctx: Flask) -> tuple[User, User, User]:
 
 def give_mail_key(user: User) -> str:
     """Give ``user`` a known mail key (stored hashed, as always) and return it."""
-    from pbem.database import begin_write
-    from pbem.models import hash_mail_key, new_mail_key
+    from pbem.core.database import begin_write
+    from pbem.core.models import hash_mail_key, new_mail_key
 
     key = new_mail_key()
     begin_write()

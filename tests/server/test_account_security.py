@@ -9,9 +9,11 @@ from datetime import timedelta
 from flask import Flask, current_app
 from sqlalchemy import func, select
 
-from pbem import accounts, outbox, play
-from pbem.extensions import db
-from pbem.models import MailKeyFailure, OutboxMail, User, set_clock, utcnow
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.core.models import MailKeyFailure, OutboxMail, User, set_clock, utcnow
+from pbem.game import play
+from pbem.mailout import outbox
 from tests.server.conftest import give_mail_key
 from tests.server.test_mail_hostile import postman  # noqa: F401  (the listener fixture)
 from tests.server.test_mail_play import Postman, moves_of, text_of

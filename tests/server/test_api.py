@@ -16,9 +16,11 @@ import pytest
 from flask import Flask
 from werkzeug.serving import make_server
 
-from pbem import apitokens, create_app, outbox
-from pbem.extensions import db
-from pbem.models import ApiToken, Game, User
+from pbem import create_app
+from pbem.accounts import apitokens
+from pbem.core.extensions import db
+from pbem.core.models import ApiToken, Game, User
+from pbem.mailout import outbox
 from tests.conftest import ROOT
 from tests.server.test_cli import pbem
 from tests.server.test_sweep import text_of

@@ -9,9 +9,10 @@ from datetime import datetime
 import pytest
 from flask import Flask
 
-from pbem import archive, play
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.archive import archive
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 

@@ -9,7 +9,7 @@ import flask_migrate
 import sqlalchemy as sa
 
 from pbem import create_app
-from pbem.extensions import db
+from pbem.core.extensions import db
 from tests.server.test_migrations import empty_database  # noqa: F401  (the fixture)
 
 
@@ -34,7 +34,7 @@ def test_games_finished_before_the_archive_are_in_it(empty_database: str, tmp_pa
             conn.exec_driver_sql("INSERT INTO move (game_id, number, seat, kind, text, via, created_at) "
                                  "VALUES (1, 1, 0, 'resign', 'resign', 'web', '2026-02-01 10:00:00')")
         flask_migrate.upgrade()
-        from pbem import archive
+        from pbem.archive import archive
 
         [game] = archive.search(archive.parse_filters({"player": "bob", "result": "win"})).games
         assert game.id == 1 and game.ending == "resignation"

@@ -8,8 +8,8 @@ import pytest
 from flask import Flask
 from sqlalchemy import tuple_
 
-from pbem import archive
-from pbem.extensions import db
+from pbem.archive import archive
+from pbem.core.extensions import db
 from tests.server.archived import finished
 
 BAD = ("SCAN ", "USE TEMP B-TREE")

@@ -10,11 +10,14 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import accounts, bouncing, challenges, outbox, play, tokens
-from pbem.database import begin_write
-from pbem.extensions import db
-from pbem.mail import process, receive
-from pbem.models import InboundMail, OutboxMail, User, set_clock, utcnow
+from pbem.accounts import accounts
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail, OutboxMail, User, set_clock, utcnow
+from pbem.game import play
+from pbem.lobby import challenges
+from pbem.mailin import process, receive
+from pbem.mailout import bouncing, outbox, tokens
 from pbem.web.pagecache import cache_of
 from tests.server.test_mail_play import Postman, postman  # noqa: F401  (the listener fixture)
 from tests.server.test_web_games import signed_in

@@ -12,9 +12,10 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import create_app, outbox
-from pbem.extensions import db
-from pbem.models import OutboxMail
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail
+from pbem.mailout import outbox
 from tests.server.webclient import WebClient
 
 

@@ -6,10 +6,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import challenges, play
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail
-from pbem.play import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail
+from pbem.game import play
+from pbem.game.play import PlayError
+from pbem.lobby import challenges
 from tests.server.test_concurrency import race
 
 
@@ -82,7 +83,7 @@ def test_two_players_taking_the_last_seat_at_once(app: Flask, ctx: Flask, player
     ids = [bob.id, carol.id]
 
     def taker(user_id: int):
-        from pbem.models import User
+        from pbem.core.models import User
 
         return lambda: challenges.take_seat(game.id, db.session.get(User, user_id))
 

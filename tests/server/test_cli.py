@@ -12,9 +12,9 @@ from pathlib import Path
 
 from flask import Flask
 
-from pbem import play
-from pbem.extensions import db
-from pbem.models import Game, utcnow
+from pbem.core.extensions import db
+from pbem.core.models import Game, utcnow
+from pbem.game import play
 from tests.conftest import free_port
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from flask import Flask
 
-from pbem import play
-from pbem.extensions import db
-from pbem.models import Game, User
-from pbem.play import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, User
+from pbem.game import play
+from pbem.game.play import PlayError
 
 ROUNDS = 5
 

@@ -9,10 +9,10 @@ from flask import Flask
 from sqlalchemy import select, update
 
 import games
-from pbem import conditional, play
-from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail, Seat, User
-from pbem.play import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail, Seat, User
+from pbem.game import conditional, play
+from pbem.game.play import PlayError
 
 
 def cambio(alice: User, bob: User) -> Game:

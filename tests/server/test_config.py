@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pbem import config
-from pbem.config import ConfigError
+from pbem.core import config
+from pbem.core.config import ConfigError
 
 
 def test_defaults_then_file_then_environment(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_sqlite_commits_reach_the_disk_unless_told_otherwise(tmp_path: Path, set
     from sqlalchemy import text
 
     from pbem import create_app
-    from pbem.extensions import db
+    from pbem.core.extensions import db
 
     database = {"url": f"sqlite:///{tmp_path}/sync.db"}
     if setting is not None:

@@ -20,11 +20,12 @@ from email.message import EmailMessage, Message
 from flask import Flask, current_app
 from sqlalchemy import func, select
 
-from pbem import outbox, play, tokens
-from pbem.database import begin_write
-from pbem.extensions import db
-from pbem.mail import process
-from pbem.models import InboundMail, Move, utcnow
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail, Move, utcnow
+from pbem.game import play
+from pbem.mailin import process
+from pbem.mailout import outbox, tokens
 from tests.conftest import free_port
 from tests.server.test_mail_play import COMMANDS
 

@@ -12,9 +12,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import digest, outbox, play, tokens, vacation
-from pbem.extensions import db
-from pbem.models import OutboxMail, User, set_clock
+from pbem.accounts import vacation
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, User, set_clock
+from pbem.game import play
+from pbem.mailout import digest, outbox, tokens
 from tests.server.test_concurrency import race
 from tests.server.test_mail_play import Postman, moves_of, start_postman
 from tests.server.test_mail_play import text_of as mail_text

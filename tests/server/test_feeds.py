@@ -9,7 +9,7 @@ from datetime import datetime
 
 from flask import Flask
 
-from pbem.models import RatingHistory
+from pbem.core.models import RatingHistory
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 

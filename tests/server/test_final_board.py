@@ -15,10 +15,11 @@ import pytest
 from flask import Flask
 
 import games
-from pbem import outbox, play
-from pbem.extensions import db
-from pbem.models import Game
-from pbem.tokens import move_link_token
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
+from pbem.mailout import outbox
+from pbem.mailout.tokens import move_link_token
 from tests.games.test_final_board import MOVER
 from tests.server.archived import SMALL, finished
 from tests.server.test_api import Client, server, tokens  # noqa: F401  (the server and tokens fixtures)

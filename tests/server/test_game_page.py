@@ -11,9 +11,11 @@ from flask import Flask
 from sqlalchemy import select
 
 import games
-from pbem import challenges, create_app, play
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail
+from pbem.game import play
+from pbem.lobby import challenges
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient
 

@@ -14,9 +14,10 @@ from pathlib import Path
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import create_app, records
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail, User
+from pbem import create_app
+from pbem.archive import records
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail, User
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 

@@ -15,9 +15,9 @@ from aiosmtpd.smtp import SMTP
 from flask import Flask
 from sqlalchemy import select
 
-from pbem.extensions import db
-from pbem.mail import receive, smtpd
-from pbem.models import InboundMail
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail
+from pbem.mailin import receive, smtpd
 from tests.conftest import free_port
 
 

@@ -10,9 +10,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play
-from pbem.extensions import db
-from pbem.models import Game, Move, User
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, User
+from pbem.game import play
 from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import Postman, start_postman, text_of
 

@@ -9,7 +9,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pbem.mail import commands, parse
+from pbem.mailin import commands, parse
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HEADERS = ["From", "To", "Cc", "Subject", "Message-ID", "Content-Type", "Content-Transfer-Encoding",

@@ -18,10 +18,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play, tokens
-from pbem.extensions import db
-from pbem.mail import commands, parse
-from pbem.models import InboundMail
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail
+from pbem.game import play
+from pbem.mailin import commands, parse
+from pbem.mailout import tokens
 from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import COMMANDS, Postman, moves_of, start_postman, text_of
 
@@ -244,7 +245,7 @@ def test_a_private_game_is_not_shown_to_a_stranger(postman: Postman, players) ->
 
 
 def test_every_write_takes_the_lock_first() -> None:
-    """Every place that commits in the server takes the write lock first (pbem.database.begin_write)."""
+    """Every place that commits in the server takes the write lock first (pbem.core.database.begin_write)."""
     import ast
     from pathlib import Path
 

@@ -8,9 +8,10 @@ import re
 from flask import Flask
 from flask.testing import FlaskClient
 
-from pbem import play, tokens
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail, User
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail, User
+from pbem.game import play
+from pbem.mailout import tokens
 from tests.server.test_mail_play import moves_of
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from pbem import create_app, play
-from pbem.extensions import db
-from pbem.mail import smtpd
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.game import play
+from pbem.mailin import smtpd
 from tests.conftest import free_port
 from tests.server.conftest import Sink
 from tests.server.test_mail_play import Postman, moves_of

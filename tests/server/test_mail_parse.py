@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pbem.mail.parse import command_and_comment, html_to_text
+from pbem.mailin.parse import command_and_comment, html_to_text
 
 CASES = [
     ("b3 #7\nNice try.\n\nOn Mon, 3 Mar 2025 at 12:00, pbem <pbem@pbem.localhost> wrote:\n> It is your move",

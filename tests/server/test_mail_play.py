@@ -18,10 +18,12 @@ import pytest
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import challenges, outbox, play
-from pbem.extensions import db
-from pbem.mail import smtpd
-from pbem.models import Game, InboundMail, Move, User
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, Move, User
+from pbem.game import play
+from pbem.lobby import challenges
+from pbem.mailin import smtpd
+from pbem.mailout import outbox
 from tests.conftest import free_port
 from tests.server.conftest import give_mail_key
 

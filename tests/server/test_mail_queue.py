@@ -17,11 +17,12 @@ from flask import Flask
 from sqlalchemy import event, func, select, text
 from sqlalchemy.orm import Session
 
-from pbem import outbox, play, tokens
-from pbem.database import begin_write, caller_commits, is_postgresql, write_left_open
-from pbem.extensions import db
-from pbem.mail import process, receive, smtpd
-from pbem.models import Game, InboundMail, OutboxMail, User
+from pbem.core.database import begin_write, caller_commits, is_postgresql, write_left_open
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, OutboxMail, User
+from pbem.game import play
+from pbem.mailin import process, receive, smtpd
+from pbem.mailout import outbox, tokens
 from tests.conftest import free_port
 from tests.server.test_inbound import run_ingest
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of

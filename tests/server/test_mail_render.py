@@ -10,9 +10,10 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play, tokens
-from pbem.extensions import db
-from pbem.models import OutboxMail
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail
+from pbem.game import play
+from pbem.mailout import tokens
 from tests.server.test_mail_play import Postman, start_postman
 
 

@@ -17,9 +17,10 @@ import pytest
 from flask import Flask, current_app
 from sqlalchemy import select
 
-from pbem import play, tokens
-from pbem.extensions import db
-from pbem.models import Game, InboundMail, User
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, User
+from pbem.game import play
+from pbem.mailout import tokens
 from tests.server.test_mail_play import Postman, moves_of, start_postman, text_of
 
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 from flask import Flask
 
-from pbem import challenges, play
-from pbem.extensions import db
+from pbem.core.extensions import db
+from pbem.game import play
+from pbem.lobby import challenges
 from tests.server.test_mail_play import Postman, start_postman, text_of
 
 

@@ -13,7 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from pbem import create_app
-from pbem.extensions import db
+from pbem.core.extensions import db
 from tests.server.conftest import BACKENDS, create_pg_database, drop_pg_database
 
 
@@ -65,7 +65,7 @@ def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path)
                     "ply, created_at, updated_at, version) VALUES (:id, 'cambio', '{}', 1, :players, "
                     "'finished', true, '{}', 0, :at, :at, 1)"), {"id": game_id, "players": players, "at": at})
         flask_migrate.upgrade()
-        from pbem.models import Game, Rating
+        from pbem.core.models import Game, Rating
 
         cambio, truchet = db.session.scalars(db.select(Rating).order_by(Rating.engine)).all()
         assert (cambio.rating, cambio.deviation, cambio.volatility, cambio.games) == (1612.5, 350.0, 0.06, 7)
@@ -94,8 +94,8 @@ def _run_upgrade(revision_file: str) -> None:
 def test_carreaux_games_from_before_the_options_keep_the_sheets_rules(ctx, players) -> None:
     """A Carreaux game stored before when_stuck existed (its options and state without it) replays, after
     the upgrade, under the rule it was played by, so `pbem verify` finds nothing wrong."""
-    from pbem import play, verify
-    from pbem.models import Game
+    from pbem.core.models import Game
+    from pbem.game import play, replaycheck
 
     alice, bob, _ = players
     game = play.create_game("carreaux", [alice, bob], {"size": 4, "when_stuck": "draw"})
@@ -108,11 +108,11 @@ def test_carreaux_games_from_before_the_options_keep_the_sheets_rules(ctx, playe
     assert old.status == "finished" and set(old.state) == {"size", "board", "history", "winner", "stuck"}
     old.options = {"size": 4, "position": ""}  # as the server stored options before the options existed
     db.session.commit()
-    assert [m.game_id for m in verify.check_all()] == [game.id]  # replayed under least-rise: it differs
+    assert [m.game_id for m in replaycheck.check_all()] == [game.id]  # replayed under least-rise: it differs
 
     db.session.close()  # the upgrade runs on a connection of its own, as `pbem db upgrade` would
     _run_upgrade("0008_carreaux_rules.py")
     assert db.session.get(Game, game.id).options == {"size": 4, "position": "", "when_stuck": "draw",
                                                       "group_value": "smallest"}
     assert db.session.get(Game, other.id).options["when_stuck"] == "least-rise"
-    assert list(verify.check_all()) == []
+    assert list(replaycheck.check_all()) == []

@@ -35,9 +35,11 @@ import sqlalchemy as sa
 from flask import Flask
 from sqlalchemy import func, select, text, update
 
-from pbem import accounts, apitokens, play, tokens
-from pbem.extensions import db
-from pbem.models import Game, InboundMail, Move, OutboxMail, Seat, User, utcnow
+from pbem.accounts import accounts, apitokens
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, Move, OutboxMail, Seat, User, utcnow
+from pbem.game import play
+from pbem.mailout import tokens
 from tests.conftest import free_port
 from tests.server.conftest import PG_ADMIN_URL, create_pg_database, drop_pg_database
 from tests.server.processes import Processes, environment, exec_start, option, wait_for_port

@@ -17,9 +17,11 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from pbem import apitokens, challenges, play
-from pbem.extensions import db
-from pbem.models import User
+from pbem.accounts import apitokens
+from pbem.core.extensions import db
+from pbem.core.models import User
+from pbem.game import play
+from pbem.lobby import challenges
 
 ROUTES = {
     ("get", "/api/v1/games"), ("post", "/api/v1/games"), ("get", "/api/v1/games/{game_id}"),
@@ -53,7 +55,7 @@ def db_url(tmp_path) -> str:
 @pytest.fixture
 def fuzzed(app: Flask) -> Iterator[tuple[Flask, str]]:
     """The app with players, games in every state, and alice's token for the fuzzer to call with."""
-    from pbem.accounts import create_user
+    from pbem.accounts.accounts import create_user
 
     with app.app_context():
         alice, bob, carol = (create_user(h, f"{h}@example.org", verified=True)

@@ -12,9 +12,9 @@ from aiosmtpd.controller import Controller
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import devmail, outbox
-from pbem.extensions import db
-from pbem.models import OutboxMail, set_clock, utcnow
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, set_clock, utcnow
+from pbem.mailout import devmail, outbox
 
 
 def queue_one(to: str = "alice@example.org") -> int:
@@ -72,7 +72,7 @@ def test_a_claimed_mail_is_left_to_its_deliverer(ctx: Flask, sink) -> None:
 
 
 def test_mails_of_a_game_thread_together(ctx: Flask, sink, players) -> None:
-    from pbem import play
+    from pbem.game import play
 
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})

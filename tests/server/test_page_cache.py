@@ -12,9 +12,12 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import event, select
 
-from pbem import accounts, challenges, play, records, vacation
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail, Seat, User, set_clock, utcnow
+from pbem.accounts import accounts, vacation
+from pbem.archive import records
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail, Seat, User, set_clock, utcnow
+from pbem.game import play
+from pbem.lobby import challenges
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _without_token

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from flask import Flask
 from sqlalchemy import event
 
-from pbem import challenges, play, replay
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play, replay
+from pbem.lobby import challenges
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient
 

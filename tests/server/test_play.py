@@ -6,10 +6,10 @@ import pytest
 from flask import Flask
 from sqlalchemy import select, update
 
-from pbem import play, results
-from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail, Seat, User
-from pbem.play import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail, Seat, User
+from pbem.game import play, results
+from pbem.game.play import PlayError
 
 # Cambio 3x3 with two placements each (docs/RULES.md): O places b3, X a2, O c2, X b1, then O pushes.
 OPENING = ["b3", "a2", "c2", "b1"]
@@ -186,7 +186,7 @@ def test_resignation_ends_the_game_for_the_opponent(ctx: Flask, players) -> None
     game = db.session.get(Game, game.id)
     assert game.status == "finished" and results.sentence(game) == "alice (O) wins: bob (X) resigned."
     assert game.moves[-1].kind == "resign"
-    from pbem.ratings import rating_of
+    from pbem.game.ratings import rating_of
 
     assert rating_of(alice.id, "cambio").rating > 1500 > rating_of(bob.id, "cambio").rating
 

@@ -13,10 +13,12 @@ from datetime import datetime
 
 from flask import Flask, template_rendered
 
-from pbem import accounts, challenges, conditional, play, watching
-from pbem.database import begin_write
-from pbem.extensions import db
-from pbem.models import Game, User, set_clock
+from pbem.accounts import accounts
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import Game, User, set_clock
+from pbem.game import conditional, play, watching
+from pbem.lobby import challenges
 from pbem.web.pagecache import FORM_TOKEN
 from tests.server.test_page_queries import count
 from tests.server.test_web_games import signed_in

@@ -34,8 +34,8 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem.extensions import db
-from pbem.models import Game, InboundMail, OutboxMail
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, OutboxMail
 from tests.conftest import ROOT, free_port
 from tests.server.conftest import PG_ADMIN_URL
 from tests.server.processes import PBEM, Processes, environment, wait_for_port

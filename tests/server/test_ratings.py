@@ -8,10 +8,12 @@ from datetime import timedelta
 import pytest
 from flask import Flask
 
-from pbem import challenges, create_app, play
-from pbem.extensions import db
-from pbem.models import Game, Rating, set_clock, utcnow
-from pbem.ratings import Glicko, deviation_now, display, glicko2
+from pbem import create_app
+from pbem.core.extensions import db
+from pbem.core.models import Game, Rating, set_clock, utcnow
+from pbem.game import play
+from pbem.game.ratings import Glicko, deviation_now, display, glicko2
+from pbem.lobby import challenges
 from tests.server.test_web_games import new_game_form, signed_in
 
 

@@ -12,9 +12,10 @@ from email.policy import default as default_policy
 from flask import Flask
 
 import games
-from pbem import play, records
-from pbem.extensions import db
-from pbem.models import Game
+from pbem.archive import records
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 
@@ -68,7 +69,7 @@ def test_the_text_record_has_header_moves_comments_and_final_board(app: Flask, c
 
 
 def test_the_result_mail_links_both_records(app: Flask, ctx: Flask, players, sink) -> None:
-    from pbem import outbox
+    from pbem.mailout import outbox
 
     alice, bob, _ = players
     game = finished("cambio", [alice, bob], end="resign", moves=1)

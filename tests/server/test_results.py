@@ -10,9 +10,11 @@ import re
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import challenges, outbox, play, results
-from pbem.extensions import db
-from pbem.models import Game, OutboxMail
+from pbem.core.extensions import db
+from pbem.core.models import Game, OutboxMail
+from pbem.game import play, results
+from pbem.lobby import challenges
+from pbem.mailout import outbox
 from tests.server.test_web_games import signed_in
 
 

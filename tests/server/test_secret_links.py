@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from pbem import accounts, play
-from pbem.extensions import db
-from pbem.models import OutboxMail, User
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, User
+from pbem.game import play
 from pbem.web import secretlinks
 from tests.conftest import ROOT, free_port
 from tests.server.processes import PBEM, Process, Processes, environment, exec_start, option, wait_for_port

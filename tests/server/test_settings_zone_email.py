@@ -10,9 +10,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import accounts, play, sweep
-from pbem.extensions import db
-from pbem.models import OutboxMail, User, set_clock
+from pbem.accounts import accounts
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, User, set_clock
+from pbem.game import play
+from pbem.schedule import sweep
 from tests.server.test_results import text
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient

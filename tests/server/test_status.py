@@ -11,10 +11,11 @@ from click.testing import CliRunner, Result
 from flask import Flask
 from sqlalchemy import func, select, update
 
-from pbem import cli, play
-from pbem.extensions import db
-from pbem.mail import receive
-from pbem.models import InboundMail, OutboxMail, Seat, utcnow
+from pbem import cli
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail, OutboxMail, Seat, utcnow
+from pbem.game import play
+from pbem.mailin import receive
 from tests.server.test_mail_security import reply_mail
 
 

@@ -11,10 +11,14 @@ from flask import Flask
 from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem import clock, outbox, play, records, results, sweep, tokens, vacation
-from pbem.database import batched_writes, begin_write, writes_batched
-from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
+from pbem.accounts import vacation
+from pbem.archive import records
+from pbem.core.database import batched_writes, begin_write, writes_batched
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
+from pbem.game import clock, play, results
+from pbem.mailout import outbox, tokens
+from pbem.schedule import sweep
 from tests.server.test_cli import pbem
 
 T0 = datetime(2025, 3, 3, 12, 0)  # a Monday
@@ -323,7 +327,7 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert results.sentence(fresh(broken)) == "bob (X) wins on time: alice (O) did not move in time."
 
 
-# The sweep's batches send their writes together (pbem.database.batched_writes): every record entry, mail
+# The sweep's batches send their writes together (pbem.core.database.batched_writes): every record entry, mail
 # and game change of a batch is committed with it, in order and once; a batch that fails leaves nothing;
 # a read inside a batch sees what the batch wrote; and the statements a sweep sends do not grow with the
 # games it times out.

@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import play, sweep
-from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail, set_clock
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail, set_clock
+from pbem.game import play
+from pbem.schedule import sweep
 from tests.server.test_concurrency import race
 
 T0 = datetime(2025, 3, 3, 12, 0)

@@ -9,9 +9,10 @@ from datetime import datetime, timedelta
 import pytest
 from flask import Flask
 
-from pbem import clock, play, vacation
-from pbem.extensions import db
-from pbem.models import Game, Seat, User, set_clock
+from pbem.accounts import vacation
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User, set_clock
+from pbem.game import clock, play
 
 T0 = datetime(2025, 3, 3, 12, 0)  # a Monday
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import outbox, play
-from pbem.extensions import db
-from pbem.models import OutboxMail, User
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, User
+from pbem.game import play
+from pbem.mailout import outbox
 from tests.server.test_web_games import signed_in, text_of
 
 CAMBIO = {"size": 3, "placements": 2}
@@ -65,8 +66,9 @@ def test_stopping_and_who_may_watch(app: Flask, ctx: Flask, players) -> None:
 def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> None:
     from datetime import datetime, timedelta
 
-    from pbem import sweep, watching
-    from pbem.models import set_clock
+    from pbem.core.models import set_clock
+    from pbem.game import watching
+    from pbem.schedule import sweep
 
     alice, bob, carol = players
     start = datetime(2025, 3, 3, 12, 0)

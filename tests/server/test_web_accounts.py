@@ -7,10 +7,10 @@ import re
 
 from flask import Flask
 
-from pbem import outbox
-from pbem.accounts import check_mail_key
-from pbem.extensions import db
-from pbem.models import OutboxMail, User
+from pbem.accounts.accounts import check_mail_key
+from pbem.core.extensions import db
+from pbem.core.models import OutboxMail, User
+from pbem.mailout import outbox
 from tests.server.webclient import WebClient
 
 
@@ -122,7 +122,7 @@ def test_vacation_from_the_settings_page(app: Flask, ctx: Flask, players) -> Non
 
 def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, players) -> None:
     web = WebClient(app)
-    from pbem import accounts
+    from pbem.accounts import accounts
 
     accounts.set_password(players[0], "correct horse")
     db.session.commit()
@@ -140,7 +140,7 @@ def test_signing_in_goes_only_to_pages_of_this_site(app: Flask, ctx: Flask, play
 
 
 def test_revoking_reply_addresses_from_the_settings_page(app: Flask, ctx: Flask, players) -> None:
-    from pbem import tokens
+    from pbem.mailout import tokens
 
     alice = players[0]
     mailed = tokens.parse_reply(tokens.reply_token(7, 0, alice))
@@ -159,7 +159,7 @@ def test_revoked_reply_addresses_come_back_new_for_each_game_awaiting_the_move(a
     """The move request a player has is refused once they revoke their reply addresses, so each game
     awaiting their move sends a new one, with a reply address that works; games awaiting the other
     player's move send nothing."""
-    from pbem import tokens
+    from pbem.mailout import tokens
     from tests.server.test_web_games import start_cambio
 
     alice, bob, _ = players

@@ -8,9 +8,9 @@ import json
 from flask import Flask
 from sqlalchemy import select
 
-from pbem import conditional, play
-from pbem.extensions import db
-from pbem.models import Game, Move, OutboxMail
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail
+from pbem.game import conditional, play
 from tests.server.test_api import Client, server, tokens  # noqa: F401 (fixtures)
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient

@@ -8,9 +8,10 @@ import re
 
 from flask import Flask
 
-from pbem import challenges, play
-from pbem.extensions import db
-from pbem.models import Game, Move
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move
+from pbem.game import play
+from pbem.lobby import challenges
 from tests.server.webclient import WebClient
 
 
@@ -113,7 +114,7 @@ def test_a_challenge_answered_on_the_web_passes_the_players_comment_on(app: Flas
                                                                       sink) -> None:
     """Accepting (or declining) on the game page, a comment written with the answer reaches the
     challenger, as it does in an answer by mail; an answer without one sends none."""
-    from pbem import outbox
+    from pbem.mailout import outbox
     from tests.server.test_sweep import text_of as mail_text
 
     alice, bob, carol = players
@@ -334,7 +335,7 @@ def test_box_off_hint_only_on_request(app: Flask, ctx: Flask, players) -> None:
 
 def test_carreaux_says_when_the_least_rise_rule_applies(app: Flask, ctx: Flask, players, sink) -> None:
     """Red's move after a5 a4 a3 b3 b2 c2 is ruled by least-rise: the page and the mail say so."""
-    from pbem import outbox
+    from pbem.mailout import outbox
 
     alice, bob, _ = players
     game = play.create_game("carreaux", [alice, bob], {})

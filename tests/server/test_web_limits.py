@@ -9,8 +9,8 @@ import pytest
 from flask import Flask
 
 from pbem import create_app
-from pbem.extensions import db, limiter
-from pbem.models import OutboxMail
+from pbem.core.extensions import db, limiter
+from pbem.core.models import OutboxMail
 from tests.server.webclient import WebClient
 
 
@@ -113,7 +113,7 @@ def test_redis_storage_is_shared_by_workers(settings: dict, tmp_path) -> None:
 
 
 def test_a_misspelt_limit_stops_the_server_at_start(settings: dict) -> None:
-    from pbem.config import ConfigError
+    from pbem.core.config import ConfigError
 
     settings["ratelimit"] = {"signin_per_ip": "ten per minute"}
     with pytest.raises(ConfigError, match=r"ratelimit\.signin_per_ip"):

@@ -1,6 +1,6 @@
 """Busy database: inbound mail from 50 clients at once, the deliverer running, sign-ups arriving.
 
-Every write transaction takes the write lock first (pbem.database.begin_write), so on SQLite nothing
+Every write transaction takes the write lock first (pbem.core.database.begin_write), so on SQLite nothing
 fails with "database is locked": every mail is delivered exactly once, no sign-up answers 500, and the
 log never says "locked".
 """
@@ -19,10 +19,10 @@ import pytest
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem import outbox
-from pbem.extensions import db
-from pbem.mail import smtpd
-from pbem.models import InboundMail, OutboxMail
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail, OutboxMail
+from pbem.mailin import smtpd
+from pbem.mailout import outbox
 from tests.conftest import free_port
 from tests.server.test_mail_play import COMMANDS
 from tests.server.webclient import WebClient

@@ -16,8 +16,8 @@ from flask import Flask, has_app_context
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from pbem.extensions import db
-from pbem.models import User
+from pbem.core.extensions import db
+from pbem.core.models import User
 
 _TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -60,7 +60,7 @@ class WebClient:
 
     def sign_in(self, user: User, password: str = "correct horse") -> TestResponse:
         """Sign ``user`` in (giving them ``password`` first)."""
-        from pbem import accounts
+        from pbem.accounts import accounts
 
         def give_password() -> None:
             with self.app.app_context():

@@ -1,0 +1,1 @@
+"""Accounts: sign-up, sign-in, settings, API tokens, mail keys and vacations."""

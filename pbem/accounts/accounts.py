@@ -1,0 +1,605 @@
+"""Accounts: signing up, confirming the address, signing in, password resets and a player's settings
+(notifications, time zone, a new mail address confirmed from that address).
+
+Confirmation and reset links are signed with the server secret (itsdangerous) and expire; a reset link
+is also bound to the password it replaces, so it works once.  Mails go through the outbox.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app, render_template
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from sqlalchemy import delete, exists, func, or_, select, update
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import (
+    Challenge,
+    Game,
+    InboundMail,
+    Move,
+    OutboxMail,
+    Rating,
+    Seat,
+    User,
+    hash_mail_key,
+    new_mail_key,
+    new_session_token,
+    utcnow,
+)
+from pbem.game import clock
+from pbem.mailout import bouncing, outbox, tokens
+
+HANDLE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,31}$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$|^[^@\s]+@[^@\s]+\.localhost$")
+MIN_PASSWORD = 8
+NOTIFY_CHOICES = {"move": "a mail for every move", "digest": "one mail a day listing the games awaiting me"}
+# How long the links in confirmation and reset mails stay good, in seconds.
+VERIFY_LINK_SECONDS = 7 * 86400
+RESET_LINK_SECONDS = 2 * 3600
+EMAIL_LINK_SECONDS = 2 * 86400
+
+# Characters people confuse in a handle, folded to one representative.
+_LOOKALIKES = str.maketrans({"0": "o", "1": "l", "i": "l", "5": "s", "_": "-"})
+
+# Handles nobody may take: words the new-game form and the API read as something else ("me" is the
+# player filling it in), and names of the server's own mailboxes or of its operators, which a player
+# could otherwise pass for.  Compared as handles are (see :func:`handle_key`), so "ME" and "r00t" too.
+RESERVED_HANDLES = ("me", "you", "open", "nobody", "pbem", "play", "bounces", "postmaster",
+                    "mailer-daemon", "admin", "root", "abuse")
+
+
+class AccountError(ValueError):
+    """A handle, address, password or link that cannot be used; the message says why."""
+
+
+def handle_key(handle: str) -> str:
+    """The handle folded so that look-alikes (case, 0/o, 1/l/i, 5/s, _/-) collide."""
+    return handle.casefold().translate(_LOOKALIKES)
+
+
+def check_handle(handle: str) -> None:
+    """AccountError unless ``handle`` (stripped) has the form of a handle and is not reserved (see
+    :data:`RESERVED_HANDLES`)."""
+    if not HANDLE.match(handle):
+        raise AccountError(
+            "A handle is 2 to 32 letters, digits, '-' or '_', starting with a letter, without spaces."
+        )
+    _refuse_reserved(handle)
+
+
+def _refuse_reserved(handle: str) -> None:
+    key = handle_key(handle)
+    for word in RESERVED_HANDLES:
+        if handle_key(word) == key:
+            raise AccountError(f"{word!r} is a word the server reads itself; choose another handle.")
+
+
+def check_address(email: str) -> None:
+    """AccountError unless ``email`` (stripped, lower case) is a mail address this server can send to."""
+    if len(email) > 254 or not EMAIL.match(email):
+        raise AccountError(f"{email[:254]!r} is not a mail address.")
+    if not email.isascii():
+        # Such an address needs SMTPUTF8, which this server does not speak: its mail would never go.
+        raise AccountError(f"{email!r} has letters beyond plain ASCII, and this server cannot send mail to "
+                           "such an address; give another one.")
+
+
+def _check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"A password needs at least {MIN_PASSWORD} characters.")
+
+
+def hash_password(password: str) -> str:
+    """Check ``password`` and hash it.  Hashing is slow on purpose, so it is done before a transaction
+    takes the write lock, never while holding it."""
+    _check_password(password)
+    return generate_password_hash(password)
+
+
+def create_user(handle: str, email: str, password: str | None = None, verified: bool = False, *,
+                password_hash: str | None = None) -> User:
+    """A new player (added to the session, not committed); AccountError if the handle or address is
+    unusable or taken."""
+    handle, email = handle.strip(), email.strip().lower()
+    check_handle(handle)
+    check_address(email)
+    clash = db.session.scalar(
+        select(User).where(or_(User.handle_key == handle_key(handle), func.lower(User.email) == email))
+    )
+    if clash is not None:
+        if clash.email == email:
+            raise AccountError(f"There is already an account for {email}.")
+        if clash.handle.casefold() == handle.casefold():
+            raise AccountError(f"The handle {clash.handle!r} is taken.")
+        raise AccountError(f"The handle {handle!r} is too like {clash.handle!r}, which is taken.")
+    user = User(
+        handle=handle,
+        handle_key=handle_key(handle),
+        email=email,
+        password_hash=password_hash or (generate_password_hash(password) if password else None),
+        verified_at=utcnow() if verified else None,
+    )
+    db.session.add(user)
+    return user
+
+
+def find_user(handle: str) -> User | None:
+    """The player with this handle (case-insensitive), if any."""
+    return db.session.scalar(select(User).where(User.handle_key == handle_key(handle.strip())))
+
+
+def _by_email(email: str) -> User | None:
+    return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+
+
+# Signing up and confirming the address ----------------------------------------------------------------
+
+
+def _signer(purpose: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=f"account-{purpose}")
+
+
+def _link(path: str) -> str:
+    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + path
+
+
+def sign_up(handle: str, email: str, password: str) -> User:
+    """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
+    placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
+    # A reserved handle is refused even where an imported record made a placeholder of it (whose form
+    # is otherwise not checked: an imported handle may be claimed as it is).
+    _refuse_reserved(handle.strip())
+    hashed = hash_password(password)
+    # The write lock first: the check for a taken handle and the insert must see the same database.
+    begin_write()
+    placeholder = find_user(handle)
+    if placeholder is not None and placeholder.placeholder:
+        return claim(placeholder, email, hashed)
+    user = create_user(handle, email, password_hash=hashed)
+    db.session.flush()
+    send_verification(user)
+    db.session.commit()
+    return user
+
+
+def send_verification(user: User) -> None:
+    """Write the mail with the link that confirms ``user``'s address into the outbox (caller commits)."""
+    token = _signer("verify").dumps({"u": user.id, "e": user.email})
+    outbox.enqueue(
+        user,
+        "[pbem] Confirm your address",
+        render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
+                        days=VERIFY_LINK_SECONDS // 86400),
+        kind="verify",
+    )
+
+
+def claim(placeholder: User, email: str, password_hash: str) -> User:
+    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits (the caller
+    holds the write lock, see :func:`sign_up`).
+
+    Nothing of the account changes but its pending password (stored hashed), which the link is bound
+    to: the handle and its games become the claimant's only when the link is followed, and a later
+    sign-up for the same handle makes earlier links void.
+    """
+    email = email.strip().lower()
+    check_address(email)
+    if _by_email(email) is not None:
+        raise AccountError(f"There is already an account for {email}.")
+    placeholder.password_hash = password_hash
+    token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
+    outbox.enqueue(
+        email,
+        "[pbem] Confirm your address",
+        render_template("mail/verify.txt", user=placeholder, url=_link(f"/verify/{token}"),
+                        days=VERIFY_LINK_SECONDS // 86400),
+        kind="verify",
+    )
+    db.session.commit()
+    return placeholder
+
+
+def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
+    """Make a placeholder account the claimant's; commits (the caller holds the write lock)."""
+    if user is None or not user.placeholder:
+        raise AccountError("This handle has been claimed already.")
+    if data.get("c") != _reset_fingerprint(user):
+        raise AccountError("A later sign-up for this handle replaced this link; use the newest one.")
+    email = str(data.get("e", ""))
+    if _by_email(email) is not None:
+        raise AccountError(f"There is already an account for {email}.")
+    user.email, user.placeholder, user.verified_at = email, False, utcnow()
+    mail_new_key(user, "welcome")
+    db.session.commit()
+    return user
+
+
+def resend_verification(email: str) -> None:
+    """Send a new confirmation link to an unconfirmed account with this address (silently nothing
+    otherwise, so the form does not tell strangers who has an account); commits."""
+    begin_write()
+    user = _by_email(email)
+    if user is not None and not user.verified and not user.placeholder:
+        send_verification(user)
+    db.session.commit()
+
+
+class LinkUsed(AccountError):
+    """A confirmation link that has done its work already: it confirms once and signs in once."""
+
+
+def verify(token: str) -> User:
+    """Confirm the address named by a confirmation link, and mail the player their mail key; commits.
+
+    AccountError if the link is bad; :class:`LinkUsed` once the address is confirmed, so that a link
+    found later in a mailbox cannot sign anyone in.
+    """
+    data = _load(token, "verify", VERIFY_LINK_SECONDS)
+    begin_write()
+    user = db.session.get(User, data.get("u"))
+    if "c" in data:
+        return _finish_claim(user, data)
+    if user is None or user.email != data.get("e"):
+        raise AccountError("This confirmation link is not for any current account.")
+    if user.verified_at is not None:
+        raise LinkUsed("This confirmation link has been used already: your address is confirmed. Sign in "
+                       "with your handle and password.")
+    user.verified_at = utcnow()
+    mail_new_key(user, "welcome")
+    db.session.commit()
+    return user
+
+
+def expire_unconfirmed() -> int:
+    """Delete the accounts never confirmed whose last confirmation link has expired (so an address
+    someone typed by mistake, or a squatted handle, is free again); commits and returns how many.
+
+    An account that something refers to (a seat, a challenge, a move) is kept: it is for an operator.
+    """
+    cutoff = utcnow() - timedelta(seconds=VERIFY_LINK_SECONDS)
+    last_link = (
+        select(func.max(OutboxMail.created_at))
+        .where(OutboxMail.user_id == User.id, OutboxMail.kind == "verify")
+        .scalar_subquery()
+    )
+    in_use = or_(*(
+        exists().where(column == User.id)
+        for column in (Seat.user_id, Game.created_by_id, Move.user_id, Challenge.challenger_id,
+                       Challenge.challenged_id, Rating.user_id)
+    ))
+    begin_write()
+    expired = db.session.scalars(
+        select(User.id).where(User.verified_at.is_(None), func.coalesce(last_link, User.created_at) < cutoff,
+                              ~in_use)
+    ).all()
+    if expired:
+        db.session.execute(update(OutboxMail).where(OutboxMail.user_id.in_(expired)).values(user_id=None))
+        db.session.execute(update(InboundMail).where(InboundMail.user_id.in_(expired)).values(user_id=None))
+        db.session.execute(delete(User).where(User.id.in_(expired)))
+    db.session.commit()
+    return len(expired)
+
+
+def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
+    what = "reset" if purpose == "reset" else "confirmation"
+    try:
+        data = _signer(purpose).loads(token, max_age=max_age)
+    except SignatureExpired:
+        raise AccountError(f"This {what} link has expired; ask for a new one.") from None
+    except BadSignature:
+        raise AccountError(f"This {what} link is damaged or not one of ours; ask for a new one.") from None
+    if not isinstance(data, dict):
+        raise AccountError(f"This {what} link is not one of ours.")
+    return data
+
+
+# Signing in and passwords ---------------------------------------------------------------------------
+
+
+def authenticate(login: str, password: str) -> User:
+    """The player whose handle or address and password these are; AccountError otherwise."""
+    login = login.strip()
+    user = _by_email(login) if "@" in login else find_user(login)
+    if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
+        raise AccountError("That handle (or address) and password do not match an account.")
+    if not user.verified:
+        raise AccountError(
+            f"{user.handle} has not confirmed their address yet: follow the link in the mail we sent, "
+            "or ask for a new one."
+        )
+    return user
+
+
+def _reset_fingerprint(user: User) -> str:
+    # Bound to the current password, so a reset link stops working once it has been used.
+    return (user.password_hash or "none")[-16:]
+
+
+def request_reset(login: str) -> None:
+    """Mail a password-reset link to the account with this handle or address, if there is one (to its
+    address, whichever was given); commits."""
+    login = login.strip()
+    begin_write()
+    user = _by_email(login) if "@" in login else find_user(login)
+    if user is None or user.placeholder:
+        # A placeholder has no address to mail: it is claimed by signing up with its handle.
+        db.session.rollback()
+        return
+    token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
+    outbox.enqueue(
+        user,
+        "[pbem] Reset your password",
+        render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
+                        hours=RESET_LINK_SECONDS // 3600),
+        kind="reset",
+    )
+    db.session.commit()
+
+
+def user_for_reset(token: str) -> User:
+    """The player a reset link is for; AccountError if it is bad, expired or already used."""
+    data = _load(token, "reset", RESET_LINK_SECONDS)
+    user = db.session.get(User, data.get("u"))
+    if user is None or data.get("p") != _reset_fingerprint(user):
+        raise AccountError("This reset link has already been used; ask for a new one.")
+    return user
+
+
+def reset_password(token: str, password: str) -> User:
+    """Set a new password through a reset link; the link also confirms the address (and then mails the
+    mail key, as confirming does).  Every other session of the account ends, a pending change of address
+    is cancelled, and a notice goes to the address.  Commits."""
+    hashed = hash_password(password)
+    begin_write()
+    user = user_for_reset(token)
+    pending = user.pending_email
+    _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
+    if user.verified_at is None:
+        user.verified_at = utcnow()
+        mail_new_key(user, "welcome")
+    db.session.commit()
+    return user
+
+
+def set_password(user: User, password: str) -> None:
+    """Replace ``user``'s password, end every session signed in with the old one and cancel a pending
+    change of address (the caller commits, and signs the current session in again).  No notice is mailed:
+    this is for operators and tests, not a player's own change (see :func:`change_password`)."""
+    _replace_password(user, hash_password(password))
+
+
+def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
+    """Write the notice that ``user``'s password was changed into the outbox (the caller commits), so that
+    an owner who did not change it learns so, and how to take the account back.  It names no password
+    and carries no link that acts: the reset page asks for a new link by mail."""
+    outbox.enqueue(
+        user,
+        "[pbem] Your password was changed",
+        render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
+                        when=clock.format_time(utcnow(), user.time_zone),
+                        cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
+        kind="password-changed",
+    )
+
+
+def _replace_password(user: User, password_hash: str) -> None:
+    user.password_hash = password_hash
+    # The notice of an address change tells the owner to change the password if the change was not
+    # theirs: doing so must also stop the move, or the link (perhaps in someone else's mailbox) would
+    # still take the account away.  The confirmation checks ``pending_email``, so clearing it voids it.
+    user.pending_email = None
+    end_other_sessions(user)
+
+
+def end_other_sessions(user: User) -> None:
+    """Give ``user`` a new session token: every browser signed in (or remembered) with the old one is
+    signed out at its next request.  The caller commits."""
+    user.session_token = new_session_token()
+
+
+def user_for_session(session_id: str) -> User | None:
+    """The player a session (or remember-me cookie) stands for, if its token is still current."""
+    user_id, _, token = session_id.partition(":")
+    if not user_id.isdigit() or not token:
+        return None
+    user = db.session.get(User, int(user_id))
+    if user is None or not session_token_matches(user.session_token, token):
+        return None
+    return user
+
+
+def session_token_matches(current: object, presented: str) -> bool:
+    """Whether ``presented`` (from a session) is the session token a user row holds, compared in constant
+    time."""
+    return hmac.compare_digest(str(current).encode(), presented.encode())
+
+
+def change_password(user: User, current: str, password: str) -> None:
+    """Replace ``user``'s password after checking the current one; commits.  The account's other
+    sessions end (the caller signs the current one in again), a pending change of address is cancelled,
+    and a notice goes to the address."""
+    if not user.password_hash or not check_password_hash(user.password_hash, current):
+        raise AccountError("Your current password is not right, so the password was not changed.")
+    hashed = hash_password(password)
+    begin_write()
+    pending = user.pending_email
+    _replace_password(user, hashed)
+    _tell_password_changed(user, pending)
+    db.session.commit()
+
+
+# Settings ---------------------------------------------------------------------------
+
+
+def set_notify(user: User, choice: str) -> None:
+    """Choose how ``user`` hears about their moves (see :data:`NOTIFY_CHOICES`); commits."""
+    if choice not in NOTIFY_CHOICES:
+        raise AccountError(f"Notification must be one of: {', '.join(NOTIFY_CHOICES)}.")
+    begin_write()
+    user.notify = choice
+    db.session.commit()
+
+
+def check_mail_key(user: User, key: str | None) -> bool:
+    """Whether ``key`` is ``user``'s mail key (any case)."""
+    return bool(key) and hmac.compare_digest(hash_mail_key(key or ""), user.mail_key_hash)
+
+
+def mail_new_key(user: User, occasion: str) -> str:
+    """Give ``user`` a new mail key and write it into the outbox for them (the caller commits).
+
+    The key is stored only as its hash; this mail (and the page that asked for a new key) is the only
+    place it is ever shown.
+    """
+    key = new_mail_key()
+    user.mail_key_hash = hash_mail_key(key)
+    user.mail_key_paused_until = None
+    outbox.enqueue(
+        user,
+        "[pbem] Welcome: your mail key" if occasion == "welcome" else "[pbem] Your new mail key",
+        render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
+                        settings_url=_link("/settings")),
+        kind="mail-key",
+    )
+    return key
+
+
+def regenerate_mail_key(user: User) -> str:
+    """Give ``user`` a new mail key (the old one stops working at once) and mail it to them; commits
+    and returns it, to be shown once."""
+    begin_write()
+    user = db.session.get(User, user.id)
+    assert user is not None
+    key = mail_new_key(user, "replaced")
+    db.session.commit()
+    return key
+
+
+def renew_reply_addresses(user: User) -> int:
+    """Replace ``user``'s reply addresses and move links: every one mailed so far stops working (for a
+    mail gone astray), and each game awaiting their move sends its move request again with new ones,
+    since the request they have would be refused now.  Commits; returns how many requests were written."""
+    from pbem.mailout import notify  # The move path's mails; notify imports the outbox, as this module does.
+
+    begin_write()
+    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
+    assert fresh is not None
+    turns = notify.awaiting_move_locked(fresh)
+    tokens.renew(fresh)
+    resent = notify.request_moves_again(fresh, turns, skip_waiting=False)
+    db.session.commit()
+    return resent
+
+
+def set_time_zone(user: User, zone: str) -> None:
+    """Show ``user`` times in ``zone`` (an IANA name such as "Europe/Paris"); commits.  AccountError
+    for a name that is not a time zone."""
+    zone = zone.strip()
+    if zone not in clock.zone_names():
+        raise AccountError(f"{zone[:64]!r} is not a time zone; choose one from the list (e.g. Europe/Paris).")
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    fresh.time_zone = zone
+    db.session.commit()
+
+
+# Changing the mail address --------------------------------------------------------------------------
+
+
+def request_email_change(user: User, new_email: str, password: str) -> str:
+    """Ask to move ``user``'s account to ``new_email``: a confirmation link goes to the new address and a
+    notice to the current one, which keeps working until the link is followed.  The password is asked
+    for, so that a browser left signed in cannot move the account.  Commits; returns the new address.
+    AccountError if the password is wrong or the address unusable or taken."""
+    new_email = new_email.strip().lower()
+    if not user.password_hash or not check_password_hash(user.password_hash, password):
+        raise AccountError("Your password is not right, so the address was not changed.")
+    check_address(new_email)
+    if new_email == user.email.lower():
+        raise AccountError(f"{new_email} is already your address.")
+    if _by_email(new_email) is not None:
+        raise AccountError(f"There is already an account for {new_email}.")
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    fresh.pending_email = new_email
+    token = _signer("email").dumps({"u": fresh.id, "e": new_email, "o": fresh.email})
+    days = EMAIL_LINK_SECONDS // 86400
+    outbox.enqueue(
+        new_email,
+        "[pbem] Confirm your new address",
+        render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
+                        url=_link(f"/settings/email/{token}")),
+        kind="email-change",
+    )
+    outbox.enqueue(
+        fresh,
+        "[pbem] Your address is about to change",
+        render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
+        kind="email-change-notice",
+    )
+    db.session.commit()
+    return new_email
+
+
+def cancel_email_change(user: User) -> str | None:
+    """Stop ``user``'s pending change of address: the link mailed to the new address no longer works.
+    Commits; returns the address that was pending, or None if there was none."""
+    begin_write()
+    fresh = db.session.get(User, user.id)
+    assert fresh is not None
+    pending, fresh.pending_email = fresh.pending_email, None
+    db.session.commit()
+    return pending
+
+
+def mask_address(address: str) -> str:
+    """``address`` with most of its local part hidden ("d***@example.org"), to tell a mailbox that an
+    address exists without handing it out."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}***@{domain}"
+
+
+def confirm_email_change(token: str) -> tuple[User, int]:
+    """Follow the link mailed to a new address: the account's address becomes it, and a mark of the old
+    one as bouncing comes off.  Commits; returns the player and how many move requests were sent again
+    to the new address (see :func:`pbem.mailout.bouncing.forget`).  AccountError if the link is bad, expired,
+    replaced by a later request, or the address was taken meanwhile."""
+    data = _load(token, "email", EMAIL_LINK_SECONDS)
+    begin_write()
+    # The row is held (on PostgreSQL; BEGIN IMMEDIATE does it on SQLite) so that the link followed twice
+    # at once changes the address, and sends the move requests again, once.
+    user = db.session.get(User, data.get("u"), with_for_update={"key_share": True}, populate_existing=True)
+    if user is None or user.email != data.get("o") or user.pending_email != data.get("e"):
+        db.session.rollback()
+        raise AccountError("This link is no longer good: the address was changed or asked for again since. "
+                           "Ask for the change again in your settings.")
+    new_email = str(data["e"])
+    if db.session.scalar(select(User.id).where(func.lower(User.email) == new_email, User.id != user.id)):
+        db.session.rollback()
+        raise AccountError(f"There is already an account for {new_email}.")
+    user.pending_email = None
+    old_email = user.email
+    resent = bouncing.forget(user, new_email)  # What bounced was the old address.
+    if user.verified_at is None:
+        user.verified_at = utcnow()
+    # The old address hears of the move, so that an owner who did not ask for it learns of it (and only
+    # a masked form of the new address: it may be a stranger's).
+    outbox.enqueue(
+        old_email,
+        "[pbem] Your address was changed",
+        render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
+                        when=clock.format_time(utcnow(), user.time_zone)),
+        kind="email-changed",
+    )
+    db.session.commit()
+    return user, resent

@@ -1,0 +1,401 @@
+"""Game records: the JSON record (format described in docs/RECORDS.md), the plain-text record, and the
+export and import of records as JSON lines.
+
+An import replays every entry of a record through the game's engine and refuses the record, naming the
+first entry that does not fit, unless it replays to the result the record states.  Each imported game
+keeps the digest of what it was replayed from (``Game.import_key``), so importing a record twice adds it
+once.  Players unknown here become placeholder accounts (``User.placeholder``): they have no address and
+cannot sign in until someone signs up with the handle and confirms their address (see
+:func:`pbem.accounts.accounts.sign_up`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
+from typing import Any
+
+from marshmallow import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+import games
+from games import IllegalMove, Outcome
+from pbem.accounts import accounts
+from pbem.archive import archive
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
+from pbem.game import results
+
+FORMAT = 1
+# Bounds on what an import reads: a line of the file, and the entries of one record.
+MAX_LINE = 2_000_000
+MAX_ENTRIES = 20_000
+MAX_TEXT = 500
+KINDS = ("move", "resign", "draw-offer", "draw-accept", "draw-decline", "timeout")
+VIA = ("web", "mail", "link", "command", "server", "cli", "import")
+# How the plain-text record names the server's actions.
+ACTION_WORDS = {
+    "resign": "resigns",
+    "draw-offer": "offers a draw",
+    "draw-accept": "accepts the draw",
+    "draw-decline": "declines the draw",
+    "timeout": "runs out of time",
+}
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.replace(microsecond=0).isoformat() + "Z"
+
+
+def record(game: Game) -> dict[str, Any]:
+    """The JSON-safe record of a started game (format :data:`FORMAT`, see docs/RECORDS.md)."""
+    outcome = Outcome.from_dict(game.result) if game.result else None
+    return {
+        "format": FORMAT,
+        "id": game.id,
+        "game": game.engine,
+        "options": game.options,
+        "seed": game.seed,
+        "players": [{"seat": s.number + 1, "handle": s.user.handle if s.user else None} for s in game.seats],
+        "public": game.public,
+        "rated": game.rated,
+        "time_control": game.time_control,
+        "status": game.status,
+        "started": _time(game.started_at),
+        "finished": _time(game.finished_at),
+        "moves": [
+            {"number": m.number, "seat": m.seat + 1, "kind": m.kind, "text": m.text, "via": m.via,
+             "time": _time(m.created_at), "comment": m.comment}
+            for m in game.moves
+        ],
+        "result": None if outcome is None else {
+            "results": list(outcome.results),
+            "ranks": list(outcome.ranks),
+            "scores": None if outcome.scores is None else list(outcome.scores),
+            "notes": None if outcome.notes is None else list(outcome.notes),
+            "reason": outcome.reason,
+            "ending": game.ending,
+        },
+    }
+
+
+def to_json(data: dict[str, Any]) -> str:
+    """A record as one line of JSON (the form of an export file's lines)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def text(game: Game) -> str:
+    """The plain-text record: a header, the numbered moves with their comments, the board at the end."""
+    engine = games.get(game.engine)
+    names = {s.number: (s.user.handle if s.user else f"seat {s.number + 1}") for s in game.seats}
+    lines = [f"{engine.title} #{game.id}"]
+    for seat in game.seats:
+        lines.append(f"Seat {seat.number + 1}: {names[seat.number]}")
+    # An option left unset (a Truchet game without a set-up position, say) is not worth a line's
+    # "position=None": only the options that have a value are shown.
+    options = ", ".join(f"{k}={v}" for k, v in sorted(game.options.items()) if v is not None)
+    if options:
+        lines.append(f"Options: {options}")
+    lines.append(f"Seed: {game.seed}")
+    if game.started_at:
+        lines.append(f"Started: {_time(game.started_at)}")
+    if game.finished_at and game.result:
+        lines.append(f"Finished: {_time(game.finished_at)}")
+    if game.result:
+        outcome = Outcome.from_dict(game.result)
+        seats = range(len(outcome.results))
+        lines.append("Result: " + "; ".join(
+            f"{results.player_name(game, n)} {results.seat_words(game, n)}" for n in seats))
+        lines.append(f"Reason: {results.sentence(game)}")
+    lines.append("")
+    for move in game.moves:
+        what = move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
+        lines.append(f"{move.number:>4}. {names.get(move.seat, move.seat + 1)}: {what}")
+        if move.comment:
+            lines.extend(f"      {line}" for line in move.comment.splitlines())
+    if game.state is not None:
+        lines.append("")
+        lines.append("Final board:" if game.status != "active" else "Board now:")
+        lines.append(engine.render_text(engine.load(game.state), None, over=game.status != "active").rstrip())
+    return "\n".join(lines) + "\n"
+
+
+# Export ---------------------------------------------------------------------------
+
+
+def export(engine: str | None = None, since: date | None = None, batch: int = 200) -> Iterator[str]:
+    """The records of finished games, oldest first, one JSON line each (``engine`` and ``since``
+    narrow it).  Games are read in batches, so an export of any size uses little memory."""
+    last_id = 0
+    while True:
+        query = (select(Game).where(Game.status == "finished", Game.id > last_id).order_by(Game.id)
+                 .limit(batch).options(selectinload(Game.seats).joinedload(Seat.user),
+                                       selectinload(Game.moves)))
+        if engine:
+            query = query.where(Game.engine == engine)
+        if since:
+            query = query.where(Game.finished_at >= datetime.combine(since, datetime.min.time()))
+        found = list(db.session.scalars(query))
+        if not found:
+            return
+        for game in found:
+            yield to_json(record(game))
+        last_id = found[-1].id
+        db.session.expunge_all()
+
+
+# Import ---------------------------------------------------------------------------
+
+
+class RecordError(ValueError):
+    """A record that cannot be imported; the message says why (naming the first bad move)."""
+
+
+@dataclass
+class Checked:
+    """A record that replays to its stated result, ready to store."""
+
+    data: dict[str, Any]
+    engine: games.Engine
+    options: dict[str, Any]
+    state: Any
+    outcome: Outcome
+    ending: str
+    key: str
+
+
+def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
+    value = data.get(name)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise RecordError(f"the record's {name!r} must be {what}")
+    return value
+
+
+def _parse_time(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 40:
+        raise RecordError(f"{what} is not a time")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise RecordError(f"{what} ({value!r}) is not a time") from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+def check(data: Any) -> Checked:
+    """Replay a record through its engine; :class:`RecordError` if it is malformed, a move is refused,
+    or it does not end as it says."""
+    if not isinstance(data, dict):
+        raise RecordError("a record is a JSON object")
+    if data.get("format") != FORMAT:
+        raise RecordError(f"the record's format is {data.get('format')!r}; this server reads format {FORMAT}")
+    slug = _field(data, "game", str, "a game's name")
+    try:
+        engine = games.get(slug)
+    except games.UnknownGame as exc:
+        raise RecordError(str(exc)) from None
+    try:
+        options = engine.options.load(_field(data, "options", dict, "an object"))
+    except ValidationError as exc:
+        raise RecordError(f"the options do not fit {engine.title}: {exc.messages}") from None
+    seed = _field(data, "seed", int, "a whole number")
+    players = _field(data, "players", list, "a list")
+    if len(players) not in engine.players:
+        raise RecordError(f"{engine.title} is not for {len(players)} players")
+    for n, player in enumerate(players, 1):
+        if not isinstance(player, dict) or player.get("seat") != n:
+            raise RecordError(f"player {n} must be {{\"seat\": {n}, \"handle\": ...}}")
+        handle = player.get("handle")
+        if not isinstance(handle, str) or not accounts.HANDLE.match(handle):
+            raise RecordError(f"seat {n}'s handle {handle!r} is not a handle")
+        if accounts.find_user(handle) is None:
+            # A new handle becomes a placeholder account, which someone may claim later: never one the
+            # server reads as something else ("me").
+            try:
+                accounts.check_handle(handle)
+            except accounts.AccountError as exc:
+                raise RecordError(f"seat {n}'s handle: {exc}") from None
+    entries = _field(data, "moves", list, "a list")
+    if len(entries) > MAX_ENTRIES:
+        raise RecordError(f"the record has more than {MAX_ENTRIES} entries")
+    stated = data.get("result")
+    if not isinstance(stated, dict) or not isinstance(stated.get("results"), list):
+        raise RecordError("the record has no result: only finished games are imported")
+
+    state = engine.new(len(players), options, seed)
+    outcome: Outcome | None = None
+    ending = ""
+    offer: int | None = None
+    for index, entry in enumerate(entries, 1):
+        where = f"entry {index}"
+        if not isinstance(entry, dict):
+            raise RecordError(f"{where} is not an object")
+        kind, seat, move_text = entry.get("kind", "move"), entry.get("seat"), entry.get("text")
+        if kind not in KINDS:
+            raise RecordError(f"{where} has an unknown kind {kind!r}")
+        if not isinstance(seat, int) or isinstance(seat, bool) or not 1 <= seat <= len(players):
+            raise RecordError(f"{where} has no seat between 1 and {len(players)}")
+        if not isinstance(move_text, str) or len(move_text) > MAX_TEXT:
+            raise RecordError(f"{where} has no text")
+        if entry.get("number") != index:
+            raise RecordError(f"{where} is numbered {entry.get('number')!r}")
+        comment = entry.get("comment")
+        if comment is not None and (not isinstance(comment, str) or len(comment) > MAX_COMMENT):
+            raise RecordError(f"{where}'s comment is not text of at most {MAX_COMMENT} characters")
+        _parse_time(entry.get("time"), f"{where}'s time")
+        where = f"move {index} ({move_text!r} by seat {seat})"
+        if outcome is not None:
+            raise RecordError(f"{where} comes after the game ended")
+        number = seat - 1
+        if kind == "move":
+            if number not in engine.to_move(state):
+                raise RecordError(f"{where}: it is not seat {seat}'s turn")
+            try:
+                state = engine.play(state, number, move_text)
+            except IllegalMove as exc:
+                raise RecordError(f"{where} is illegal: {exc.message}") from None
+            if offer is not None and offer != number:
+                offer = None  # Moving instead of answering a draw offer declines it.
+            outcome = engine.outcome(state)
+        elif kind == "draw-offer":
+            offer = number
+        elif kind == "draw-decline":
+            offer = None
+        elif kind == "draw-accept":
+            if offer is None and "timeout" not in move_text:
+                raise RecordError(f"{where} accepts a draw nobody offered")
+            outcome = Outcome.draw(len(players), "")
+            ending = "time" if "timeout" in move_text else "agreement"
+        elif kind == "resign":
+            outcome, ending = _resigned(len(players), number), "resignation"
+        elif kind == "timeout":
+            if len(players) > 1 and hasattr(engine, "time_out"):
+                state = engine.time_out(state, number)
+                outcome = engine.outcome(state)
+                if outcome is not None:
+                    ending = "time"  # As the server files a game its timeout ended (pbem.game.play).
+            else:
+                outcome = Outcome(tuple("loss" if n == number else "win" for n in range(len(players))), "")
+                ending = "time"
+    if outcome is None:
+        raise RecordError("the moves do not finish the game, but the record says it is finished")
+    if list(outcome.results) != stated["results"]:
+        raise RecordError(f"the moves end in {', '.join(outcome.results)}, but the record says "
+                          f"{', '.join(map(str, stated['results']))}")
+    if ending:
+        # The server's own endings are worded by the server that wrote the record: its words are kept.
+        reason = stated.get("reason")
+        outcome = replace(outcome, reason=reason[:MAX_TEXT] if isinstance(reason, str) else ending)
+    else:
+        ending = archive.ending_of(engine.slug, outcome)
+    canonical = {k: data[k] for k in ("game", "seed", "players")} | {
+        "options": options, "moves": [[e.get("seat"), e.get("kind", "move"), e.get("text")] for e in entries]}
+    key = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+    return Checked(data, engine, options, state, outcome, ending, key)
+
+
+def _resigned(players: int, seat: int) -> Outcome:
+    """The results of a resignation, as :func:`pbem.game.play.resign` decides them (the words come later)."""
+    if players == 1:
+        return Outcome(("loss",), "")
+    if players == 2:
+        return Outcome.win(1 - seat, 2, "")
+    return Outcome(tuple("loss" if n == seat else "draw" for n in range(players)), "")
+
+
+def _player(handle: str) -> User:
+    """The account with this handle, or a new placeholder account for it."""
+    user = accounts.find_user(handle)
+    if user is not None:
+        return user
+    user = User(handle=handle, handle_key=accounts.handle_key(handle), email=placeholder_address(handle),
+                placeholder=True)
+    db.session.add(user)
+    db.session.flush()
+    return user
+
+
+def placeholder_address(handle: str) -> str:
+    """The address a placeholder account holds until it is claimed: unique and never delivered
+    (``.invalid`` is reserved for that)."""
+    return f"{accounts.handle_key(handle)}@placeholder.invalid"
+
+
+def store(checked: Checked) -> tuple[Game, bool]:
+    """Add a checked record as a finished game, unless it was imported before; returns the game and
+    whether it is new.  Takes the write lock and commits."""
+    begin_write()
+    found = db.session.scalar(select(Game).where(Game.import_key == checked.key))
+    if found is not None:
+        db.session.rollback()
+        return found, False
+    data = checked.data
+    started = _parse_time(data.get("started"), "the start")
+    finished = _parse_time(data.get("finished"), "the end") or utcnow()
+    public = data.get("public", True) is not False
+    time_control = data.get("time_control") if isinstance(data.get("time_control"), dict) else {}
+    users = [_player(p["handle"]) for p in data["players"]]
+    game = Game(
+        engine=checked.engine.slug, options=checked.options, seed=data["seed"], players=len(data["players"]),
+        state=checked.engine.dump(checked.state), status="finished", result=checked.outcome.to_dict(),
+        public=public, time_control=time_control, rated=data.get("rated") is True,
+        ply=sum(1 for e in data["moves"] if e.get("kind", "move") == "move"),
+        created_at=started or finished, started_at=started or finished, finished_at=finished,
+        import_key=checked.key,
+    )
+    for number, user in enumerate(users):
+        game.seats.append(Seat(number=number, user=user, joined_at=started))
+    for entry in data["moves"]:
+        game.moves.append(Move(
+            number=entry["number"], seat=entry["seat"] - 1, kind=entry.get("kind", "move"),
+            text=entry["text"], via=entry.get("via") if entry.get("via") in VIA else "import",
+            comment=entry.get("comment"), created_at=_parse_time(entry.get("time"), "a time") or finished,
+        ))
+    db.session.add(game)
+    db.session.flush()
+    archive.record_finish(game, checked.outcome, checked.ending)
+    db.session.commit()
+    return game, True
+
+
+@dataclass
+class ImportReport:
+    """What an import did: games added, records already here, and the refused ones with the reason."""
+
+    added: int = 0
+    already: int = 0
+    refused: list[tuple[int, str]] | None = None
+
+
+def import_lines(lines: Iterable[str]) -> ImportReport:
+    """Import the records of a JSON-lines file (blank lines skipped); each record stands alone, so a
+    refused one does not stop the others.  ``refused`` holds (line number, reason)."""
+    report = ImportReport(refused=[])
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            if len(line) > MAX_LINE:
+                raise RecordError(f"the line is longer than {MAX_LINE} characters")
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise RecordError(f"the line is not JSON: {exc}") from None
+            _game, new = store(check(data))
+        except RecordError as exc:
+            db.session.rollback()
+            report.refused.append((number, str(exc)))
+            continue
+        if new:
+            report.added += 1
+        else:
+            report.already += 1
+    return report

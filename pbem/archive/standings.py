@@ -1,0 +1,92 @@
+"""Standings: the players of a game ranked by rating, and a player's rating history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from pbem.core.extensions import db
+from pbem.core.models import Game, Rating, RatingHistory, Seat, User
+
+SHOWN = 100
+
+
+@dataclass
+class Standing:
+    """One line of a game's standings."""
+
+    rank: int
+    user: User
+    rating: float
+    provisional: bool
+    played: int
+    wins: int
+    draws: int
+    losses: int
+
+
+def table(engine: str, limit: int = SHOWN) -> list[Standing]:
+    """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
+    games (what the rating is made of; an unrated game counts for nothing here, as on their page)."""
+    ratings = db.session.execute(
+        select(Rating, User).join(User, User.id == Rating.user_id)
+        .where(Rating.engine == engine).order_by(Rating.rating.desc(), Rating.user_id).limit(limit)
+    ).all()
+    if not ratings:
+        return []
+    ids = [r.user_id for r, _u in ratings]
+    counts: dict[tuple[int, str], int] = {
+        (user_id, result): n for user_id, result, n in db.session.execute(
+            select(Seat.user_id, Seat.result, func.count())
+            .join(Game, Game.id == Seat.game_id)
+            .where(Seat.user_id.in_(ids), Seat.result.is_not(None), Game.engine == engine,
+                   Game.rated.is_(True))
+            .group_by(Seat.user_id, Seat.result)
+        )
+    }
+    rows = []
+    for rank, (rating, user) in enumerate(ratings, 1):
+        wins, draws, losses = (counts.get((user.id, r), 0) for r in ("win", "draw", "loss"))
+        rows.append(Standing(rank, user, rating.rating, bool(getattr(rating, "provisional", False)),
+                             wins + draws + losses, wins, draws, losses))
+    return rows
+
+
+@dataclass
+class History:
+    """A player's rating in one game after each rated game, oldest first."""
+
+    engine: str
+    points: list[RatingHistory]
+
+    @property
+    def low(self) -> float:
+        """The lowest rating of the history."""
+        return min(p.rating for p in self.points)
+
+    @property
+    def high(self) -> float:
+        """The highest rating of the history."""
+        return max(p.rating for p in self.points)
+
+    def polyline(self, width: int = 320, height: int = 60) -> str:
+        """The history as the points of an SVG polyline of this size (later games to the right)."""
+        span = (self.high - self.low) or 1.0
+        step = width / max(1, len(self.points) - 1)
+        return " ".join(f"{i * step:.1f},{height - (p.rating - self.low) / span * height:.1f}"
+                        for i, p in enumerate(self.points))
+
+
+def histories(user: User, per_game: int = 200) -> list[History]:
+    """``user``'s rating history in each game they are rated in (the latest ``per_game`` points)."""
+    engines = db.session.scalars(
+        select(Rating.engine).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
+    out = []
+    for engine in engines:
+        points = list(db.session.scalars(
+            select(RatingHistory).where(RatingHistory.user_id == user.id, RatingHistory.engine == engine)
+            .order_by(RatingHistory.id.desc()).limit(per_game)))
+        if points:
+            out.append(History(engine, points[::-1]))
+    return out

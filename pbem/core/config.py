@@ -1,0 +1,207 @@
+"""Settings: config/default.toml, then the file named by PBEM_CONFIG, then PBEM_* variables.
+
+A setting that is missing, misspelt or of the wrong type stops the server at start with a message that
+names the setting and where it came from, rather than failing later in the middle of a request.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+DEFAULT_FILE = CONFIG_DIR / "default.toml"
+
+# Variables that start with PBEM_ but are not settings.
+_NOT_SETTINGS = {"PBEM_CONFIG"}
+_NOT_SETTINGS_PREFIXES = ("PBEM_TEST_",)
+
+Settings = dict[str, dict[str, Any]]
+
+
+class ConfigError(Exception):
+    """A setting is missing or wrong; the message says which and how to fix it."""
+
+
+def _read_toml(path: Path) -> Settings:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"The config file {path} does not exist (named by PBEM_CONFIG?).") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"The config file {path} is not valid TOML: {exc}") from None
+
+
+def _coerce(value: Any, default: Any, name: str, source: str) -> Any:
+    """Convert ``value`` to the type of the setting's default, or explain why it cannot be."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        raise ConfigError(f"{name} (from {source}) must be true or false, not {value!r}.")
+    if isinstance(default, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a whole number, not {value!r}.") from None
+    if isinstance(default, list):
+        # A list of numbers (e.g. scheduler.reminder_hours); from the environment, separated by commas.
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{name} (from {source}) must be a list of numbers, not {value!r}.")
+        try:
+            return [float(item) for item in items if not (isinstance(item, str) and not item.strip())]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a list of numbers, not {value!r}.") from None
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} (from {source}) must be a number, not {value!r}.") from None
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} (from {source}) must be text, not {value!r}.")
+    return value
+
+
+def _merge(settings: Settings, overrides: Mapping[str, Any], source: str) -> None:
+    for section, values in overrides.items():
+        if section not in settings:
+            known = ", ".join(sorted(settings))
+            raise ConfigError(f"Unknown section [{section}] in {source}; the sections are: {known}.")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"[{section}] in {source} must be a table of settings.")
+        for key, value in values.items():
+            if key not in settings[section]:
+                known = ", ".join(sorted(settings[section]))
+                raise ConfigError(f"Unknown setting {section}.{key} in {source}; [{section}] has: {known}.")
+            name = f"{section}.{key}"
+            settings[section][key] = _coerce(value, settings[section][key], name, source)
+
+
+def _from_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """PBEM_<SECTION>_<KEY> variables as overrides, refusing names that match no setting."""
+    found: dict[str, dict[str, str]] = {}
+    for var, value in environ.items():
+        if not var.startswith("PBEM_") or var in _NOT_SETTINGS or var.startswith(_NOT_SETTINGS_PREFIXES):
+            continue
+        rest = var[len("PBEM_") :].lower()
+        for section in settings:
+            if rest.startswith(section + "_") and rest[len(section) + 1 :] in settings[section]:
+                found.setdefault(section, {})[rest[len(section) + 1 :]] = value
+                break
+        else:
+            raise ConfigError(
+                f"The environment variable {var} names no setting. Settings are PBEM_<SECTION>_<KEY>, "
+                "e.g. PBEM_DATABASE_URL or PBEM_MAIL_SMTP_PORT; see config/default.toml."
+            )
+    return found
+
+
+def load(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """The settings in force: defaults, the PBEM_CONFIG file, PBEM_* variables, then ``overrides``."""
+    environ = os.environ if environ is None else environ
+    settings = _read_toml(DEFAULT_FILE)
+    if environ.get("PBEM_CONFIG"):
+        path = Path(environ["PBEM_CONFIG"])
+        _merge(settings, _read_toml(path), str(path))
+    _merge(settings, _from_environment(settings, environ), "the environment")
+    if overrides:
+        _merge(settings, overrides, "the app factory's arguments")
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    if not settings["server"]["secret_key"]:
+        raise ConfigError(
+            "server.secret_key is not set. Put it in the file named by PBEM_CONFIG or set "
+            "PBEM_SERVER_SECRET_KEY (for example to the output of "
+            "`python3 -c 'import secrets; print(secrets.token_hex(32))'`)."
+        )
+    if not settings["database"]["url"]:
+        raise ConfigError("database.url is empty; set PBEM_DATABASE_URL, e.g. sqlite:///pbem.db.")
+    if not settings["mail"]["domain"] or "@" in settings["mail"]["domain"]:
+        raise ConfigError("mail.domain must be a bare domain such as pbem.example.org.")
+    if any(hours <= 0 for hours in settings["scheduler"]["reminder_hours"]):
+        raise ConfigError("scheduler.reminder_hours must be hours before the deadline, each above 0.")
+    digest_hour = settings["scheduler"]["digest_hour"]
+    if not 0 <= digest_hour <= 23:
+        raise ConfigError(f"scheduler.digest_hour must be an hour from 0 to 23, not {digest_hour}.")
+    _check_limits(settings["ratelimit"])
+    if not 0 <= settings["server"]["trusted_proxies"] <= 5:
+        raise ConfigError("server.trusted_proxies must be the number of reverse proxies in front of the web "
+                          "workers, 0 to 5 (usually 0, or 1 behind nginx).")
+    ratings = settings["ratings"]
+    if not 0 < ratings["tau"] <= 5:
+        raise ConfigError(f"ratings.tau must be above 0 (0.3 to 1.2 are usual), not {ratings['tau']}.")
+    if not 0 < ratings["provisional_deviation"] <= ratings["max_deviation"]:
+        raise ConfigError("ratings.provisional_deviation must be above 0 and at most ratings.max_deviation.")
+    if ratings["periods_per_day"] < 0:
+        raise ConfigError("ratings.periods_per_day cannot be negative.")
+    for section in ("smtpd", "mailbox"):
+        port = settings[section]["port"]
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
+    if settings["database"]["sqlite_synchronous"].lower() not in ("full", "normal"):
+        raise ConfigError('database.sqlite_synchronous must be "full" or "normal".')
+    if not 1 <= settings["smtpd"]["workers"] <= 64:
+        raise ConfigError(f"smtpd.workers must be between 1 and 64, not {settings['smtpd']['workers']}.")
+
+
+def _check_limits(limits: dict[str, Any]) -> None:
+    """Every [ratelimit] limit must read as limits such as "5 per minute; 30 per hour"."""
+    from limits import parse_many
+
+    for name, value in limits.items():
+        if name in ("enabled", "storage_uri", "key_prefix"):
+            continue
+        try:
+            parse_many(value)
+        except ValueError:
+            raise ConfigError(
+                f"ratelimit.{name} must be limits such as '5 per minute; 30 per hour', not {value!r}."
+            ) from None
+
+
+def flask_config(settings: Settings) -> dict[str, Any]:
+    """The Flask and extension keys that follow from the settings."""
+    mail = settings["mail"]
+    return {
+        "SECRET_KEY": settings["server"]["secret_key"],
+        "SQLALCHEMY_DATABASE_URI": settings["database"]["url"],
+        # Sign-in cookies: never sent by another site's links or forms (SameSite=Lax), never read by
+        # scripts, and only over HTTPS when the site is served so.
+        "SESSION_COOKIE_SECURE": settings["server"]["secure_cookies"],
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_HTTPONLY": True,
+        "REMEMBER_COOKIE_SECURE": settings["server"]["secure_cookies"],
+        "REMEMBER_COOKIE_SAMESITE": "Lax",
+        "REMEMBER_COOKIE_HTTPONLY": True,
+        "MAIL_SERVER": mail["smtp_host"],
+        "MAIL_PORT": mail["smtp_port"],
+        "MAIL_USERNAME": mail["smtp_username"] or None,
+        "MAIL_PASSWORD": mail["smtp_password"] or None,
+        "MAIL_USE_TLS": mail["smtp_starttls"],
+        "MAIL_USE_SSL": False,
+        # Flask-Mail would silently drop mail under app.testing; the tests send real mail.
+        "MAIL_SUPPRESS_SEND": False,
+        "MAIL_DEFAULT_SENDER": f"{mail['from_name']} <pbem@{mail['domain']}>",
+        # Flask-Limiter: one storage shared by the workers (see [ratelimit]); when it is away, limits are
+        # counted in each process rather than failing the request.
+        "RATELIMIT_ENABLED": settings["ratelimit"]["enabled"],
+        "RATELIMIT_STORAGE_URI": settings["ratelimit"]["storage_uri"],
+        # The prefix goes to the storage, not to Flask-Limiter's own key_prefix: the limiter is one object
+        # for every app of a process, and it keeps the first app's prefix for good.
+        "RATELIMIT_STORAGE_OPTIONS": {"key_prefix": settings["ratelimit"]["key_prefix"]},
+        "RATELIMIT_HEADERS_ENABLED": True,
+        "RATELIMIT_SWALLOW_ERRORS": True,
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
+        "PBEM": settings,
+    }

@@ -1,0 +1,479 @@
+"""The data model: players, games and their seats and moves, challenges, mail in and out, ratings.
+
+Times are stored as naive UTC datetimes; :func:`utcnow` is the one clock the server reads, so that
+tests and ``pbem sweep --at`` can set it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from pbem.core.extensions import db
+
+_clock_override: datetime | None = None
+
+
+def utcnow() -> datetime:
+    """The current time as naive UTC (or the time a test or ``pbem sweep --at`` has set)."""
+    if _clock_override is not None:
+        return _clock_override
+    return wall_clock()
+
+
+def wall_clock() -> datetime:
+    """The real current time as naive UTC, whatever :func:`set_clock` says."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def set_clock(at: datetime | None) -> None:
+    """Make :func:`utcnow` answer ``at`` (naive UTC); None returns to the real clock."""
+    global _clock_override
+    _clock_override = at
+
+
+# Mail keys are 16 characters from an alphabet without look-alikes (80 bits): long enough that guessing
+# is hopeless within the attempt limits, short enough to copy into a subject line.
+_KEY_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+MAIL_KEY_LENGTH = 16
+
+
+def new_mail_key() -> str:
+    """A fresh mail key: the password of pbmserv-style subject commands (shown once, stored hashed)."""
+    return "".join(secrets.choice(_KEY_ALPHABET) for _ in range(MAIL_KEY_LENGTH))
+
+
+def is_key_shaped(word: str) -> bool:
+    """Whether ``word`` (less punctuation around it) could be a mail key, in any case: for blanking keys
+    out of what is shown back to a sender without knowing whose key it would be."""
+    word = word.strip(".,;:!?()[]<>'\"")
+    return len(word) == MAIL_KEY_LENGTH and all(c in _KEY_ALPHABET for c in word.lower())
+
+
+def hash_mail_key(key: str) -> str:
+    """The stored form of a mail key: SHA-256 of the key, case folded (keys are random, so a fast hash
+    does; nobody can work back from it to the key)."""
+    return hashlib.sha256(key.strip().lower().encode()).hexdigest()
+
+
+def _new_mail_key_hash() -> str:
+    # An account starts with a key nobody knows; the real one is made and mailed when it is confirmed.
+    return hash_mail_key(new_mail_key())
+
+
+def new_session_token() -> str:
+    """A fresh session token: part of every sign-in, so replacing it ends the account's other sessions."""
+    return secrets.token_hex(8)
+
+
+def new_token_secret() -> str:
+    """A fresh per-user secret for reply tokens; replacing it revokes every token already mailed."""
+    return secrets.token_hex(16)
+
+
+class User(db.Model):
+    """A player.  ``handle_key`` is the handle folded for look-alike checks (case and similar glyphs)."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32), unique=True)
+    handle_key: Mapped[str] = mapped_column(String(32), unique=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    verified_at: Mapped[datetime | None] = mapped_column(DateTime)
+    mail_key_hash: Mapped[str] = mapped_column(String(64), default=_new_mail_key_hash)
+    # After too many wrong mail keys, mail commands for the account are refused until then.
+    mail_key_paused_until: Mapped[datetime | None] = mapped_column(DateTime)
+    session_token: Mapped[str] = mapped_column(String(32), default=new_session_token)
+    token_secret: Mapped[str] = mapped_column(String(64), default=new_token_secret)
+    # "move": a mail for every move; "digest": one mail a day listing the games awaiting a move.
+    notify: Mapped[str] = mapped_column(String(16), default="move")
+    last_digest_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Vacation: while on, the player's clocks stop.  The allowance is counted per calendar year.
+    vacation_since: Mapped[datetime | None] = mapped_column(DateTime)
+    vacation_year: Mapped[int | None] = mapped_column(Integer)
+    vacation_days_used: Mapped[float] = mapped_column(Float, default=0.0)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # An account made by importing another server's records: it has no address of its own and cannot sign
+    # in until someone signs up with its handle and confirms their address (see pbem.archive.records).
+    placeholder: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The IANA time zone the player reads times in (pages and mails); times are stored in UTC.
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    # A new address the player asked for, until they confirm it from a mail sent there (the current
+    # address keeps working until then).
+    pending_email: Mapped[str | None] = mapped_column(String(254))
+    # Mail to the player's address comes back (see pbem.mailout.bouncing): since when, and the receiving
+    # server's words.  While set, game mail to the address is not sent; account mail still is.
+    mail_bouncing_since: Mapped[datetime | None] = mapped_column(DateTime)
+    mail_bounce_reason: Mapped[str | None] = mapped_column(String(300))
+    # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
+    mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    seats: Mapped[list[Seat]] = relationship(back_populates="user")
+
+    @property
+    def verified(self) -> bool:
+        """Whether the player has confirmed their address."""
+        return self.verified_at is not None
+
+    @property
+    def on_vacation(self) -> bool:
+        """Whether the player's clocks are stopped."""
+        return self.vacation_since is not None
+
+    # Flask-Login's protocol.
+    @property
+    def is_authenticated(self) -> bool:
+        """Flask-Login: a loaded user is signed in."""
+        return True
+
+    @property
+    def is_active(self) -> bool:
+        """Flask-Login: only verified players may sign in."""
+        return self.verified
+
+    @property
+    def is_anonymous(self) -> bool:
+        """Flask-Login: a loaded user is never anonymous."""
+        return False
+
+    def get_id(self) -> str:
+        """Flask-Login: the session key, the id and the current session token (see
+        :func:`pbem.accounts.accounts.end_other_sessions`)."""
+        return f"{self.id}:{self.session_token}"
+
+    def __repr__(self) -> str:
+        return f"<User {self.handle}>"
+
+
+class Game(db.Model):
+    """One game: the engine and its options, the seed, the stored state, and how it stands.
+
+    ``version`` is the optimistic lock: every change to a game bumps it, and an UPDATE made from a stale
+    copy matches no row and fails, so two writers can never both apply a move.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    engine: Mapped[str] = mapped_column(String(32), index=True)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    players: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # "waiting" for seats or challenges, "active", "finished" (with result), "abandoned".
+    status: Mapped[str] = mapped_column(String(16), default="waiting", index=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    public: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Whether the result moves the players' ratings (only two-player games between two accounts can be).
+    rated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Time control, e.g. {"kind": "per_move", "days": 3} or
+    # {"kind": "bank", "initial_days": 7, "increment_days": 1, "max_days": 14}, optional "weekend_pause".
+    time_control: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    ply: Mapped[int] = mapped_column(Integer, default=0)
+    draw_offered_by: Mapped[int | None] = mapped_column(Integer)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    # How a finished game ended, as the archive filters it: "line", "resignation", "time", ... (see
+    # pbem.archive.archive.ENDINGS).
+    ending: Mapped[str | None] = mapped_column(String(16))
+    # For a game imported from a record: the digest of what it was replayed from, so that importing the
+    # same record again finds it instead of adding it twice (see pbem.archive.records).
+    import_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    seats: Mapped[list[Seat]] = relationship(
+        back_populates="game", order_by="Seat.number", cascade="all, delete-orphan"
+    )
+    moves: Mapped[list[Move]] = relationship(
+        back_populates="game", order_by="Move.number", cascade="all, delete-orphan"
+    )
+    created_by: Mapped[User | None] = relationship(foreign_keys=[created_by_id])
+
+    __mapper_args__ = {"version_id_col": version}
+    # The archive walks finished public games newest first, by game type or not, without sorting them;
+    # the front page walks the active ones most recently moved first the same way.
+    __table_args__ = (
+        Index("ix_game_archive", "status", "public", "finished_at", "id"),
+        Index("ix_game_front", "status", "public", "updated_at"),
+        Index("ix_game_archive_engine", "engine", "status", "public", "finished_at", "id"),
+    )
+
+    def seat_of(self, user: User) -> Seat | None:
+        """The seat ``user`` holds in this game, if any (the first, when one player holds several)."""
+        return next((s for s in self.seats if s.user_id == user.id), None)
+
+    def __repr__(self) -> str:
+        return f"<Game {self.engine} #{self.id} {self.status}>"
+
+
+class Seat(db.Model):
+    """A player's place in a game.  ``number`` counts from 0 as the engines do (people read it +1).
+
+    ``next_event_at`` is when the scheduler next has something to do for this seat (a reminder or the
+    deadline); it is indexed so that a sweep reads only the seats that are due.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"), index=True)
+    moves_made: Mapped[int] = mapped_column(Integer, default=0)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime)
+    next_event_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    reminders_sent: Mapped[int] = mapped_column(Integer, default=0)
+    bank_seconds: Mapped[float | None] = mapped_column(Float)
+    joined_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The conditional lines the seat's player has queued (see pbem.game.conditional): lists of moves that
+    # alternate between the opponent's and the player's, starting with the opponent's next move.  Only
+    # their owner ever sees them.
+    conditionals: Mapped[list[list[str]] | None] = mapped_column(JSON)
+    # Copied from the game when it finishes: the seat's "win", "loss" or "draw" and the time, so that a
+    # player's archive is read from the seats in order (index ix_seat_archive) without sorting.
+    result: Mapped[str | None] = mapped_column(String(8))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    game: Mapped[Game] = relationship(back_populates="seats")
+    user: Mapped[User | None] = relationship(back_populates="seats")
+
+    __table_args__ = (
+        UniqueConstraint("game_id", "number", name="uq_seat_game_number"),
+        Index("ix_seat_archive", "user_id", "finished_at", "game_id"),
+    )
+
+    @property
+    def label(self) -> str:
+        """The seat as people number it: "seat 1"."""
+        return f"seat {self.number + 1}"
+
+
+# The longest comment a player may write with a move, a draw, a resignation or an answer to a challenge,
+# by mail, on the web or through the API, and so the longest a record entry (or an imported one) holds.
+MAX_COMMENT = 2000
+
+
+class Move(db.Model):
+    """One entry of a game's record: an engine move, or a server action (resign, draw, timeout).
+
+    ``number`` orders the record within the game.  Only ``kind == "move"`` entries (and timeouts of
+    engines that score them) are replayed through the engine; the others change the game's result.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    seat: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16), default="move")
+    text: Mapped[str] = mapped_column(String(500))
+    via: Mapped[str] = mapped_column(String(16))
+    comment: Mapped[str | None] = mapped_column(Text)  # At most MAX_COMMENT characters, by every way in.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    game: Mapped[Game] = relationship(back_populates="moves")
+
+    __table_args__ = (UniqueConstraint("game_id", "number", name="uq_move_game_number"),)
+
+
+class Challenge(db.Model):
+    """An invitation of a named player to a seat of a waiting game."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"), index=True)
+    seat: Mapped[int] = mapped_column(Integer)
+    challenger_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    challenged_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
+    # "pending", "accepted", "declined", "withdrawn".
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    game: Mapped[Game] = relationship()
+    challenger: Mapped[User] = relationship(foreign_keys=[challenger_id])
+    challenged: Mapped[User] = relationship(foreign_keys=[challenged_id])
+
+
+class Watch(db.Model):
+    """A player following a game they do not play in: they get a notice of each move and the result."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    user: Mapped[User] = relationship()
+
+    __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_watch_game_user"),)
+
+
+class OutboxMail(db.Model):
+    """A mail waiting to be sent, written in the same transaction as the change it reports.
+
+    The deliverer claims a row by setting ``claimed_until`` with a conditional UPDATE, sends it, and
+    marks it sent; a deliverer that dies mid-way lets the claim lapse and the mail goes out once more
+    with the same Message-ID, which mail clients fold into one.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(255), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    to_addr: Mapped[str] = mapped_column(String(254))
+    from_addr: Mapped[str] = mapped_column(String(320))
+    reply_to: Mapped[str | None] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(String(500))
+    body_text: Mapped[str] = mapped_column(Text)
+    body_html: Mapped[str | None] = mapped_column(Text)
+    # Extra headers such as In-Reply-To and References, by name.
+    headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When the deliverer gave the mail up (refused for good, or failing for longer than
+    # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        # The mails due: neither sent nor given up, by when they are next tried.
+        Index("ix_outbox_mail_due", "sent_at", "failed_at", "next_attempt_at"),
+        # Counting the answers sent to one address lately (see pbem.mailin.process).
+        Index("ix_outbox_mail_to_kind", "to_addr", "kind", "created_at"),
+    )
+
+
+class InboundMail(db.Model):
+    """A received message, stored raw before anything is done with it.
+
+    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
+    without a Message-ID is keyed by the hash of its bytes.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(255), unique=True)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    mail_from: Mapped[str] = mapped_column(String(320), default="")
+    # Every envelope recipient, however many.
+    rcpt_to: Mapped[str] = mapped_column(Text, default="")
+    received_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # "received" (stored, not yet processed), "processed", "ignored" (bounce, auto-reply, loop),
+    # "rejected" (answered with an error), "failed" (a bug: kept for an operator), "interrupted" (a crash
+    # after it was acted on: its sender was told to look).
+    status: Mapped[str] = mapped_column(String(16), default="received", index=True)
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime)
+    note: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
+    # Set in the same transaction as the first change the message made (a move, a challenge): a message
+    # left "processing" by a crash without it did nothing and can simply be processed again.
+    acted_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class MailKeyFailure(db.Model):
+    """A mail command with a wrong mail key: counted per account and per sender to stop guessing."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    sender: Mapped[str] = mapped_column(String(320), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+
+
+class ApiToken(db.Model):
+    """A key a program uses for the JSON API in a player's name (``Authorization: Bearer …``).
+
+    Only the SHA-256 of the token is stored: it is shown once when made, and a stolen database does not
+    give it away.  (A token is 256 random bits, so a fast hash is enough, unlike for passwords.)"""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The token's first characters, so the player can tell their tokens apart.
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    user: Mapped[User] = relationship()
+
+
+class Rating(db.Model):
+    """A player's Glicko-2 rating in one game, updated when a rated two-player game ends (see
+    :mod:`pbem.game.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    engine: Mapped[str] = mapped_column(String(32))
+    rating: Mapped[float] = mapped_column(Float, default=1500.0)
+    deviation: Mapped[float] = mapped_column(Float, default=350.0)
+    volatility: Mapped[float] = mapped_column(Float, default=0.06)
+    games: Mapped[int] = mapped_column(Integer, default=0)
+    last_game_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User] = relationship()
+
+    __table_args__ = (
+        UniqueConstraint("user_id", "engine", name="uq_rating_user_engine"),
+        # The standings of a game read its ratings best first.
+        Index("ix_rating_standings", "engine", "rating"),
+    )
+
+    @property
+    def deviation_now(self) -> float:
+        """The deviation as it stands now, grown by the time since the player's last rated game."""
+        from pbem.game import ratings
+
+        return ratings.deviation_now(self)
+
+    @property
+    def provisional(self) -> bool:
+        """Whether the rating is still provisional (its deviation above the configured threshold)."""
+        from pbem.game import ratings
+
+        return ratings.is_provisional(self)
+
+    @property
+    def display(self) -> str:
+        """The rating as people read it: "1520", or "1520?" while provisional."""
+        from pbem.game import ratings
+
+        return ratings.display(self)
+
+
+class RatingHistory(db.Model):
+    """A player's rating in one game after one rated game: the points of their rating history."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"))
+    engine: Mapped[str] = mapped_column(String(32))
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"))
+    rating: Mapped[float] = mapped_column(Float)
+    deviation: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_rating_history_user", "user_id", "engine", "id"),)

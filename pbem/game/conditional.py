@@ -1,0 +1,343 @@
+"""Conditional moves: lines a player queues while the opponent is to move, played the moment they apply.
+
+A line alternates between the opponent's moves and the player's answers, starting with the opponent's
+next move: ``if c4 then d4 then e3 then f5`` answers c4 with d4 and then e3 with f5.  A player's lines
+are kept on their seat (``Seat.conditionals``); lines sharing a beginning form a tree, in which each of
+the opponent's moves has one answer.  Every move of a new line is checked on the engine when it is
+queued: the opponent's first move must be legal now, and each later move legal in the position the line
+reaches.
+
+Lines are only for two-player games where the players take turns, and only the waiting player has any:
+when the opponent moves, :mod:`pbem.game.play` asks :func:`reply_to` in the same transaction, plays the
+answer through the move path (``via="conditional"``) and shortens the lines with :func:`answered`; lines
+that did not expect the move are dropped.  A draw offer cancels every line of the game, and the game's
+end forgets them.  Nothing but the opponent's move ever plays a line, and only the owner ever sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import games
+from games import IllegalMove
+from games.words import quoted
+from pbem.core.errors import PlayError
+from pbem.core.models import Game, Seat, User
+
+# Bounds on what one player may queue in one game: every line is checked move by move on the engine
+# when it is queued, and every move of the opponent is compared with the lines' first moves.
+MAX_LINES = 20
+MAX_MOVES = 12
+MAX_MOVE_TEXT = 60
+MAX_LINE_TEXT = 1000
+
+# Each conditional answer uses up two moves of its player's lines, and no line is longer than
+# MAX_MOVES, so the two players together can answer at most MAX_MOVES times in a row: the chain of
+# answers in one transaction ends by itself.  The move path still stops there, should stored lines
+# ever say otherwise.
+MAX_ANSWERS = MAX_MOVES
+
+Line = list[str]
+
+
+# Words ---------------------------------------------------------------------------------------------------
+
+
+def describe(line: Line) -> str:
+    """A line as the player writes it: ``if c4 then d4 then e3 then f5``."""
+    return "if " + " then ".join(line)
+
+
+def normal(text: str) -> str:
+    """A move as the record writes it: lower case, single spaces."""
+    return " ".join(text.split()).lower()
+
+
+def parse_line(text: str, partial: bool = False) -> Line:
+    """The moves of a typed line, ``if c4 then d4 [then e3 then f5]`` (the ``if`` may be left out).
+
+    Reads the words once, so any length is read in linear time; raises PlayError saying what is wrong.
+    A ``partial`` line, one still being built, may be empty or end with the opponent's move.
+    """
+    if len(text) > MAX_LINE_TEXT:
+        raise PlayError(f"That conditional line is too long: at most {MAX_LINE_TEXT} characters.",
+                        "conditional")
+    words = text.split()
+    if words and words[0].lower() == "if":
+        words = words[1:]
+    moves: Line = []
+    current: list[str] = []
+    if partial and not words:
+        return []
+    for word in [*words, "then"]:
+        if word.lower() != "then":
+            current.append(word)
+            continue
+        if not current:
+            raise PlayError(
+                f"{quoted(text.strip(), 100)} is not a conditional line: a move is missing. Write it like "
+                "'if c4 then d4', or longer: 'if c4 then d4 then e3 then f5'.", "conditional"
+            )
+        moves.append(normal(" ".join(current)))
+        current = []
+    if not partial and (len(moves) < 2 or len(moves) % 2):
+        raise PlayError(
+            f"{quoted(text.strip(), 100)} does not end with your answer: a conditional line names your "
+            "opponent's move, then yours, and so on, like 'if c4 then d4' or "
+            "'if c4 then d4 then e3 then f5'.",
+            "conditional",
+        )
+    if len(moves) > MAX_MOVES:
+        raise PlayError(f"A conditional line may have at most {MAX_MOVES} moves; this one has {len(moves)}.",
+                        "conditional")
+    long = next((m for m in moves if len(m) > MAX_MOVE_TEXT), None)
+    if long is not None:
+        raise PlayError(f"{quoted(long, 40)} is too long for a move.", "conditional")
+    return moves
+
+
+# Who may queue lines ---------------------------------------------------------------------------------------
+
+
+def allowed(game: Game, engine: games.Engine) -> bool:
+    """Whether ``game`` takes conditional moves: two players who take turns."""
+    return game.players == 2 and not engine.simultaneous
+
+
+def _opponent(game: Game, seat: Seat) -> Seat:
+    return next(s for s in game.seats if s.number != seat.number)
+
+
+def owner_seat(game: Game, user: User, seat_number: int | None = None) -> Seat:
+    """The user's seat in ``game`` (``seat_number`` picks among several), whose lines they manage; a
+    PlayError when they do not play in it."""
+    mine = [s for s in game.seats
+            if s.user_id == user.id and (seat_number is None or s.number == seat_number)]
+    if not mine:
+        raise PlayError(f"You are not playing in game #{game.id}.", "not-seated")
+    return mine[0]
+
+
+def _check_can_queue(game: Game, engine: games.Engine, seat: Seat, state: Any) -> None:
+    """Refuse, with the reason, when ``seat`` cannot queue lines in ``game`` now."""
+    if not allowed(game, engine):
+        raise PlayError(
+            f"{engine.title} #{game.id} takes no conditional moves: they are for games of two players who "
+            "take turns.", "conditional"
+        )
+    if game.status != "active":
+        raise PlayError(f"Game #{game.id} is not in play; no conditional moves can be queued.", "over")
+    if seat.number in engine.to_move(state):
+        raise PlayError(
+            "It is your move: conditional moves answer your opponent's next move. Play your move first, or "
+            "send it together with your 'if' lines.", "conditional"
+        )
+    if game.draw_offered_by is not None:
+        who = "You have" if game.draw_offered_by == seat.number else "Your opponent has"
+        raise PlayError(
+            f"{who} offered a draw in game #{game.id}; conditional moves can be queued once it is answered.",
+            "conditional",
+        )
+
+
+# Checking and keeping lines ------------------------------------------------------------------------------
+
+
+def check(engine: games.Engine, state: Any, seat: Seat, opponent: Seat, line: Line) -> Any:
+    """Replay ``line`` on the engine from ``state``: each move must be legal where the line reaches.
+
+    Returns the position the line reaches."""
+    for i, text in enumerate(line):
+        mover = opponent if i % 2 == 0 else seat
+        where = "now" if i == 0 else f"after {' '.join(line[:i])}"
+        if mover.number not in engine.to_move(state):
+            over = engine.outcome(state)
+            why = f"the game is over ({over.reason})" if over is not None else "it is not their turn"
+            raise PlayError(f"In '{describe(line)}': {where} {why}, so {text} cannot follow.", "conditional")
+        try:
+            state = engine.play(state, mover.number, text)
+        except IllegalMove as exc:
+            whose = "your opponent's move" if mover is opponent else "your answer"
+            raise PlayError(
+                f"In '{describe(line)}', {whose} {text} is not legal {where}: {exc.message}", "conditional"
+            ) from None
+    return state
+
+
+def merged(existing: list[Line], new: list[Line]) -> list[Line]:
+    """``existing`` with the ``new`` lines added as a tree: a line that begins another is kept once, and
+    two answers to the same move of the opponent are refused."""
+    lines = [list(line) for line in existing]
+    for line in new:
+        for other in lines:
+            for j in range(1, min(len(line), len(other)), 2):
+                if line[:j] == other[:j] and line[j] != other[j]:
+                    raise PlayError(
+                        f"'{describe(line)}' answers {line[j - 1]} with {line[j]}, but your line "
+                        f"'{describe(other)}' answers it with {other[j]}. Delete that line first to change "
+                        "your answer.", "conditional"
+                    )
+        if any(other[: len(line)] == line for other in lines):
+            continue  # Already queued, or the beginning of a longer line.
+        lines = [other for other in lines if line[: len(other)] != other]
+        lines.append(line)
+    if len(lines) > MAX_LINES:
+        raise PlayError(f"At most {MAX_LINES} conditional lines may be queued in a game.", "conditional")
+    return lines
+
+
+def add_lines(game: Game, engine: games.Engine, state: Any, seat: Seat, texts: list[str]) -> list[Line]:
+    """Check the typed lines for ``seat`` in ``state`` and add them to its lines (the caller holds the
+    game's lock).  Returns the lines added, as stored."""
+    if len(texts) > MAX_LINES:
+        raise PlayError(f"At most {MAX_LINES} conditional lines may be queued in a game.", "conditional")
+    _check_can_queue(game, engine, seat, state)
+    opponent = _opponent(game, seat)
+    new = [parse_line(text) for text in texts]
+    for line in new:
+        check(engine, state, seat, opponent, line)
+    seat.conditionals = merged(seat.conditionals or [], new) or None
+    return new
+
+
+# The services ----------------------------------------------------------------------------------------------
+
+
+def queue(game_id: int, user: User, texts: list[str], seat: int | None = None) -> list[Line]:
+    """Queue conditional lines for ``user`` in game ``game_id``; returns every line they have queued."""
+    from pbem.game import play  # The move path imports this module; import late.
+
+    with play.locked_game(game_id) as game:
+        engine = play.engine_of(game)
+        owner = owner_seat(game, user, seat)
+        add_lines(game, engine, play.state_of(game), owner, texts)
+        return list(owner.conditionals or [])
+
+
+def delete(game_id: int, user: User, text: str | None = None, seat: int | None = None) -> int:
+    """Delete the user's line written ``text`` and every line it begins (``if c4`` deletes every line
+    that starts with c4), or every line when ``text`` is None.
+
+    Returns how many lines were deleted."""
+    from pbem.game import play  # The move path imports this module; import late.
+
+    with play.locked_game(game_id) as game:
+        owner = owner_seat(game, user, seat)
+        lines = owner.conditionals or []
+        if text is None:
+            kept: list[Line] = []
+        else:
+            try:
+                gone = parse_line(text, partial=True)
+            except PlayError:
+                gone = []
+            kept = [line for line in lines if not gone or line[: len(gone)] != gone]
+            if len(kept) == len(lines):
+                raise PlayError(f"You have no conditional line '{text.strip()[:100]}' in game #{game.id}.",
+                                "no-line")
+        owner.conditionals = kept or None
+        return len(lines) - len(kept)
+
+
+def preview(game: Game, user: User, text: str, seat: int | None = None) -> dict[str, Any]:
+    """Where a line being built leads, for the player's panel: the board there (clickable for the side
+    to move), that side's legal moves, and whose move it is.  Reads only; refuses as :func:`queue` would."""
+    from pbem.game import play  # The move path imports this module; import late.
+
+    engine = play.engine_of(game)
+    owner = owner_seat(game, user, seat)
+    state = play.state_of(game)
+    _check_can_queue(game, engine, owner, state)
+    opponent = _opponent(game, owner)
+    line = parse_line(text, partial=True)
+    state = check(engine, state, owner, opponent, line)
+    mover = opponent if len(line) % 2 == 0 else owner
+    movable = mover.number in engine.to_move(state)
+    return {
+        "line": describe(line) if line else "",
+        "svg": engine.render_svg(state, mover.number, targets=movable),
+        "moves": engine.moves(state, mover.number) if movable else [],
+        "theirs": mover is opponent,
+    }
+
+
+def lines_of(game: Game, user: User, seat: int | None = None) -> list[Line]:
+    """The lines ``user`` has queued in ``game`` (for showing to that user only)."""
+    owner = next((s for s in game.seats if s.user_id == user.id and (seat is None or s.number == seat)), None)
+    return list(owner.conditionals or []) if owner is not None else []
+
+
+# In the move path (the caller holds the game's lock) -----------------------------------------------------
+
+
+def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: Seat, played: str,
+             notes: dict[int, list[str]]) -> tuple[Seat, str] | None:
+    """After ``mover`` played ``played`` (from ``before`` to ``after``): the waiting player's answer, if
+    one of their lines expected the move.  Their lines are cut down to those that did, each now starting
+    with the answer; the others are dropped, and ``notes`` gets a sentence for that player naming them."""
+    if not allowed(game, engine):
+        return None
+    owner = _opponent(game, mover)
+    lines = owner.conditionals or []
+    if not lines:
+        return None
+    if game.status != "active" or owner.number not in engine.to_move(after):
+        owner.conditionals = None
+        return None
+    same = _same_move_test(engine, before, mover.number, played, after)
+    expected = [same(line[0]) for line in lines]  # Each line judged once (it may replay a move).
+    kept = [line[1:] for line, hit in zip(lines, expected, strict=True) if hit]
+    dropped = "; ".join(describe(line) for line, hit in zip(lines, expected, strict=True) if not hit)
+    owner.conditionals = kept or None
+    # The player hears of every line dropped, whether or not another one answered the move.
+    if not kept:
+        notes.setdefault(owner.number, []).append(
+            f"Your conditional moves did not expect {played}, so they are dropped: {dropped}."
+        )
+        return None
+    if dropped:
+        notes.setdefault(owner.number, []).append(
+            f"Your conditional moves that did not expect {played} are dropped: {dropped}."
+        )
+    return owner, kept[0][0]
+
+
+def answered(seat: Seat, answer: str) -> None:
+    """``seat``'s conditional answer was played: its lines go on from the opponent's next move."""
+    lines = seat.conditionals or []
+    seat.conditionals = [line[1:] for line in lines if line[0] == answer and len(line) > 1] or None
+
+
+def broken(seat: Seat) -> list[Line]:
+    """``seat``'s answer could not be played: drop the lines that gave it; returns them."""
+    lines = list(seat.conditionals or [])
+    seat.conditionals = None
+    return lines
+
+
+def cancel_all(game: Game) -> set[int]:
+    """Forget every line of ``game`` (a draw offer, the game's end); returns the seats that had some."""
+    had = set()
+    for seat in game.seats:
+        if seat.conditionals:
+            had.add(seat.number)
+            seat.conditionals = None
+    return had
+
+
+def _same_move_test(engine: games.Engine, before: Any, seat: int, played: str, after: Any) -> Any:
+    """A test of whether a line's move is the move just played: the same words, or the same position
+    reached (so ``C4`` or ``^c3d4<ws`` match ``c4`` and ``^c3 d4<ws``)."""
+    target = engine.dump(after)
+    seen: dict[str, bool] = {played: True}
+
+    def same(text: str) -> bool:
+        if text not in seen:
+            try:
+                seen[text] = engine.dump(engine.play(before, seat, text)) == target
+            except IllegalMove:
+                seen[text] = False
+        return seen[text]
+
+    return same
+

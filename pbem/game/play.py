@@ -1,0 +1,855 @@
+"""The one move path: every change to a game's play goes through this module.
+
+Web views, the mail processor, links and the scheduler all call :func:`submit` (a move), :func:`resign`,
+the draw functions or :func:`time_out`.  Each call is one transaction: it locks the game, checks the
+seat, the turn and the expected move number, asks the engine, appends to the record, stores the new
+state, moves the clocks, writes the mails into the outbox, and commits — or changes nothing and raises
+:class:`PlayError` with a message for the player.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
+from sqlalchemy.orm import make_transient_to_detached, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.exc import StaleDataError
+
+import games
+from games import IllegalMove, Outcome
+from games.words import join_words
+from pbem.archive import archive
+from pbem.core.database import (
+    DirectWrite,
+    batched_writes,
+    begin_write,
+    finish_write,
+    is_postgresql,
+    transaction_cache,
+    writes_batched,
+)
+from pbem.core.errors import PlayError
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
+from pbem.game import clock, conditional, ratings, results, watching
+from pbem.mailout import notify
+
+log = logging.getLogger(__name__)
+
+VIA = {"web", "mail", "link", "command", "server", "cli", "conditional", "api"}
+
+
+# Reading a game's state ------------------------------------------------------------------------------
+
+
+def engine_of(game: Game) -> games.Engine:
+    """The rule engine that plays ``game``."""
+    return games.get(game.engine)
+
+
+def state_of(game: Game) -> Any:
+    """The engine state of an active or finished game."""
+    if game.state is None:
+        raise PlayError(f"Game #{game.id} has not started yet.", "not-started")
+    return engine_of(game).load(game.state)
+
+
+def seats_to_move(game: Game) -> frozenset[int]:
+    """The seat numbers whose move it is (none unless the game is active)."""
+    if game.status != "active":
+        return frozenset()
+    return engine_of(game).to_move(state_of(game))
+
+
+def next_move_number(game: Game, seat: Seat) -> int:
+    """The number a player sees for their next move, and may confirm with ``#N``.
+
+    In a game where seats move one after another it is the game's move count plus one; where several
+    seats move at once (Easy Slider), each seat counts its own moves, so that one player's moves never
+    make another player's confirmation stale.
+    """
+    if engine_of(game).simultaneous:
+        return seat.moves_made + 1
+    return game.ply + 1
+
+
+# Starting games ---------------------------------------------------------------------------
+
+
+def create_game(
+    engine_slug: str,
+    players: list[User | None],
+    options: dict[str, Any] | None = None,
+    *,
+    created_by: User | None = None,
+    public: bool = True,
+    time_control: dict[str, Any] | None = None,
+    seed: int | None = None,
+    rated: bool = True,
+) -> Game:
+    """A new game with one seat per entry of ``players`` (None is an open seat), added to the session.
+
+    The options are validated by the engine's schema (raising ``marshmallow.ValidationError``).  When
+    every seat is filled the game starts at once; otherwise it waits for players.  ``rated`` counts only
+    for a two-player game (its result then moves the ratings, if the players are two accounts).  The
+    caller commits.
+    """
+    engine = games.get(engine_slug)
+    if len(players) not in engine.players:
+        raise PlayError(
+            f"{engine.title} is for {count_words(engine.players)}, not {len(players)}.", "players"
+        )
+    loaded = engine.options.load(options or {})
+    game = Game(
+        engine=engine.slug,
+        options=loaded,
+        seed=seed if seed is not None else random.SystemRandom().randrange(2**53),
+        players=len(players),
+        public=public,
+        rated=rated and len(players) == 2,
+        time_control=time_control or clock.default_time_control(),
+        created_by=created_by,
+    )
+    now = utcnow()
+    for number, user in enumerate(players):
+        game.seats.append(Seat(number=number, user=user, joined_at=now if user else None))
+    db.session.add(game)
+    if all(players):
+        start(game)
+    return game
+
+
+def start(game: Game) -> None:
+    """Deal the game and ask the first mover(s) for a move.  The caller holds the transaction."""
+    engine = engine_of(game)
+    state = engine.new(game.players, engine.options.load(game.options), game.seed)
+    game.state = engine.dump(state)
+    game.status = "active"
+    game.started_at = utcnow()
+    db.session.flush()
+    for seat in game.seats:
+        if seat.number in engine.to_move(state):
+            clock.start_turn(game, seat)
+    notify.game_started(game, engine, state)
+
+
+# The move path ---------------------------------------------------------------------------
+
+
+@contextmanager
+def locked_game(game_or_id: Game | int) -> Iterator[Game]:
+    """A fresh transaction holding the game's lock; commits on success (see
+    :func:`pbem.core.database.finish_write` for a caller that commits itself), rolls back on any error."""
+    game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
+    begin_write()
+    game = lock_game(game_id)
+    if game is None:
+        db.session.rollback()
+        raise PlayError(f"There is no game #{game_id}.", "no-game")
+    try:
+        yield game
+        _write_back(game)
+        finish_write()
+    except StaleDataError:
+        db.session.rollback()
+        raise PlayError(
+            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+            "conflict",
+        ) from None
+    except BaseException:
+        db.session.rollback()
+        raise
+
+
+# The columns of a game and of a seat, by attribute name: what _write_back may write by a plain UPDATE.
+_GAME_COLUMNS = {attr.key: attr.columns[0].key for attr in Game.__mapper__.column_attrs}
+_SEAT_COLUMNS = {attr.key: attr.columns[0].key for attr in Seat.__mapper__.column_attrs}
+_GAME_TABLE, _SEAT_TABLE = Game.__table__, Seat.__table__
+# Built once; the SET clause is made of the columns given with each execution.
+_UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
+    _GAME_TABLE.c.id == bindparam("locked_id"), _GAME_TABLE.c.version == bindparam("read_version")
+))
+_UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
+
+
+def _write_back(game: Game) -> None:
+    """Write what the move path changed in the locked game and its seats by plain UPDATEs, and tell the
+    session they are saved, so that its flush has nothing of them to do.
+
+    The session's unit of work cost more per move than anything else in the transaction (finding the
+    changes of three objects, sorting them, checking the version); here each changed object is one
+    statement.  The game's UPDATE raises its ``version`` and matches the version read, as the session's
+    would (a changed row raises StaleDataError); every UPDATE of a game row raises it, which is what the
+    page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
+    is left to the session, and so is everything else the transaction added or changed.
+    """
+    session = db.session()
+    connection = session.connection()
+    identity_map = session.identity_map
+    game_state = inspect(game)
+    changed = game_state.committed_state
+    if (changed and changed.keys() <= _GAME_COLUMNS.keys() and "version" in game_state.dict
+            and not game_state.expired_attributes):
+        values = {_GAME_COLUMNS[key]: game_state.dict[key] for key in changed}
+        version = game_state.dict["version"]
+        values["version"] = version + 1
+        values.setdefault("updated_at", utcnow())
+        # (Inside the sweep's batches the UPDATEs are sent, and their rows checked, with the batch's others.)
+        _UPDATE_GAME.write(connection, {**values, "locked_id": game.id, "read_version": version}, rows=1)
+        game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
+        # What the session's flush does for an object it saved (a private step, but the one it takes).
+        game_state._commit_all(game_state.dict, identity_map)
+    for seat in game.seats:
+        seat_state = inspect(seat)
+        changed = seat_state.committed_state
+        if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
+            continue
+        values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
+        _UPDATE_SEAT.write(connection, {**values, "seat_id": seat.id})
+        seat_state._commit_all(seat_state.dict, identity_map)
+
+
+# The statements of :func:`_read_locked`, built once: building them per move cost a tenth of a move.
+_GAME_ID = bindparam("game_id", type_=Integer)
+_TOP = select(db.func.max(Move.number)).where(Move.game_id == _GAME_ID).scalar_subquery()
+_WATCHED = exists().where(Watch.game_id == _GAME_ID)
+_LOCK_GAME = select(_GAME_TABLE.c.id).where(_GAME_TABLE.c.id == _GAME_ID).with_for_update()
+# The game, each of its seats and each seat's player as entities of their own, one row a seat: the ORM's
+# joined eager loading of the same rows cost a fifth more (its loaders are set up anew for every
+# statement), and the relationships are filled in by _read_locked below.
+_READ_GAME = (
+    select(Game, Seat, User, _TOP, _WATCHED)
+    .outerjoin(Seat, Seat.game_id == Game.id).outerjoin(User, User.id == Seat.user_id)
+    .where(Game.id == _GAME_ID).order_by(Seat.number)
+    .execution_options(populate_existing=True)
+)
+
+
+def lock_game(game_id: int) -> Game | None:
+    """Inside a write transaction: lock the game and read it with its seats and players, once.
+
+    A caller that owns the transaction (see :func:`pbem.core.database.caller_commits`: the mail processor,
+    which reads the game a reply names) locks it here before the move path runs in the same transaction,
+    and the move path takes the game as read then, under the lock held since, rather than read it again.
+    """
+    locked = transaction_cache("locked_games")
+    if game_id not in locked:
+        locked[game_id] = _read_locked(game_id)
+    return locked[game_id]
+
+
+def _read_locked(game_id: int) -> Game | None:
+    """Inside a write transaction: lock the game and read it with what every path of this module needs."""
+    # What every path below needs: the game, its seats and their players, the number of its last record
+    # entry, and whether anybody watches it (most games have no watcher, and a query for none per move
+    # would cost as much as the move's own writes).
+    # A statement that waits for a row lock sees every other row as it was when it began, so on
+    # PostgreSQL the lock is taken first by a statement of its own, and what depends on it read after.
+    # (On the session's connection: a statement without model objects needs none of the session's steps.)
+    if is_postgresql() and db.session.connection().execute(_LOCK_GAME, {"game_id": game_id}).first() is None:
+        return None
+    # On SQLite, BEGIN IMMEDIATE took the lock before this statement.
+    rows = db.session.execute(_READ_GAME, {"game_id": game_id}).all()
+    if not rows:
+        return None
+    game, _seat, _user, top, anybody_watching = rows[0]
+    # As loaded, not as changed: the game's seats in order, each seat's game and player (so that reading
+    # them later costs no look-up).
+    seats = []
+    for _game, seat, user, _top, _watched in rows:
+        if seat is not None:  # (A game without seats comes as one row with none.)
+            set_committed_value(seat, "game", game)
+            set_committed_value(seat, "user", user)
+            seats.append(seat)
+    set_committed_value(game, "seats", seats)
+    transaction_cache("record_numbers")[game.id] = top or 0
+    if not anybody_watching:
+        watching.know_unwatched(game.id)
+    return game
+
+
+def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset[int]) -> Seat:
+    """The user's seat that is to act, or a PlayError saying why there is none."""
+    mine = [s for s in game.seats if s.user_id == user.id]
+    if seat_number is not None:
+        mine = [s for s in mine if s.number == seat_number]
+    if not mine:
+        raise PlayError(f"You are not playing in game #{game.id}.", "not-seated")
+    if game.status != "active":
+        raise PlayError(f"Game #{game.id} is {_status_words(game)}; no more moves can be made.", "over")
+    ready = [s for s in mine if s.number in movers]
+    if not ready:
+        whose = ", ".join(_seat_name(game, n) for n in sorted(movers)) or "nobody"
+        raise PlayError(f"It is not your move in game #{game.id}: it is {whose}'s.", "not-your-turn")
+    return ready[0]
+
+
+def _next_record_number(game: Game) -> int:
+    """The number of the game's next record entry.
+
+    The stored maximum is read once per transaction, without flushing the session first (a flush per
+    game would undo the batching of :func:`time_out_many`); entries added since are counted here."""
+    numbers = transaction_cache("record_numbers")
+    if game.id not in numbers:
+        with db.session.no_autoflush:
+            numbers[game.id] = (
+                db.session.scalar(select(db.func.max(Move.number)).where(Move.game_id == game.id)) or 0
+            )
+    numbers[game.id] += 1
+    return numbers[game.id]
+
+
+_INSERT_MOVE = DirectWrite(insert(Move.__table__))
+
+
+def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
+            comment: str | None = None) -> Move:
+    if via not in VIA:
+        raise ValueError(f"unknown channel {via!r}")
+    values = {
+        "game_id": game.id, "number": _next_record_number(game), "seat": seat.number, "kind": kind,
+        "text": text, "via": via, "user_id": user.id if user else None,
+        "comment": (comment or "").strip() or None, "created_at": utcnow(),
+    }
+    if writes_batched():
+        # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the
+        # transaction commits: the caller gets the entry as it will be stored, without its id and outside
+        # the session.
+        _INSERT_MOVE.later(values)
+        move = Move(**values)
+    else:
+        # The entry is written at once by a plain INSERT rather than left to the session's flush: a
+        # record entry is never changed afterwards, and the unit of work's bookkeeping for a new object
+        # cost more than the statement itself (bench/movepath.py).  It is then attached to the session
+        # as the row it now is, so that it behaves like any loaded entry.
+        values["id"] = _INSERT_MOVE.insert(db.session.connection(), values)
+        move = Move(**values)
+        make_transient_to_detached(move)
+        db.session.add(move)
+    if kind == "move":
+        transaction_cache("last_moves")[game.id] = move  # What the mails show as the last move.
+    # Appending through the relationship would first load the game's whole record; a record already
+    # loaded in this transaction is kept in step (in a batch, let go: read again, the read sends the
+    # batch's writes first and finds the entry).
+    if "moves" in game.__dict__:
+        if move.id is None:
+            db.session.expire(game, ["moves"])
+        else:
+            set_committed_value(game, "moves", [*game.moves, move])
+    return move
+
+
+# The longest move text handed to an engine (a record holds 500 characters).
+MAX_MOVE_TEXT = 200
+
+
+def submit(
+    game: Game | int,
+    user: User,
+    text: str,
+    via: str,
+    expect: int | None = None,
+    comment: str | None = None,
+    seat: int | None = None,
+    conditionals: list[str] | None = None,
+) -> Move:
+    """Play ``text`` for ``user`` in ``game``: the one way a move enters the record.
+
+    ``expect`` is the move number the player saw (``#N`` in mail, the page's hidden field); when the
+    game has moved on since, the move is refused rather than applied to a position the player did not
+    see.  ``seat`` picks among several seats of one user.  ``conditionals`` are lines the player queues
+    with the move (``if c4 then d4``), checked in the position after it: if one is refused, so is the move.
+
+    When the opponent has queued a conditional line that expected this move, its answer is played at
+    once in the same transaction (and so on, while lines keep answering), and the mails show where the
+    game then stands.  Returns the recorded move; :func:`answers_to` lists what answered it.
+    """
+    if len(text) > MAX_MOVE_TEXT:
+        # No game writes a move that long; refusing it here keeps every engine's parser to short input.
+        raise PlayError(f"That is not a move: a move is at most {MAX_MOVE_TEXT} characters.", "illegal")
+    with locked_game(game) as locked:
+        engine = engine_of(locked)
+        state = state_of(locked)
+        movers = engine.to_move(state) if locked.status == "active" else frozenset()
+        try:
+            player_seat = _seat_for(locked, user, seat, movers)
+        except PlayError as exc:
+            # A move sent for a move number the game has passed (the same mail sent twice, a second tab)
+            # is told that the position has moved on, which is why it is not this player's turn now.
+            if exc.code == "not-your-turn" and expect is not None:
+                _refuse_if_passed(locked, user, seat, expect, text)
+            raise
+        number = next_move_number(locked, player_seat)
+        if expect is not None and expect != number:
+            raise _stale(locked, player_seat, expect, number, text)
+        try:
+            new_state = engine.play(state, player_seat.number, text)
+        except IllegalMove as exc:
+            raise PlayError(exc.message, "illegal") from None
+        canonical = _record_text(engine, state, player_seat.number, text)
+        move = _record(locked, player_seat, "move", canonical, via, user, comment)
+        before = _advance(locked, engine, state, new_state, player_seat)
+        if conditionals and locked.status == "active":
+            conditional.add_lines(locked, engine, new_state, player_seat, conditionals)
+        played, notes = _play_conditional_answers(locked, engine, state, new_state, move)
+        transaction_cache("conditional_answers")[move.id] = played[1:]
+        if len(played) == 1:
+            notify.move_played(locked, engine, new_state, move, before, notes)
+        else:
+            notify.moves_played(locked, engine, state_of(locked), played, notes)
+        log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
+        return move
+
+
+def _record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
+    """The move ``text`` (one ``engine`` accepted from ``seat`` in ``state``) as the record writes it: in
+    the game's own notation when the engine gives one (Box Off writes ``a1 b1`` as ``a1-b1``), else
+    as typed, in lower case with single spaces."""
+    notation = getattr(engine, "notation", None)
+    if notation is not None:
+        return notation(state, seat, text)
+    return " ".join(text.split()).lower()
+
+
+def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:
+    """Raise the ``stale`` refusal when ``expect`` is a move number the user's seat has already passed."""
+    mine = [s for s in game.seats
+            if s.user_id == user.id and (seat_number is None or s.number == seat_number)]
+    if not mine:
+        return
+    number = next_move_number(game, mine[0])
+    if expect < number:
+        raise _stale(game, mine[0], expect, number, text)
+
+
+class AlreadyPlayed(PlayError):
+    """The ``stale`` refusal of a move sent again after it was played: nothing is wrong with it."""
+
+
+def _stale(game: Game, seat: Seat, expect: int, number: int, text: str) -> PlayError:
+    """The refusal of a move sent for move ``expect`` while ``seat`` is at move ``number``.
+
+    When the very move was already played by this seat as move ``expect`` (a mail sent twice, a form
+    sent again), it says so: the player's move is in, and nothing more is needed."""
+    played = _played_as(game, seat, expect) if 1 <= expect < number else None
+    if played is not None and played.text == _as_recorded(game, seat, text):
+        return AlreadyPlayed(
+            f"Your {played.text} was already played as move {expect} of game #{game.id}; nothing more "
+            f"was done. The game is at move {number} now.",
+            "stale",
+        )
+    return PlayError(
+        f"Your move was for move {expect}, but game #{game.id} is at move {number}: the position has "
+        "changed since. Look at the new position and send your move again.",
+        "stale",
+    )
+
+
+def _as_recorded(game: Game, seat: Seat, text: str) -> str:
+    """``text`` as the record would write it for ``seat`` now (see :func:`_record_text`)."""
+    try:
+        return _record_text(engine_of(game), state_of(game), seat.number, text)
+    except IllegalMove:  # An engine may read a move only in a position where it is legal.
+        return " ".join(text.split()).lower()
+
+
+def _played_as(game: Game, seat: Seat, number: int) -> Move | None:
+    """The record entry of move ``number`` as :func:`next_move_number` counts, if ``seat`` played it.
+
+    Moves are counted for the game, or where seats move at once for each seat (timeouts and the other
+    entries of the record are no moves)."""
+    query = select(Move).where(Move.game_id == game.id, Move.kind == "move")
+    if engine_of(game).simultaneous:
+        query = query.where(Move.seat == seat.number)
+    with db.session.no_autoflush:
+        move = db.session.scalar(query.order_by(Move.number).offset(number - 1).limit(1))
+    return move if move is not None and move.seat == seat.number else None
+
+
+def _play_conditional_answers(
+    game: Game, engine: games.Engine, before: Any, state: Any, move: Move
+) -> tuple[list[Move], dict[int, list[str]]]:
+    """Play the conditional answers to ``move``, one after another while lines keep answering.
+
+    Each answer goes through the same steps as a move (record, state, clocks, the game's end) with
+    ``via="conditional"``.  Returns the moves played (``move`` first) and sentences for single players
+    (seat number: sentences) about their lines."""
+    played = [move]
+    notes: dict[int, list[str]] = {}
+    mover = next(s for s in game.seats if s.number == move.seat)
+    for _ in range(conditional.MAX_ANSWERS):
+        if game.status != "active":
+            break
+        reply = conditional.reply_to(game, engine, before, state, mover, played[-1].text, notes)
+        if reply is None:
+            break
+        seat, answer = reply
+        try:
+            after = engine.play(state, seat.number, answer)
+        except IllegalMove as exc:
+            # The line was legal when it was queued; only a change of the rules since can make it not.
+            lines = conditional.broken(seat)
+            notify.conditional_refused(game, seat, played[-1].text, answer, exc.message, lines)
+            break
+        conditional.answered(seat, answer)
+        reply_move = _record(game, seat, "move", answer, "conditional", seat.user)
+        _advance(game, engine, state, after, seat)
+        played.append(reply_move)
+        log.info("game %s: conditional answer %r to %r", game.id, answer, played[-2].text)
+        before, state, mover = state, after, seat
+    return played, notes
+
+
+def answers_to(move: Move) -> list[Move]:
+    """The conditional answers played right after ``move`` (in the same transaction), in order."""
+    # A caller still inside the move's transaction (the mail processor, see caller_commits) is told what
+    # submit played rather than reading it back: under the game's lock nothing else can have been added.
+    played = transaction_cache("conditional_answers").get(move.id)
+    if played is not None:
+        return list(played)
+    later = db.session.scalars(
+        select(Move).where(Move.game_id == move.game_id, Move.number > move.number)
+        .order_by(Move.number).limit(conditional.MAX_ANSWERS)
+    ).all()
+    answers = []
+    for entry in later:
+        if entry.via != "conditional":
+            break
+        answers.append(entry)
+    return answers
+
+
+def _advance(
+    game: Game, engine: games.Engine, old_state: Any, new_state: Any, mover: Seat | None,
+    ending: str | None = None,
+) -> frozenset[int]:
+    """Store the new state, move the clocks, and finish the game if the engine says it is over (by
+    ``ending``, when the server's action ended it: see :func:`_finish`).
+
+    Returns the seats that were to move before, for the notices."""
+    game.state = engine.dump(new_state)
+    game.ply += 1
+    if mover is not None:
+        mover.moves_made += 1
+    if game.draw_offered_by is not None and mover is not None and mover.number != game.draw_offered_by:
+        # Moving instead of answering a draw offer declines it, as over the board.
+        game.draw_offered_by = None
+    before, after = engine.to_move(old_state), engine.to_move(new_state)
+    for seat in game.seats:
+        if seat.number in before and (seat.number not in after or seat is mover):
+            clock.stop_turn(game, seat)
+        if seat.number in after and (seat.number not in before or seat is mover):
+            clock.start_turn(game, seat)
+    outcome = engine.outcome(new_state)
+    if outcome is not None:
+        _finish(game, outcome, ending)
+    return before
+
+
+def _finish(game: Game, outcome: Outcome, ending: str | None = None, last_word: Move | None = None) -> None:
+    """End the game with ``outcome``: stop every clock, rate it, and tell everyone.  ``ending`` is how
+    the server ended it (see :data:`pbem.archive.archive.ENDINGS`); None when the engine did.
+    ``last_word`` is the record entry that ended it (a resignation, an accepted draw), whose comment the
+    mails pass on."""
+    game.status = "finished"
+    game.result = outcome.to_dict()
+    game.finished_at = utcnow()
+    archive.record_finish(game, outcome, ending)
+    game.draw_offered_by = None
+    conditional.cancel_all(game)
+    for seat in game.seats:
+        clock.stop_turn(game, seat)
+    archive.record_ratings(game, ratings.rate(game, outcome))
+    notify.game_over(game, outcome, last_word)
+
+
+# Server actions: resignation, draws, timeouts -------------------------------------------------------------
+
+
+def _players_seat(game: Game, user: User) -> Seat:
+    seat = game.seat_of(user)
+    if seat is None:
+        raise PlayError(f"You are not playing in game #{game.id}.", "not-seated")
+    if game.status != "active":
+        raise PlayError(f"Game #{game.id} is {_status_words(game)}.", "over")
+    return seat
+
+
+def draws_allowed(game: Game) -> bool:
+    """Whether a draw may be offered in ``game``: only between two players taking turns on one board.
+
+    In Box Off and Easy Slider each player clears their own copy of the deal, so there is no shared
+    position to agree a draw on; with three or more players one player's offer cannot bind the others.
+    """
+    return game.players == 2 and not engine_of(game).simultaneous
+
+
+def _require_draws(game: Game) -> None:
+    if draws_allowed(game):
+        return
+    engine = engine_of(game)
+    if game.players < 2:
+        message = f"There is nobody to offer a draw to in a game of one player (game #{game.id})."
+    elif engine.simultaneous:
+        message = (f"There are no draws in {engine.title}: every player plays their own board, so there is "
+                   f"no position to agree on. Play on, or resign game #{game.id}.")
+    else:
+        message = (f"Draws are offered only in games of two players; game #{game.id} has "
+                   f"{game.players}. Play on, or resign.")
+    raise PlayError(message, "no-draws")
+
+
+def resign(game: Game | int, user: User, via: str, comment: str | None = None) -> Outcome:
+    """``user`` resigns and the game ends: the opponent wins, or with more players the resigner loses and
+    the others share first place; a solitaire game is abandoned.  ``comment`` goes to the others with the
+    result, and into the record."""
+    with locked_game(game) as locked:
+        seat = _players_seat(locked, user)
+        engine = engine_of(locked)
+        name = results.reason_name(engine, seat.number)
+        others = [results.reason_name(engine, n) for n in range(locked.players) if n != seat.number]
+        if locked.players == 1:
+            outcome = Outcome(("loss",), f"{name} abandoned the game")
+        elif locked.players == 2:
+            outcome = Outcome.win(1 - seat.number, 2, f"{others[0]} wins: {name} resigned")
+        else:
+            outcome_results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
+            others_words = join_words(others, "and")
+            outcome = Outcome(outcome_results, f"{name} resigned; {others_words} share first place")
+        entry = _record(locked, seat, "resign", "resign", via, user, comment)
+        _finish(locked, outcome, "resignation", entry)
+        return outcome
+
+
+def offer_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> bool:
+    """``user`` offers a draw; the opponents may accept or decline it (or move, which declines it).
+    ``comment`` goes to them with the offer, and into the record.
+
+    The offer cancels every conditional move queued in the game (an answer should be thought over, not
+    played by a line queued before); returns whether ``user`` had lines of their own cancelled."""
+    with locked_game(game) as locked:
+        seat = _players_seat(locked, user)
+        _require_draws(locked)
+        if locked.draw_offered_by is not None:
+            if locked.draw_offered_by == seat.number:
+                raise PlayError("You have already offered a draw in this game.", "draw-pending")
+            raise PlayError("Your opponent has offered a draw: accept or decline it.", "draw-pending")
+        locked.draw_offered_by = seat.number
+        cancelled = conditional.cancel_all(locked)
+        entry = _record(locked, seat, "draw-offer", "draw offer", via, user, comment)
+        notify.draw_offered(locked, seat, cancelled, entry.comment)
+        return seat.number in cancelled
+
+
+def accept_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> Outcome:
+    """``user`` accepts the pending draw offer; the game ends drawn.  ``comment`` goes to the others with
+    the result, and into the record."""
+    with locked_game(game) as locked:
+        seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None:
+            _require_draws(locked)
+        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
+            raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
+        entry = _record(locked, seat, "draw-accept", "draw accept", via, user, comment)
+        outcome = Outcome.draw(locked.players, "Drawn by agreement")
+        _finish(locked, outcome, "agreement", entry)
+        return outcome
+
+
+def decline_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> None:
+    """``user`` declines the pending draw offer; play goes on.  ``comment`` goes to the offerer with the
+    answer, and into the record."""
+    with locked_game(game) as locked:
+        seat = _players_seat(locked, user)
+        if locked.draw_offered_by is None:
+            _require_draws(locked)
+        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
+            raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
+        locked.draw_offered_by = None
+        entry = _record(locked, seat, "draw-decline", "draw decline", via, user, comment)
+        notify.draw_declined(locked, seat, entry.comment)
+
+
+@dataclass(frozen=True)
+class DueTimeout:
+    """A seat the sweep found past its deadline: ``deadline`` is the one it read."""
+
+    game_id: int
+    seat: int
+    deadline: datetime | None = None
+
+
+def time_out(game: Game | int, seat_number: int, deadline: datetime | None = None) -> Outcome | None:
+    """The seat's deadline has passed: end its part as the rules for absent players say.
+
+    A pending draw offer from the opponent is accepted instead (as pbmserv did).  Engines with a
+    ``time_out`` of their own (simultaneous games) score the absent seat and play goes on; a solitaire
+    game is abandoned; otherwise the absent seat loses on time.  Returns the outcome if the game ended.
+
+    ``deadline`` is the one the sweep read: under the game's lock the seat must still have it (and its
+    player must not be on vacation), so a sweep acting late, or twice, never times out a seat that has
+    moved or begun a new turn since.
+    """
+    with locked_game(game) as locked:
+        _acted, outcome = _time_out_locked(locked, seat_number, deadline)
+        return outcome
+
+
+def time_out_many(due: list[DueTimeout]) -> tuple[int, list[tuple[DueTimeout, Exception]]]:
+    """Time out many seats in one transaction (one commit for the lot).
+
+    The sweep's way of calling :func:`time_out`: the same rules and the same checks under each game's
+    lock, but one transaction for a batch, since a commit per game (on PostgreSQL a wait for the disk)
+    would cost more than the work itself.  The games are locked in the order of their ids, so two
+    sweepers never wait on each other in a circle.  If any game fails, the whole batch is rolled back and
+    redone one game per transaction, so that one bad game cannot hold back the others.
+
+    Returns how many seats were acted on, and the seats that failed with their errors (nothing of those
+    is changed; the next sweep finds them again).
+    """
+    if not due:
+        return 0, []
+    try:
+        return _time_out_in_one_transaction(due), []
+    except Exception as exc:
+        db.session.rollback()
+        if len(due) == 1:
+            if isinstance(exc, StaleDataError):
+                return 0, []  # Changed under us after all; the next sweep looks at it again.
+            return 0, [(due[0], exc)]
+    acted, failures = 0, []
+    for item in due:
+        one_acted, one_failures = time_out_many([item])
+        acted += one_acted
+        failures += one_failures
+    return acted, failures
+
+
+def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
+    ids = sorted({d.game_id for d in due})
+    begin_write()
+    query = (
+        select(Game).where(Game.id.in_(ids)).order_by(Game.id)
+        .options(selectinload(Game.seats).joinedload(Seat.user))
+        .execution_options(populate_existing=True)
+    )
+    if is_postgresql():
+        query = query.with_for_update(of=Game)
+    locked = {g.id: g for g in db.session.scalars(query)}
+    # What every game's end reads, read for the whole batch at once.
+    numbers = transaction_cache("record_numbers")
+    numbers.update({game_id: 0 for game_id in locked})
+    numbers.update((game_id, top) for game_id, top in db.session.execute(
+        select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
+    ))
+    notify.prefetch_last_moves(ids)
+    watching.prefetch_watchers(ids)
+    ratings.lock_ratings(
+        {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
+    )
+    acted = 0
+    # The batch's record entries, mails and game and seat UPDATEs go to the server together (one
+    # executemany each) rather than a round trip each; nothing in it reads them back.
+    with batched_writes():
+        for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
+            game = locked.get(item.game_id)
+            if game is not None:
+                acted += _time_out_locked(game, item.seat, item.deadline)[0]
+        for game in locked.values():
+            _write_back(game)
+    db.session.commit()
+    return acted
+
+
+def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) -> tuple[bool, Outcome | None]:
+    """:func:`time_out` inside the caller's lock; returns (acted, outcome if the game ended)."""
+    if game.status != "active":
+        return False, None
+    engine = engine_of(game)
+    state = state_of(game)
+    seat = next(s for s in game.seats if s.number == seat_number)
+    if deadline is not None and seat.deadline != deadline:
+        return False, None  # The seat moved, or began a new turn, since the sweep read it.
+    if seat.user is not None and seat.user.on_vacation:
+        return False, None
+    if seat_number not in engine.to_move(state):
+        # A clock left running on a seat that is not to move (nothing should leave one): stop it, so the
+        # sweep does not find it again and again.
+        clock.stop_turn(game, seat)
+        return False, None
+    name = results.reason_name(engine, seat_number)
+    if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
+        _record(game, seat, "draw-accept", "draw accept (timeout)", "server", None)
+        outcome = Outcome.draw(game.players, f"Drawn: {name} ran out of time with a draw offer pending")
+        _finish(game, outcome, "time")
+        return True, outcome
+    engine_time_out = getattr(engine, "time_out", None)
+    if engine_time_out is not None and game.players > 1:
+        record = _record(game, seat, "timeout", "timeout", "server", None)
+        new_state = engine_time_out(state, seat_number)
+        # A timeout that leaves nobody to play ends the game on time; its game-over mail tells everyone,
+        # and a notice that "the game goes on" would say the opposite in the same minute.
+        before = _advance(game, engine, state, new_state, None, ending="time")
+        if game.status == "active":
+            notify.timed_out(game, seat)
+            notify.move_played(game, engine, new_state, record, before)
+        return True, engine.outcome(new_state)
+    _record(game, seat, "timeout", "timeout", "server", None)
+    if game.players == 1:
+        outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
+        _finish(game, outcome, "time")
+        game.status = "abandoned"
+    else:
+        others = join_words([results.reason_name(engine, n) for n in range(game.players) if n != seat_number],
+                            "and")
+        outcome_results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
+        win = "wins" if game.players == 2 else "win"
+        outcome = Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")
+        _finish(game, outcome, "time")
+    return True, outcome
+
+
+# Replaying ---------------------------------------------------------------------------
+
+
+def replay(game: Game) -> Any:
+    """The state rebuilt from (engine, options, seed, recorded moves), for checking the stored one."""
+    engine = engine_of(game)
+    state = engine.new(game.players, engine.options.load(game.options), game.seed)
+    for move in game.moves:
+        if move.kind == "move":
+            state = engine.play(state, move.seat, move.text)
+        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
+            state = engine.time_out(state, move.seat)
+    return state
+
+
+# Words ---------------------------------------------------------------------------
+
+
+def _seat_name(game: Game, number: int) -> str:
+    seat = next((s for s in game.seats if s.number == number), None)
+    if seat is not None and seat.user is not None:
+        return seat.user.handle
+    return f"seat {number + 1}"
+
+
+def _status_words(game: Game) -> str:
+    return {"waiting": "still waiting for players", "finished": "over", "abandoned": "abandoned"}.get(
+        game.status, game.status
+    )
+
+
+def count_words(players: range) -> str:
+    """How many players a game is for, in words: "2 players", "1 to 8 players"."""
+    low, high = players.start, players.stop - 1
+    if low == high:
+        return f"{low} player{'s' if low != 1 else ''}"
+    return f"{low} to {high} players"

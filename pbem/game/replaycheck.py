@@ -1,0 +1,55 @@
+"""``pbem verify``: replay every game from its record and compare with the stored state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from games import IllegalMove
+from pbem.core.extensions import db
+from pbem.core.models import Game
+from pbem.game import play
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A game whose stored state is not what its record replays to."""
+
+    game_id: int
+    problem: str
+
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True)
+
+
+def check_game(game: Game) -> Mismatch | None:
+    """Replay one game; None when the stored state is what the moves give."""
+    if game.state is None:
+        return None
+    engine = play.engine_of(game)
+    try:
+        replayed = play.replay(game)
+    except IllegalMove as exc:
+        return Mismatch(game.id, f"its record does not replay: {exc.message}")
+    if _canonical(engine.dump(replayed)) != _canonical(game.state):
+        return Mismatch(game.id, "the stored state differs from the state its moves replay to")
+    return None
+
+
+def check_all(batch: int = 200) -> Iterator[Mismatch]:
+    """Every game that does not replay to its stored state."""
+    last = 0
+    while True:
+        rows = db.session.scalars(select(Game).where(Game.id > last).order_by(Game.id).limit(batch)).all()
+        if not rows:
+            return
+        for game in rows:
+            problem = check_game(game)
+            if problem is not None:
+                yield problem
+        last = rows[-1].id
+        db.session.expunge_all()

@@ -1,0 +1,1 @@
+"""Where games begin: challenges, open seats and the lobby."""

@@ -1,0 +1,751 @@
+"""The second stage of inbound mail: act on stored messages, and answer each one once.
+
+A stored message (status "received") is claimed with a conditional UPDATE to "processing" before
+anything is done, as the first statement of the transaction it is handled in, so two processors, or a
+processor and a restart, never act on it twice.  Then:
+
+- a message to a mail's own envelope sender, ``bounces+TOKEN@<mail domain>``, is "ignored", never
+  answered: a delivery report that says the mail failed for good marks its address as bouncing (see
+  :mod:`pbem.mailout.bouncing`); anything else there (a delay, a vacation responder's reply) only gets a note;
+- mail no person wrote (bounces, auto-replies, list mail, our own mail) is "ignored", never answered;
+- a message to ``play+TOKEN@<mail domain>`` is a reply: the token must verify and the From address
+  must be the registered address of the player it names; its first line is the command;
+- anything else is a pbmserv-style command in the subject (or, failing that, the body's first line).
+
+Each command gets exactly one answer mail, through the outbox: the result ("processed"), or what was
+wrong and what would be accepted ("rejected").  A fault of the server's own is "failed", kept for an
+operator.  Messages still "received" when a processor starts (a crash between storing and processing,
+or before the handling committed) are processed then.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import Flask, current_app
+from sqlalchemy import bindparam, event, func, inspect, select, text, update
+from sqlalchemy.orm import Session
+
+import games
+from pbem.accounts import mailkeys
+from pbem.core.database import begin_write, caller_commits, in_write_transaction, is_postgresql
+from pbem.core.extensions import db
+from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
+from pbem.game import play
+from pbem.mailin import parse, reports
+from pbem.mailin.commands import (
+    Answer,
+    Command,
+    CommandError,
+    blank_key,
+    looks_like_command,
+    parse_reply,
+    parse_subject,
+    player_by_address,
+    redact,
+    run_reply,
+    run_subject,
+    take_conditionals,
+)
+from pbem.mailout import bouncing, notify, outbox, tokens
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Handling:
+    """How a message was handled: its final status, a note for the operator, and the answer to send."""
+
+    status: str
+    note: str
+    answer: Answer | CommandError | None = None
+    user: User | None = None
+    game: Game | None = None
+    reply_to: str | None = None
+
+
+def mail_domain() -> str:
+    """The domain of the server's own addresses."""
+    return current_app.config["PBEM"]["mail"]["domain"]
+
+
+# The queue ---------------------------------------------------------------------------------------------
+
+
+def process_pending(limit: int = 500) -> int:
+    """Process stored messages while any wait (oldest first, up to ``limit``); returns how many this call
+    handled.  Several processors may run this at once: each takes the next message no other holds."""
+    handled = 0
+    while handled < limit and _take_next():
+        handled += 1
+    return handled
+
+
+def after_store() -> None:
+    """Run after a message is stored (``pbem ingest``): process what is waiting, now."""
+    process_pending()
+
+
+# The processor writes the inbound row through its table: it keeps no object of it, and the ORM's
+# bookkeeping (load, change, flush, expire) cost more than the statements.
+_TABLE = InboundMail.__table__
+_C = _TABLE.c
+
+
+@dataclass
+class _Claimed:
+    """A message this processor has claimed: what it needs to act on it, and the token its claim wrote
+    into the row's note, by which it knows the message is still its own."""
+
+    id: int
+    raw: bytes
+    mail_from: str
+    rcpt_to: str
+    token: str
+
+
+# The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
+# processor needs, so that taking a message and reading it are one statement.
+_TAKE = (
+    update(_TABLE).values(status="processing", processed_at=bindparam("now"), note=bindparam("claim_token"))
+    .returning(_C.id, _C.raw, _C.mail_from, _C.rcpt_to)
+)
+_TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
+_QUEUE = _TABLE.alias("waiting")  # The table again, in the subquery: not correlated with the UPDATE.
+_WAITING = select(_QUEUE.c.id).where(_QUEUE.c.status == "received").order_by(_QUEUE.c.id).limit(1)
+_TAKE_NEXT = _TAKE.where(_C.id == _WAITING.scalar_subquery(), _C.status == "received")
+# On PostgreSQL processors running side by side each take a different message, rather than queueing for
+# the lock of the same one.  (On SQLite the write lock taken first already serialises the choice.)
+_TAKE_NEXT_PG = _TAKE.where(
+    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
+)
+# Whether the message is still this processor's to finish: claimed by it in a transaction that committed
+# (the row is "processing" under its token), or "received" again because the claim's transaction was
+# rolled back (a refused move, a fault) and nobody else has taken it since, so that it is taken again by
+# the statement that asks.  A message another processor took meanwhile is neither: it is left to that one.
+_HELD = (_C.id == bindparam("row_id")) & (
+    (_C.status == "received") | ((_C.status == "processing") & (_C.note == bindparam("claim_token")))
+)
+_HOLD = update(_TABLE).where(_HELD).values(
+    status="processing", note=bindparam("claim_token"),
+    processed_at=func.coalesce(_C.processed_at, bindparam("now")),
+)
+
+
+class MessageTaken(RuntimeError):
+    """The message being handled was taken by another processor after this one lost its claim."""
+
+
+def _take_next() -> bool:
+    """Take the oldest waiting message and handle it; False when nothing waits."""
+    if is_postgresql():
+        return _take(_TAKE_NEXT_PG)
+    # On SQLite whether anything waits is read first, without the write lock: a processor woken with
+    # nothing left to do must not queue for the database's one lock behind the listener's stores.
+    waiting = db.session.connection().execute(_WAITING).first()
+    db.session.rollback()
+    return waiting is not None and _take(_TAKE_NEXT)
+
+
+def process_one(row_id: int) -> bool:
+    """Claim and handle one stored message; False when another processor had it already."""
+    return _take(_TAKE_ONE, row_id=row_id)
+
+
+def _take(statement: Any, **params: object) -> bool:
+    """Claim a message by ``statement`` and handle it: act on it, record the outcome and answer it.
+    False when there was no message to take.
+
+    The claim is the first statement of the transaction the message is handled in, not a transaction of
+    its own: a mailed move commits with its claim, its outcome and its answer, one commit a message.
+    Until then the claim holds the row (on PostgreSQL by its row lock: another processor skips it, or
+    waits for it and finds it taken; on SQLite by the write lock), and a crash leaves the message
+    "received", to be processed again from the start, as nothing of it was committed.  When the claim's
+    transaction is rolled back (a refused move, a fault), the outcome is written in a new one only if the
+    message is still this processor's (see ``_HELD``), so it is recorded and answered once.
+    """
+    session = db.session()
+    token = f"claimed by a processor ({uuid.uuid4().hex})"
+    begin_write()
+    row = session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
+        .one_or_none()
+    if row is None:
+        session.rollback()
+        return False
+    claimed = _Claimed(*row, token=token)
+    mail: parse.Incoming | None = None
+    # What an action that commits by itself (a vacation, a challenge sent) wrote is what the answer shows:
+    # the objects keep it through the commit instead of being read back, in the next transaction, row by
+    # row.  Only for this message: the next one starts from a session that reads everything anew.
+    session.expire_on_commit = False
+    try:
+        session.info[_ACTING_FOR] = claimed
+        try:
+            mail = parse.read(claimed.raw, claimed.rcpt_to)
+            # The move path (and every action under a game's lock) joins the transaction of the claim and
+            # leaves it open for _finish: the claim, the move, the message's outcome and its answer commit
+            # together, or not at all.
+            with caller_commits():
+                begin_write()
+                outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
+        finally:
+            session.info.pop(_ACTING_FOR, None)
+        # Still in that transaction, the outcome marks the message acted on itself; after an action that
+        # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
+        _finish(claimed, mail, outcome, acting=in_write_transaction())
+    except Exception as exc:
+        log.exception("inbound message #%s could not be processed", claimed.id)
+        session.rollback()
+        _fail(claimed, mail, f"{type(exc).__name__}: {exc}")
+    finally:
+        session.expire_on_commit = True
+        session.expire_all()
+    return True
+
+
+def _identity(obj: User | Game | None) -> int | None:
+    """The id of a loaded object without reading it again (a commit since has expired its attributes)."""
+    if obj is None:
+        return None
+    identity = inspect(obj).identity
+    return identity[0] if identity else obj.id
+
+
+def _hold(claimed: _Claimed) -> bool:
+    """At the start of a write transaction: whether the message is still this processor's, taking it
+    again when its claim was rolled back.  First, before any other lock is taken: on PostgreSQL a
+    processor that took it meanwhile holds its row, and this one waits for it with nothing else held."""
+    held = db.session.connection().execute(_HOLD, {
+        "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
+    })
+    if held.rowcount == 1:
+        return True
+    db.session.rollback()
+    log.warning("inbound #%s was taken by another processor after its claim was rolled back; left to it",
+                claimed.id)
+    return False
+
+
+def _finish(claimed: _Claimed, mail: parse.Incoming, outcome: Handling, acting: bool = False) -> None:
+    """Record the outcome and write the answer: in the transaction of the handling when it is still open
+    (``acting``; a move: one commit for the claim, the move, the outcome and the answer), or else in one
+    of theirs, if the message is still this processor's."""
+    if not acting:
+        # The reads since the action end with a commit, not with the rollback begin_write would do: that
+        # would expire every object the answer shows (see _take).  They wrote nothing.
+        db.session.commit()
+        begin_write()
+        if not _hold(claimed):
+            return
+    note = outcome.note
+    if outcome.answer is not None and not _answer(mail, outcome):
+        note += " (not answered: too many refusals to this address lately)"
+    recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
+        "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
+        "outcome_note": note[:2000], "of_user": _identity(outcome.user), "of_game": _identity(outcome.game),
+        "now": utcnow(),
+    })
+    if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
+        db.session.rollback()
+        raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
+    db.session.commit()
+    log.info("inbound #%s from %s: %s (%s)", claimed.id, mail.from_addr, outcome.status, outcome.note[:200])
+
+
+# Both only while the message is this processor's (see _HELD), which they end.
+_RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
+    status=bindparam("outcome"), note=bindparam("outcome_note"), user_id=bindparam("of_user"),
+    game_id=bindparam("of_game"), processed_at=bindparam("now"),
+)
+# The same in the transaction that acted, which it marks acted on as _mark_acted would, in one statement.
+_RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
+
+
+def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> None:
+    """Keep the message as "failed" for an operator, and tell a person who wrote it (if it is still this
+    processor's: see ``_HELD``)."""
+    try:
+        begin_write()
+        failed = db.session.connection().execute(_RECORD_OUTCOME, {
+            "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
+            "outcome_note": note[:2000], "of_user": None, "of_game": None, "now": utcnow(),
+        })
+        if failed.rowcount != 1:
+            db.session.rollback()
+            log.warning("inbound #%s failed here and was taken by another processor; left to it", claimed.id)
+            return
+        if mail is not None and mail.from_addr and reports.automatic(mail, None, mail_domain()) is None:
+            sorry = CommandError(
+                "Your mail could not be processed because of a fault on the server. It has been kept for "
+                "the operator. Look at the game on the web before sending it again: it may have been "
+                "played."
+            )
+            _answer(mail, Handling("failed", note, sorry))
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        log.exception("could not record the failure of inbound message #%s", claimed.id)
+
+
+# Knowing whether a message did anything, for a restart after a crash ---------------------------------
+
+_ACTING_FOR = "pbem_acting_for_inbound_mail"
+
+
+@event.listens_for(Session, "before_commit")
+def _mark_acted(session: Session) -> None:
+    """Every commit while a message is handled also stamps the message's ``acted_at``, in the same
+    transaction: after a crash, a message without it changed nothing.  Every commit, not only those the
+    session saw changes in: the move path writes some rows by plain statements, which the session does
+    not see, and a stamp too many only means a person is asked to look rather than the message run again.
+
+    The stamp also holds the message (see ``_HELD``): a commit of the handling's that would find it taken
+    by another processor, its own claim rolled back, fails instead, so that it is acted on only once.
+    """
+    claimed = session.info.get(_ACTING_FOR)
+    if claimed is None:
+        return
+    held = session.connection().execute(_HOLD_ACTED, {
+        "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
+    })
+    if held.rowcount != 1:
+        raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
+
+
+_HOLD_ACTED = _HOLD.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
+
+
+def recover_interrupted(claimed_before: datetime) -> tuple[int, int]:
+    """Resolve messages a crash left "processing" (claimed before ``claimed_before``): one that changed
+    nothing is processed again from the start; one that did is marked "interrupted" and its sender told
+    to look (its answer was lost).  Returns (requeued, interrupted)."""
+    stuck = db.session.scalars(
+        select(InboundMail.id).where(InboundMail.status == "processing",
+                                     InboundMail.processed_at < claimed_before)
+        .order_by(InboundMail.id)
+    ).all()
+    db.session.rollback()
+    requeued = interrupted = 0
+    for row_id in stuck:
+        begin_write()
+        row = db.session.get(InboundMail, row_id)
+        if row is None or row.status != "processing":
+            db.session.rollback()
+            continue
+        if row.acted_at is None:
+            row.status, row.processed_at = "received", None
+            requeued += 1
+        else:
+            row.status, row.processed_at = "interrupted", utcnow()
+            row.note = "interrupted by a crash after it was acted on; its sender was told to look"
+            mail = parse.read(row.raw, row.rcpt_to)
+            if mail.from_addr and reports.automatic(mail, None, mail_domain()) is None:
+                _answer(mail, Handling("interrupted", row.note, CommandError(
+                    "Your mail was acted on, but the server stopped before it could answer. Look at your "
+                    "game on the web (or send 'show') to see where it stands before sending anything again."
+                ), game=db.session.get(Game, row.game_id) if row.game_id else None))
+            interrupted += 1
+        db.session.commit()
+        log.warning("inbound #%s was left processing by a crash: %s", row_id, row.status)
+    return requeued, interrupted
+
+
+def stuck(older_than: timedelta = timedelta(minutes=10)) -> list[InboundMail]:
+    """Messages that need an operator: failed, interrupted, or processing for longer than it takes."""
+    return list(db.session.scalars(
+        select(InboundMail).where(
+            (InboundMail.status.in_(("failed", "interrupted")))
+            | ((InboundMail.status == "processing") & (InboundMail.processed_at < utcnow() - older_than))
+        ).order_by(InboundMail.id)
+    ))
+
+
+# Deciding what a message is ---------------------------------------------------------------------------
+
+
+def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
+    envelope = mail_from if by_smtp else _return_path(mail)
+    bounce_address = next((a for a in mail.recipients if tokens.is_bounce_address(a)), None)
+    if bounce_address is not None:
+        return _bounce_report(mail, envelope, bounce_address)
+    if mail.from_ambiguous:
+        # Whoever is named first may not be who sent it: act for nobody, and answer nobody.
+        return Handling("rejected", "the From header does not name one sender beyond doubt; not answered")
+    reason = reports.automatic(mail, envelope, mail_domain())
+    if reason is not None:
+        return Handling("ignored", reason)
+    if mail.unreadable is not None:
+        return Handling("rejected", f"unreadable: {mail.unreadable}", CommandError(
+            f"Your mail could not be read: {mail.unreadable}. Nothing was done. Send your command again "
+            "as a plain-text mail, without attachments."
+        ))
+    for address in mail.recipients:
+        token = tokens.reply_token_in(address)
+        if token is not None:
+            return _reply(mail, token, address)
+    return _subject_command(mail)
+
+
+def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> Handling:
+    """A message to the envelope sender of one of our mails: what came of that mail, never answered.
+    Only a delivery report that says it failed for good counts; a vacation responder's reply, a delay or
+    a forged token is noted and nothing else."""
+    outbox_id = tokens.bounced_mail(address)
+    if outbox_id is None:
+        return Handling("ignored", "to a bounce address whose token is not ours; nothing done")
+    sent = db.session.get(OutboxMail, outbox_id)
+    if sent is None:
+        return Handling("ignored", f"to the bounce address of outbox #{outbox_id}, which no longer exists")
+    report = reports.delivery_report(mail)
+    if report is None:
+        why = reports.automatic(mail, envelope, mail_domain()) or mail.unreadable or "written by a person?"
+        return Handling("ignored", f"to the bounce address of outbox #{outbox_id}, not a delivery report "
+                                   f"({why}); not counted as a bounce")
+    said = f"{report.action} {report.status or '(no status)'} {report.diagnostic}".strip()
+    if not report.hard:
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; not a bounce")
+    user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
+    note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
+    return Handling("ignored", note, user=user)
+
+
+def _return_path(mail: parse.Incoming) -> str | None:
+    """The envelope sender an MTA wrote into Return-Path, or None when the message has none."""
+    value = mail.header("Return-Path")
+    return value if value else None
+
+
+def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
+    """A reply to a game mail: check the token and the sender, then run the first line's command."""
+    token = tokens.parse_reply(token_text)
+    # The game is locked and read as the move path does it, which then takes it from here (in this
+    # transaction); its players come with it, so the token's player is read with them.  What is wrong
+    # with the token is still said first: a forged address learns nothing of the game it names.
+    game = play.lock_game(token.game_id) if token is not None else None
+    user = db.session.get(User, token.user_id) if token is not None else None
+    if token is None or user is None or not tokens.verify_reply(token, user):
+        return Handling("rejected", f"bad reply token {token_text[:40]}", CommandError(
+            f"The address you replied to ({address}) is not a valid reply address: it was changed, or it "
+            "has expired because the player's reply addresses were renewed. Reply to the latest mail about "
+            "your game, or play on the web."
+        ))
+    if mail.from_addr != user.email.lower():
+        if _former_address(user, mail.from_addr):
+            # Said to the sender, as every refusal (and counted as one, see _answer), without the new
+            # address or anything of the game: the old address may be someone else's by now.
+            changed = CommandError(
+                "This account's mail address has changed, so replies for it are taken only from the "
+                "address the account now has; nothing was done. Reply from that address (to this game's "
+                "mail or a later one), or play on the web."
+            )
+            return Handling("rejected", f"token of {user.handle} from a former address, {mail.from_addr}",
+                            changed)
+        return Handling("rejected", f"token of {user.handle} from {mail.from_addr}", CommandError(
+            "This reply address belongs to another player's mail, so your reply was not used. Answer "
+            "from the address your game mails are sent to, or play on the web."
+        ))
+    if game is None:
+        return Handling("rejected", f"no game #{token.game_id}", CommandError(
+            f"Game #{token.game_id} no longer exists."), user)
+    reply_to = tokens.reply_address(game.id, token.seat, user)
+    # The 'if' lines (conditional moves) come out first, so that none can reach a comment.
+    ifs, text = take_conditionals(mail.text)
+    line, comment = parse.command_and_comment(text)
+    try:
+        answer = run_reply(parse_reply(line, ifs), user, game, token.seat, comment)
+    except CommandError as exc:
+        if exc.game is None:
+            # Show the player where their game stands, from their seat, under what went wrong.
+            exc.game, exc.seat = game, game.seat_of(user)
+        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
+    return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
+
+
+def _former_address(user: User, address: str) -> bool:
+    """Whether ``address`` is one ``user`` had before: mail to the account went there."""
+    return db.session.scalar(
+        select(OutboxMail.id).where(OutboxMail.to_addr == address, OutboxMail.user_id == user.id).limit(1)
+    ) is not None
+
+
+def _subject_command(mail: parse.Incoming) -> Handling:
+    """A pbmserv-style command in the subject, or else on the body's first line."""
+    line = mail.subject
+    ifs, text = take_conditionals(mail.text)
+    body_line, comment = parse.command_and_comment(text)
+    if looks_like_command(line):
+        # The body under a command in the subject is the comment, read as a reply's is (without quotes
+        # and signatures); a first line that repeats the command is no part of it.
+        if not looks_like_command(body_line):
+            comment = parse.own_text(text)
+    elif looks_like_command(body_line):
+        line = body_line
+    elif _answers_a_digest(mail):
+        return Handling("rejected", "a reply to a digest of several games", _digest_reply_refusal(mail))
+    else:
+        comment = ""
+    try:
+        command = parse_subject(line)
+        comment = _comment_for(command, comment)
+        if ifs and command.verb not in ("move", "conditionals"):
+            raise CommandError("'if' lines queue conditional moves: send them with a move or a "
+                               "conditionals command, not with this one.")
+        command.conditionals += ifs
+        if ifs and command.verb == "conditionals":
+            command.args = ["add"]
+        answer = run_subject(command, mail.from_addr, comment)
+    except CommandError as exc:
+        return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+    user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
+    return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+
+
+def _answers_a_digest(mail: parse.Incoming) -> bool:
+    """Whether ``mail`` replies to a daily digest of several games (one of one game carries that game's
+    reply address, so its replies come as replies to the game): by the Message-ID it answers, or, when
+    the mail program kept none, by the digest's subject."""
+    referred = f"{mail.header('In-Reply-To')} {mail.header('References')}".lower().split()
+    ours = f"@{mail_domain().lower()}>"
+    if any(ref.startswith("<digest.") and ref.endswith(ours) for ref in referred):
+        return True
+    return parse.strip_prefixes(mail.subject).lower().startswith("daily digest:")
+
+
+def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
+    """What a reply to a digest of several games is told: a move goes to one game's own reply address.
+    The sender's games awaiting their move are listed with those addresses when the sender is a
+    player's registered address (where the digest went, with the same addresses)."""
+    from pbem.mailout import digest  # The scheduler's module; imported when used.
+
+    error = CommandError(
+        "This is a reply to your daily digest, which lists several games, so it cannot say which game "
+        "your move is for; nothing was done. To move, write your move on the first line of a mail to "
+        "that game's own reply address (the 'Reply to: play+…' line under each game in the digest), or "
+        "reply to a mail about that game, or play on the web."
+    )
+    user = player_by_address(mail.from_addr)
+    waiting = [digest.turn_summary(game, seat) for game, seat in digest.awaiting(user)] if user else []
+    if waiting:
+        error.extra = "Your games awaiting your move:\n" + "\n".join(
+            f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)
+    return error
+
+
+# The commands whose comment goes to the other players (and into the record), as under a reply's.
+_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
+
+
+def _comment_for(command: Command, comment: str) -> str:
+    """The comment that goes with ``command``: none for a command that passes none on, and never the
+    sender's mail key, wherever they wrote it (keys are read in any case)."""
+    if command.verb not in _COMMENTED_VERBS:
+        return ""
+    return blank_key(comment, command.key) if command.key else comment
+
+
+# Answering ---------------------------------------------------------------------------------------------
+
+
+def _refusals_lately(address: str) -> tuple[int, int]:
+    """How many refusals went to ``address`` in the period of ``refused_answers_per_address``, and how
+    many are allowed."""
+    amount, period = mailkeys.limit("refused_answers_per_address")
+    if is_postgresql():
+        # Workers answering the same address at once count one after the other (until commit); on
+        # SQLite the write lock already does this.
+        db.session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:address))"), {"address": address})
+    sent = db.session.scalar(
+        select(func.count(OutboxMail.id)).where(
+            OutboxMail.to_addr == address, OutboxMail.kind == "answer-error",
+            OutboxMail.created_at >= utcnow() - period,
+        )
+    ) or 0
+    return sent, amount
+
+
+def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
+    """Write the one answer to ``mail`` into the outbox, threaded under it (and under the game).
+
+    A refusal is not sent when the address has had its share of refusals lately (a forged sender must
+    not turn the server into a mail bomb); returns whether an answer was written.
+    """
+    answer = outcome.answer
+    assert answer is not None
+    ok = isinstance(answer, Answer)
+    to_user = outcome.user if outcome.user is not None and outcome.user.email.lower() == mail.from_addr \
+        else None
+    to_addr = to_user.email if to_user is not None else mail.from_addr
+    if not ok:
+        sent, allowed = _refusals_lately(to_addr)
+        if sent >= allowed:
+            return False
+    game = answer.game if answer.game is not None else outcome.game
+    seat = answer.seat
+    context: dict = {"message": answer.message, "ok": ok, "extra": getattr(answer, "extra", ""),
+                     "position": None, "reply_to": outcome.reply_to}
+    if game is not None:
+        game = db.session.get(Game, game.id)
+    if game is not None and game.state is not None and (answer.game is not None or not ok):
+        engine = games.get(game.engine)
+        if seat is not None:
+            seat = next((s for s in game.seats if s.id == seat.id), None)
+        context["position"] = notify.position(game, engine, engine.load(game.state), seat)
+    text = notify.render_mail("mail/answer.txt", **context)
+    subject = _answer_subject(mail)
+    headers = {}
+    if mail.message_id:
+        references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
+        headers = {"In-Reply-To": mail.message_id, "References": references}
+    outbox.enqueue(
+        to_user if to_user is not None else mail.from_addr,
+        subject,
+        text,
+        kind="answer" if ok else "answer-error",
+        body_html=notify.html_part("mail/answer.txt", text, **context),
+        game=game,
+        reply_to=outcome.reply_to,
+        headers=headers,
+    )
+    return True
+
+
+def _answer_subject(mail: parse.Incoming) -> str:
+    """"Re: " and the subject of the mail answered, so that the answer threads with it (and with the
+    game's mails).  Only a subject that may hold a mail key is changed: a command's, shown with its key
+    hidden, or, when it could not be read (the key may sit anywhere), cut short."""
+    if not mail.subject:
+        return "Re: your mail"
+    said = _without_key_shapes(mail.subject) if _subject_is_ours(mail) else redact(mail.subject)
+    said = said[:200]
+    return said if said.lower().startswith("re:") else f"Re: {said}"
+
+
+def _without_key_shapes(subject: str) -> str:
+    """``subject`` with every word that could be a mail key blanked: a subject kept as the player wrote
+    it (a reply's, or a tagged one that reads as no command) may still hold their key, typed in a
+    command that could not be read, and an answer never carries it.  (A handle of that very shape is
+    blanked too, which costs nothing but a word of the subject.)"""
+    words = subject.split(" ")
+    return " ".join("********" if is_key_shaped(word) else word for word in words)
+
+
+def _subject_is_ours(mail: parse.Incoming) -> bool:
+    """Whether the subject of ``mail`` is not a command: a mail to a reply address (even one whose token
+    is refused) is never read for one, and a subject with the "[pbem]" tag of our mails that does not
+    read as a command is a reply to one of them ("Re: [pbem] Cambio #67: alice challenges you")."""
+    if any(tokens.reply_token_in(address) for address in mail.recipients):
+        return True
+    if not parse.tagged(mail.subject):
+        return False
+    if not looks_like_command(mail.subject):
+        return True
+    try:
+        parse_subject(mail.subject)
+    except CommandError:
+        return True
+    return False
+
+
+# The processor thread of a listener --------------------------------------------------------------------
+
+
+class Runner:
+    """Processes stored messages in threads of their own, so the listener answers the sending MTA as soon
+    as a message is stored.  A thread takes each message the listener stored, by its id, as soon as it is
+    stored; the threads also look for whatever waits every ``interval`` seconds, after a failure, and on
+    start (what an earlier run left "received").
+
+    On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
+    while one waits for the database (a commit waits for the disk), the others go on."""
+
+    def __init__(self, app: Flask, interval: float = 30.0, workers: int | None = None) -> None:
+        self.app, self.interval = app, interval
+        settings = app.config["PBEM"]
+        # SQLite lets one writer in at a time, and a writer kept waiting sleeps in SQLite's busy handler:
+        # more threads there only make the latency worse (measured by bench/mail.py), so one.
+        on_sqlite = settings["database"]["url"].startswith("sqlite")
+        self.workers = workers or (1 if on_sqlite else settings["smtpd"]["workers"])
+        # The messages stored since, by row id, for the threads to take one at a time: a thread told which
+        # message to take claims it by its id, without looking first for what waits (on SQLite a read
+        # transaction of its own) and without a last look that finds nothing (a transaction each).
+        self._stored: deque[int] = deque()
+        # Looks for whatever waits owed to the threads, at most one per thread (on start), and whether
+        # one is owed after a failure: the next thread to run takes it, after the message it was given.
+        self._looks = 0
+        self._look_again = False
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """Resolve what a crash left half done, then start the threads (they process what is waiting at
+        once)."""
+        try:
+            with self.app.app_context():
+                recover_interrupted(utcnow())
+                db.session.remove()
+        except Exception:  # The database may be away: the threads' first pass tries again.
+            log.exception("could not look for messages left processing by a crash")
+        self._stop.clear()
+        with self._wake:
+            self._looks = self.workers
+        self._threads = [
+            threading.Thread(target=self._run, name=f"pbem-mail-process-{n}", daemon=True)
+            for n in range(self.workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def wake(self, row_id: int | None = None) -> None:
+        """The message ``row_id`` was stored (or, without one, something): a thread takes it now."""
+        with self._wake:
+            if row_id is None:
+                self._looks = min(self.workers, self._looks + 1)
+            else:
+                self._stored.append(row_id)
+            self._wake.notify()
+
+    def stop(self) -> None:
+        """Finish the messages in hand and stop.  Those stored and not yet taken stay "received", for the
+        next start."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        for thread in self._threads:
+            thread.join(30)
+        self._threads = []
+
+    def _next(self) -> tuple[int | None, bool]:
+        """Wait for work: the id of a stored message to take (or None), and whether to look for whatever
+        waits (after it)."""
+        with self._wake:
+            self._wake.wait_for(lambda: self._stored or self._looks or self._stop.is_set(), self.interval)
+            row_id = self._stored.popleft() if self._stored else None
+            look = row_id is None or self._look_again  # Woken with no message, or the wait ran out.
+            if row_id is None:
+                self._looks = max(0, self._looks - 1)
+            self._look_again = False
+            return row_id, look
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            row_id, look = self._next()
+            if self._stop.is_set():
+                break
+            try:
+                with self.app.app_context():
+                    if row_id is not None:
+                        process_one(row_id)
+                    if look:
+                        process_pending()
+                    db.session.remove()
+            except Exception:  # The database may be away for a while; look again on the next wake.
+                with self._wake:
+                    self._look_again = True
+                log.exception("processing stored mail failed; will retry")

@@ -1,0 +1,148 @@
+"""Players whose mail bounces: marking their address, holding back game mail to it, and clearing it.
+
+A mail to a player's current address that is refused for good (by the MTA the outbox hands it to) or
+reported back as failed for good (a delivery report to its envelope sender) counts as a hard bounce of
+that address.  Mail to an address the player no longer has counts for nothing: the player moved on.
+
+Why the threshold is what it is: a status 5.1.x says the address itself is wrong (no such user, no such
+domain), which no retry changes, so one is conclusive.  Any other permanent failure (5.2.x a full or
+disabled mailbox, 5.7.x a spam filter's refusal of one mail) may pass or be about that mail alone, and
+stopping a player's mail for one would be harsher than the fault; ``mail.bounces_to_stop`` of them
+(2) within ``mail.bounce_window_days`` (7: a report on a mail can come five days after it was sent)
+mark the address.
+
+While an address is marked, the outbox gives up every mail to it except the account's own
+(:data:`ACCOUNT_KINDS`), which are how the player gets back in.  Their clocks keep running: a stopped
+mail is no excuse at a deadline, and the web says so.
+
+When the mark comes off (the player says the address works again, or confirms a new one), what they
+missed that still matters is written again: a move request for each game awaiting their move, the one
+the move path writes.  The rest is stale (a notice of a move, a reminder, a request for a position that
+has passed) and is not sent again; a digest player's next digest lists their games anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+
+from flask import current_app
+from sqlalchemy import select
+
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import User, utcnow
+from pbem.mailin.reports import MAX_DIAGNOSTIC
+
+log = logging.getLogger(__name__)
+
+# The mails that still go to a bouncing address: confirming an address, resetting a password, the mail
+# key, an address change and its notices, the notices that the password was changed and that the mail
+# key is paused.  They are what a
+# player needs to put things right, and each is sent only when asked for (or for the account's safety).
+ACCOUNT_KINDS = frozenset({
+    "verify", "reset", "mail-key", "email-change", "email-change-notice", "email-changed", "key-paused",
+    "password-changed",
+})
+
+# What the outbox writes on a game mail it did not send to a bouncing address.
+HELD_BACK = ("not sent: mail to this address bounces, so game mail to it is stopped until the player "
+             "changes it or says it works again")
+
+
+def conclusive(status: str) -> bool:
+    """Whether a permanent failure with this status (e.g. "5.1.1") shows the address itself is wrong."""
+    return status.startswith("5.1.")
+
+
+def _player_at(address: str) -> User | None:
+    """The player whose current address is ``address`` (any case; addresses are stored lowercased, so
+    the unique index finds it)."""
+    return db.session.scalar(select(User).where(User.email == address.strip().lower()))
+
+
+def count_bounce(address: str, status: str, words: str) -> User | None:
+    """Count a hard bounce of a mail to ``address`` with ``status`` and the remote server's ``words``,
+    in the caller's write transaction (the caller commits); the player whose current address it is, or
+    None when nobody's is.  Marks the address as bouncing when this bounce makes it so."""
+    user = _player_at(address)
+    if user is None or user.mail_bouncing_since is not None:
+        return user
+    settings = current_app.config["PBEM"]["mail"]
+    now = utcnow()
+    window = timedelta(days=settings["bounce_window_days"])
+    if user.mail_bounced_at is None or now - user.mail_bounced_at > window:
+        user.mail_bounces, user.mail_bounced_at = 0, now
+    user.mail_bounces += 1
+    user.mail_bounce_reason = " ".join(words.split())[:MAX_DIAGNOSTIC] or status or "(no reason given)"
+    if conclusive(status) or user.mail_bounces >= settings["bounces_to_stop"]:
+        user.mail_bouncing_since = now
+    return user
+
+
+def counted(user: User | None) -> str:
+    """What a bounce counted for, in words for the operator's note."""
+    if user is None:
+        return "no player has that address now"
+    if user.mail_bouncing_since is not None:
+        return f"{user.handle}'s address is marked as bouncing"
+    needed = current_app.config["PBEM"]["mail"]["bounces_to_stop"]
+    return f"{user.handle}'s bounce {user.mail_bounces} of the {needed} that mark an address"
+
+
+def count_refusal(address: str, status: str, words: str) -> None:
+    """Count a permanent refusal of the recipient ``address`` at sending time, in a transaction of its
+    own (the outbox's deliverer holds none).  A database that fails here loses the count, not the run:
+    the mail is given up already, and its next one will be refused and counted again."""
+    try:
+        begin_write()
+        count_bounce(address, status, words)
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        log.exception("could not count the refusal of %s as a bounce", address)
+
+
+def bouncing(addresses: Iterable[str]) -> set[str]:
+    """Those of ``addresses`` (lowercased) that are a player's and marked as bouncing."""
+    wanted = {address.strip().lower() for address in addresses}
+    if not wanted:
+        return set()
+    found = db.session.scalars(
+        select(User.email).where(User.email.in_(wanted), User.mail_bouncing_since.is_not(None))
+    ).all()
+    db.session.rollback()
+    return set(found)
+
+
+def forget(user: User, new_email: str | None = None) -> int:
+    """Take the mark off ``user``'s address and the bounces counted, in the caller's write transaction
+    (the caller commits): they say their address works again, or it becomes ``new_email`` (what bounced
+    was the old one).  If it was marked, each game awaiting their move sends its move request again,
+    to the address they have now; returns how many were written.
+
+    The caller holds the player's row (FOR NO KEY UPDATE on PostgreSQL), so that two clicks at once do
+    not both write the requests; the address is changed here, after the games are locked, for the
+    reason :func:`pbem.mailout.notify.awaiting_move_locked` gives.
+    """
+    # The outbox imports this module, and notify imports the outbox: import late.
+    from pbem.mailout import notify
+
+    turns = notify.awaiting_move_locked(user) if user.mail_bouncing_since is not None else []
+    if new_email is not None:
+        user.email = new_email
+    user.mail_bouncing_since = user.mail_bounce_reason = user.mail_bounced_at = None
+    user.mail_bounces = 0
+    return notify.request_moves_again(user, turns)
+
+
+def works_again(user: User) -> int:
+    """The player says their address works again: game mail goes to it again, and the move requests of
+    the games awaiting their move are sent again (see :func:`forget`).  Commits; returns how many."""
+    begin_write()
+    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
+    assert fresh is not None
+    resent = forget(fresh)
+    db.session.commit()
+    return resent

@@ -1,0 +1,118 @@
+"""The daily digest: one mail a day listing every game awaiting the player's move, for players who chose
+it instead of a mail per move (``User.notify == "digest"``).
+
+A digest is due once the day's digest hour (``scheduler.digest_hour``, UTC) has come and the player has
+had none since (a player who has just chosen the digest gets the first one at once, if it is past the
+hour).  The player's ``last_digest_at`` is claimed with a conditional UPDATE in the same
+transaction that writes the mail, so two schedulers never send one twice.  Players on vacation get
+none: their clocks are stopped and nothing is pressing.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, time
+from typing import Any
+
+from flask import current_app, render_template
+from sqlalchemy import or_, select, update
+
+from pbem.core.database import begin_write
+from pbem.core.extensions import db
+from pbem.core.models import Game, Seat, User, utcnow
+from pbem.game import clock
+from pbem.mailout import notify, outbox, tokens
+
+log = logging.getLogger(__name__)
+
+
+def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
+    """What a scheduler mail shows of one game awaiting ``seat``'s move: the board, the legal moves when
+    they are few, the move number, the clock and the reply address that carries the player's token."""
+    from pbem.game.play import engine_of, next_move_number, state_of  # play imports clock; import late.
+
+    assert seat.user is not None
+    engine = engine_of(game)
+    state = state_of(game)
+    legal = engine.moves(state, seat.number)
+    return {
+        "title": f"{engine.title} #{game.id}",
+        "board": engine.render_text(state, seat.number),
+        "legal": legal if len(legal) <= notify.MAX_LISTED_MOVES else None,
+        "legal_count": len(legal),
+        "move_number": next_move_number(game, seat),
+        "clock": clock.status(seat, seat.user.time_zone),
+        "opponents": [s.user.handle for s in game.seats if s.user is not None and s.user_id != seat.user_id],
+        "reply_address": tokens.reply_address(game.id, seat.number, seat.user),
+        "game_url": notify.game_url(game),
+    }
+
+
+def todays_digest_time(now: datetime) -> datetime:
+    """When digests fall due on the day of ``now``; before it, nobody's digest is due."""
+    return datetime.combine(now.date(), time(current_app.config["PBEM"]["scheduler"]["digest_hour"]))
+
+
+def awaiting(user: User) -> list[tuple[Game, Seat]]:
+    """The player's games (and seats) that are waiting for their move, oldest deadline first."""
+    from pbem.game.play import seats_to_move
+
+    seats = db.session.scalars(
+        select(Seat).join(Game).where(
+            Seat.user_id == user.id, Game.status == "active", Seat.deadline.is_not(None)
+        ).order_by(Seat.deadline, Seat.id)
+    ).all()
+    return [(seat.game, seat) for seat in seats if seat.number in seats_to_move(seat.game)]
+
+
+def _claim(user_id: int, last: datetime | None, now: datetime) -> bool:
+    """Take this player's digest for this scheduler, unless another has sent it meanwhile."""
+    same = User.last_digest_at.is_(None) if last is None else User.last_digest_at == last
+    result = db.session.execute(
+        update(User).where(User.id == user_id, same).values(last_digest_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def send_due() -> int:
+    """Write every digest that is due into the outbox; returns how many were written."""
+    now = utcnow()
+    due_from = todays_digest_time(now)
+    if now < due_from:
+        return 0
+    due = db.session.execute(
+        select(User.id, User.last_digest_at).where(
+            User.notify == "digest",
+            User.verified_at.is_not(None),
+            User.vacation_since.is_(None),
+            or_(User.last_digest_at.is_(None), User.last_digest_at < due_from),
+        )
+    ).all()
+    db.session.rollback()
+    written = 0
+    for user_id, last in due:
+        begin_write()
+        try:
+            if not _claim(user_id, last, now):
+                db.session.rollback()
+                continue
+            user = db.session.get(User, user_id)
+            assert user is not None
+            games = [turn_summary(game, seat) for game, seat in awaiting(user)]
+            if games:
+                plural = "s" if len(games) != 1 else ""
+                outbox.enqueue(
+                    user,
+                    f"[pbem] daily digest: {len(games)} game{plural} awaiting your move",
+                    render_template("mail/digest.txt", user=user, games=games),
+                    kind="digest",
+                    # With one game, answering the digest is answering that game.
+                    reply_to=games[0]["reply_address"] if len(games) == 1 else None,
+                )
+                written += 1
+            db.session.commit()
+        except Exception:
+            db.session.rollback()
+            log.exception("digest for user %s failed; it is tried again on the next run", user_id)
+    return written

@@ -1,0 +1,474 @@
+"""The mails a game sends: move requests, move notices, challenges, draw offers, results.
+
+Each function is called inside the move path's transaction and only writes outbox rows; the words are
+in ``templates/mail/`` (a ``.txt`` template per mail, and an ``.html`` one where the mail has more than
+text to show).  Every mail to a player carries a Reply-To of ``play+TOKEN@<mail domain>`` naming the
+game, the seat and the player, so that answering the mail is how one plays.  A player who chose the
+daily digest gets no per-move request.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+from urllib.parse import quote
+
+from flask import current_app
+from markupsafe import Markup, escape
+from sqlalchemy import or_, select
+
+import games
+from games import Outcome
+from games.words import join_words
+from pbem.core.database import is_postgresql, transaction_cache
+from pbem.core.extensions import db
+from pbem.core.models import Challenge, Game, Move, OutboxMail, Seat, User, utcnow
+from pbem.game import clock, results
+from pbem.game.watching import watchers
+from pbem.mailout import outbox, tokens
+
+# Legal moves are listed in a move request only when there are this few; longer lists help nobody.
+MAX_LISTED_MOVES = 30
+
+
+def base_url() -> str:
+    """The site's address without a trailing slash."""
+    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
+
+
+def game_url(game: Game) -> str:
+    """The absolute address of the game's page."""
+    return f"{base_url()}/games/{game.id}"
+
+
+def move_link(game: Game, seat: Seat, number: int, move: str | None = None) -> str:
+    """A signed one-click link for ``seat``'s player: confirm ``move`` (or choose one) as move ``number``."""
+    assert seat.user is not None
+    return f"{base_url()}/m/{tokens.move_link_token(game.id, seat.number, seat.user, number, move)}"
+
+
+def subject(game: Game, engine: games.Engine, what: str) -> str:
+    """The subject of a mail about ``game``: ``[pbem] Cambio #12: what``."""
+    return f"[pbem] {engine.title} #{game.id}: {what}"
+
+
+def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
+    """The players of these seats, in words ("alice", "alice and bob"; "nobody" for none)."""
+    names = [_player(game, n) for n in sorted(numbers)]
+    if not names:
+        return "nobody"
+    return join_words(names, "and")
+
+
+def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+    """What a mail or answer shows of a game for one seat (or a watcher): board, turn, clock, legal moves.
+
+    The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
+    """
+    from pbem.game.play import (  # The move path imports this module; import late.
+        draws_allowed,
+        next_move_number,
+    )
+
+    number = seat.number if seat is not None else None
+    movers = engine.to_move(state) if game.status == "active" else frozenset()
+    to_move = number is not None and number in movers
+    legal = engine.moves(state, number) if to_move else []
+    listed = legal if len(legal) <= MAX_LISTED_MOVES else None
+    move_number = next_move_number(game, seat) if seat is not None else game.ply + 1
+    links = Markup()
+    link = None
+    if to_move and seat is not None and seat.user is not None:
+        link = move_link(game, seat, move_number)
+        # One signed token serves every listed move: the move rides in the query, since the token
+        # already binds game, seat, player and move number, and the engine judges the move anyway.
+        href = escape(link)
+        links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
+    last = _last_move(game)
+    # A game no longer active may still have a mover in the engine's eyes (the server ended it).
+    board = engine.render_text(state, number, over=game.status != "active")
+    note = turn_note(engine, state, number) if to_move else None
+    return {
+        "game": game,
+        "engine": engine,
+        "seat": seat,
+        "board": board,
+        "to_move": to_move,
+        "whose": seat_names(game, movers),
+        "legal": listed,
+        "legal_count": len(legal),
+        "move_number": move_number,
+        "time_left": clock.describe(clock.time_left(seat)) if seat is not None else None,
+        "url": game_url(game),
+        "link": link,
+        "move_links": links,
+        "side": results.side(game, number) if number is not None else None,
+        "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
+                    for s in game.seats],
+        "example": legal[0] if legal else None,
+        # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
+        "draws": draws_allowed(game),
+        "turn_note": None if note is not None and _said_in(note, board) else note,
+        "last": last,
+        "last_by": _player(game, last.seat) if last is not None else None,
+    }
+
+
+def _said_in(note: str, board: str) -> bool:
+    """Whether the text board says the turn note already: the boards of Cambio and Truchet word their
+    phase under them, which the game page (with no text board) gives as the note, and a mail need not
+    say twice."""
+    return " ".join(note.rstrip(".").split()) in " ".join(board.split())
+
+
+@functools.lru_cache(maxsize=4096)
+def _move_link_tail(move: str) -> str:
+    """The end of the HTML link to one listed move, after its signed link: the move's query and text.
+
+    The links are written here rather than by a loop in ``mail/your_move.html``: Jinja's loop (five
+    pieces and two escapes a move) was a third of rendering that part.  What follows the recipient's
+    own link depends on the move alone, and the same moves (cells, mostly) come back position after
+    position, so it is kept.
+    """
+    style = "font-family: monospace; margin-right: .6em;"
+    return f'?move={escape(quote(move))}" style="{style}">{escape(move)}</a>'
+
+
+def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
+    """The engine's word on the move asked of ``seat`` (a ruling that shapes it), if it offers one."""
+    note = getattr(engine, "turn_note", None)
+    return note(state, seat) if note is not None else None
+
+
+def _last_move(game: Game) -> Move | None:
+    """The game's last engine move: one recorded in this transaction (the move path notes it), else the
+    last one stored, read without loading the whole record."""
+    prefetched = transaction_cache("last_moves")
+    if game.id in prefetched:
+        return prefetched[game.id]
+    with db.session.no_autoflush:
+        return db.session.scalar(
+            select(Move).where(Move.game_id == game.id, Move.kind == "move").order_by(Move.number.desc())
+            .limit(1)
+        )
+
+
+def prefetch_last_moves(game_ids: list[int]) -> None:
+    """Read the last engine move of many games at once, for a batch that mails about each of them."""
+    last = (
+        select(Move.game_id, db.func.max(Move.number).label("number"))
+        .where(Move.game_id.in_(game_ids), Move.kind == "move").group_by(Move.game_id).subquery()
+    )
+    prefetched = transaction_cache("last_moves")
+    prefetched.update({game_id: None for game_id in game_ids})
+    with db.session.no_autoflush:
+        for move in db.session.scalars(
+            select(Move).join(last, (Move.game_id == last.c.game_id) & (Move.number == last.c.number))
+        ):
+            prefetched[move.game_id] = move
+
+
+def render_mail(template: str, **context: Any) -> str:
+    """The words of a mail from ``template`` and ``context``, rendered by Jinja alone.
+
+    Flask's ``render_template`` adds what pages use (its context processors' ``g``, ``request`` and
+    ``session``, and the signals page tests listen to), which no mail template reads; for the two mails
+    of a move it cost about a fifth of their rendering.  The environment's globals are still there.
+    """
+    return current_app.jinja_env.get_template(template).render(context)
+
+
+def html_part(template: str, text: str, **context: Any) -> str:
+    """The HTML alternative of a mail: ``template`` with ``.html`` for ``.txt`` when there is one, else
+    the text as preformatted HTML (mail clients drop SVG, so boards stay text either way)."""
+    html = template.removesuffix(".txt") + ".html"
+    if html not in _mail_templates():
+        html = "mail/plain.html"
+    return render_mail(html, text=text, **context)
+
+
+def _mail_templates() -> frozenset[str]:
+    """The names of the templates there are, listed once per app: looking for a missing template costs a
+    search of the template folders every time, and most mails have no HTML template of their own."""
+    names = current_app.extensions.get("pbem_templates")
+    if names is None:
+        names = current_app.extensions["pbem_templates"] = frozenset(current_app.jinja_env.list_templates())
+    return names
+
+
+def _reply_address(game: Game, user: User) -> str | None:
+    """``play+TOKEN@…`` for ``user``'s seat in ``game``, or the seat they are challenged to."""
+    seat = game.seat_of(user)
+    if seat is not None:
+        return tokens.reply_address(game.id, seat.number, user)
+    challenge = db.session.scalar(
+        select(Challenge).where(Challenge.game_id == game.id, Challenge.challenged_id == user.id)
+        .order_by(Challenge.id.desc())
+    )
+    return tokens.reply_address(game.id, challenge.seat, user) if challenge is not None else None
+
+
+def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **context: Any) -> None:
+    """One game mail to a player: text and HTML from ``template``, the reply token, the game's thread."""
+    context.pop("game", None)
+    engine = context.pop("engine", None) or games.get(game.engine)
+    context.setdefault("url", game_url(game))
+    context.setdefault("time_zone", to.time_zone)  # Times in the mail in the reader's zone.
+    reply_to = _reply_address(game, to)
+    text = render_mail(template, game=game, engine=engine, reply_to=reply_to, **context)
+    outbox.enqueue(
+        to,
+        subject(game, engine, what),
+        text,
+        kind=kind,
+        body_html=html_part(template, text, game=game, engine=engine, reply_to=reply_to, **context),
+        game=game,
+        reply_to=reply_to,
+    )
+
+
+def request_move(game: Game, engine: games.Engine, state: Any, seat: Seat, **extra: Any) -> None:
+    """Ask ``seat``'s player for their move in the position ``state``: the move request ("your move"),
+    with ``extra`` for its template (a note, the moves just played).  Nothing for a digest player, whose
+    daily digest lists the game instead."""
+    user = seat.user
+    if user is None or user.notify == "digest":
+        return
+    ctx = position(game, engine, state, seat)
+    _mail(user, game, f"your move (move {ctx['move_number']})", "mail/your_move.txt", "your-move", **ctx,
+          **extra)
+
+
+def game_started(game: Game, engine: games.Engine, state: Any) -> None:
+    """Ask the first movers for their moves."""
+    movers = engine.to_move(state)
+    for seat in game.seats:
+        if seat.number in movers:
+            request_move(game, engine, state, seat)
+
+
+def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before: frozenset[int],
+                notes: dict[int, list[str]] | None = None) -> None:
+    """After a move: seats that are newly to move get a request, the other players a notice.
+
+    ``before`` is who was to move before it.  In a simultaneous game a player who is still solving
+    gets no mail for their own moves, and nobody gets a notice of another player's moves.  ``notes``
+    holds sentences for single players (by seat number), such as what became of their conditional moves.
+    """
+    if game.status != "active":
+        return  # game_over() has told everyone.
+    notes = notes or {}
+    after = engine.to_move(state)
+    for seat in game.seats:
+        if seat.user is None:
+            continue
+        mover_again = seat.number == move.seat and not engine.simultaneous
+        if seat.number in after and (seat.number not in before or mover_again):
+            request_move(game, engine, state, seat, note=notes.get(seat.number))
+        elif seat.number != move.seat and not engine.simultaneous:
+            ctx = position(game, engine, state, seat)
+            _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=_player(game, move.seat), note=notes.get(seat.number),
+                  **ctx)
+    if not engine.simultaneous:
+        # Watchers follow each move; in a game where everyone solves the same deal at once, the moves
+        # would give the solution away, so they only get the result.
+        for user in watchers(game):
+            ctx = position(game, engine, state, None)
+            _mail(user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+
+
+def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move],
+                 notes: dict[int, list[str]]) -> None:
+    """After a move and the conditional answers it set off (two players who take turns): the player to
+    move gets a request and the other player and the watchers a notice, each listing every move played.
+
+    The player whose lines are still queued is reminded of them; nobody else ever hears of them."""
+    from pbem.game import conditional  # The move path imports this module; import late.
+
+    if game.status != "active":
+        return  # game_over() has told everyone.
+    after = engine.to_move(state)
+    played = [(_player(game, m.seat), m) for m in moves]
+    what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
+    for seat in game.seats:
+        if seat.user is None:
+            continue
+        note = list(notes.get(seat.number, []))
+        if seat.conditionals:
+            queued = "; ".join(conditional.describe(line) for line in seat.conditionals)
+            note.append(f"Your conditional moves still queued: {queued}.")
+        if seat.number in after:
+            request_move(game, engine, state, seat, played=played, note=note)
+        else:
+            ctx = position(game, engine, state, seat)
+            _mail(seat.user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1],
+                  mover=played[-1][0], played=played, note=note, **ctx)
+    for user in watchers(game):
+        ctx = position(game, engine, state, None)
+        _mail(user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1], mover=played[-1][0],
+              played=played, **ctx)
+
+
+def conditional_refused(game: Game, seat: Seat, expected: str, answer: str, reason: str,
+                        lines: list[list[str]]) -> None:
+    """A conditional answer the engine refused (its lines are dropped): its player is told why."""
+    from pbem.game import conditional  # The move path imports this module; import late.
+
+    if seat.user is None:
+        return
+    send(seat.user, game, f"your conditional move {answer} was not played", "mail/conditional_refused.txt",
+         expected=expected, answer=answer, reason=reason,
+         lines=[conditional.describe([expected, *line]) for line in lines])
+
+
+def game_over(game: Game, outcome: Outcome, last_word: Move | None = None) -> None:
+    """Everyone seated gets the result, and so does every watcher.  The subject says the result in a
+    few words (the whole sentence is in the mail), so that it stays on one line.  ``last_word`` is the
+    record entry that ended the game (a resignation, an accepted draw): its comment, if any, is passed
+    on to everyone but its author."""
+    engine = games.get(game.engine)
+    state = engine.load(game.state) if game.state else None
+    # Drawn as over: when the server ended the game (a resignation, time, a draw agreed) the engine's
+    # state still has someone to move, which the final board must not say.
+    board = engine.render_text(state, None, over=True) if state is not None else ""
+    last = _last_move(game)
+    words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
+    said_by = last_word.seat if last_word is not None and last_word.comment else None
+    said = {"said": last_word.comment, "said_by": _player(game, said_by)} if said_by is not None else {}
+    for seat in game.seats:
+        if seat.user is None:
+            continue
+        _mail(seat.user, game, f"game over, {results.headline(game, seat.number)}", "mail/game_over.txt",
+              "game-over", engine=engine, outcome=outcome, result=results.seat_words(game, seat.number),
+              board=board, last=last, **words, **(said if seat.number != said_by else {}))
+    for user in watchers(game):
+        _mail(user, game, f"game over, {results.headline(game)}", "mail/game_over.txt", "game-over",
+              engine=engine, outcome=outcome, result=None, board=board, last=last, **words, **said)
+
+
+def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:
+    """A mail about ``game`` to one player: the subject says ``what``, the words come from ``template``
+    (whose name, e.g. ``mail/draw_offered.txt``, also names the kind of mail).  Its Reply-To carries the
+    player's token for the game, so it can be answered (``accept``, ``draw decline``…) by mail."""
+    kind = template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-")
+    _mail(to, game, what, template, kind, **context)
+
+
+def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context: Any) -> None:
+    for seat in game.seats:
+        if seat.user is not None and seat.number != actor.number:
+            send(seat.user, game, what, template, actor=_player(game, actor.number), **context)
+
+
+def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
+                 comment: str | None = None) -> None:
+    """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
+    conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
+    move it is are told that moving declines the offer: the others cannot move now."""
+    from pbem.game.play import seats_to_move  # The move path imports this module; import late.
+
+    actor = _player(game, seat.number)
+    movers = seats_to_move(game)
+    for other in game.seats:
+        if other.user is not None and other.number != seat.number:
+            send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
+                 lines_cancelled=other.number in cancelled, comment=comment, to_move=other.number in movers)
+
+
+def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:
+    """The offerer learns the answer, with the decliner's ``comment``."""
+    _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt",
+                    comment=comment)
+
+
+def timed_out(game: Game, seat: Seat) -> None:
+    """The others learn that a seat ran out of time while the game goes on, and so does its player."""
+    _tell_opponents(game, seat, f"{_player(game, seat.number)} ran out of time", "mail/timed_out.txt")
+    if seat.user is not None:
+        send(seat.user, game, "you ran out of time", "mail/you_timed_out.txt")
+
+
+def _player(game: Game, number: int) -> str:
+    seat = next((s for s in game.seats if s.number == number), None)
+    user: User | None = seat.user if seat is not None else None
+    return user.handle if user is not None else f"seat {number + 1}"
+
+
+# Move requests written again ---------------------------------------------------------------------
+
+
+def awaiting_move_locked(user: User) -> list[tuple[Game, Seat]]:
+    """The games (and seats) awaiting the move of ``user``, locked until the transaction ends, for their
+    move requests to be written again (see :func:`request_moves_again`); none for a digest player, who
+    gets no move requests.
+
+    On PostgreSQL each of their active games is locked FOR SHARE, in one order, before anything about
+    them is read: a move in one of them waits until the mark is off, so that its request is sent, and a
+    position read here cannot pass before the commit (the request would be stale).  The locks come
+    before the player's row is written (their address, their token secret): an UPDATE of the address
+    (a key column) would block the move path's check of the outbox's reference to the player, while the
+    move holds the game this waits for.  (On SQLite the transaction's BEGIN IMMEDIATE holds every
+    writer off already.)
+    """
+    from pbem.mailout import digest  # The scheduler's module, which imports this one.
+
+    if user.notify == "digest":
+        return []
+    if is_postgresql():
+        db.session.execute(
+            select(Game.id).join(Seat, Seat.game_id == Game.id)
+            .where(Seat.user_id == user.id, Game.status == "active")
+            .order_by(Game.id).with_for_update(of=Game, read=True)
+        )
+    return digest.awaiting(user)
+
+
+def request_moves_again(user: User, turns: list[tuple[Game, Seat]], *, skip_waiting: bool = True) -> int:
+    """Write the move request of each of ``turns`` (from :func:`awaiting_move_locked`) again, to
+    ``user``'s address and with their reply address as they are now; returns how many were written.
+
+    With ``skip_waiting``, a game whose request is still waiting in the outbox is left out: written since
+    the last delivery run, it goes as it is (a bounce mark coming off).  Without, every game gets a new
+    one (the player's reply addresses were just replaced, so a waiting mail's would not work)."""
+    from pbem.game.play import engine_of, state_of  # The move path imports this module.
+
+    if turns and skip_waiting:
+        waiting = _requests_waiting(user.email, [game.id for game, _seat in turns])
+        turns = [(game, seat) for game, seat in turns if game.id not in waiting]
+    if not turns:
+        return 0
+    prefetch_last_moves([game.id for game, _seat in turns])
+    for game, seat in turns:
+        request_move(game, engine_of(game), state_of(game), seat)
+    return len(turns)
+
+
+def _requests_waiting(address: str, game_ids: list[int]) -> set[int]:
+    """Those of ``game_ids`` with a move request to ``address`` waiting in the outbox that no deliverer
+    has claimed: each is sent after the commit, when the deliverer finds the address no longer marked.
+
+    A claimed one may have been held back already, so it does not count.  On PostgreSQL the rows found
+    are locked, so that a deliverer cannot claim one and find the address still marked before this
+    transaction commits; a row a deliverer is claiming at this moment is skipped (and so does not count)
+    rather than waited for, so this never waits on a deliverer while holding the games.
+    """
+    now = utcnow()
+    query = select(OutboxMail.game_id).where(
+        OutboxMail.to_addr == address, OutboxMail.kind == "your-move", OutboxMail.game_id.in_(game_ids),
+        OutboxMail.sent_at.is_(None), OutboxMail.failed_at.is_(None),
+        or_(OutboxMail.claimed_until.is_(None), OutboxMail.claimed_until < now),
+    )
+    if is_postgresql():
+        query = query.with_for_update(skip_locked=True)
+    return {game_id for game_id in db.session.scalars(query) if game_id is not None}
+
+
+def resent_words(count: int) -> str:
+    """What the player is told of the move requests :func:`request_moves_again` wrote ('' for none)."""
+    if count == 0:
+        return ""
+    if count == 1:
+        return " The move request for 1 game awaiting your move was sent again."
+    return f" Move requests for {count} games awaiting your move were sent again."

@@ -1,0 +1,89 @@
+"""A player's dashboard: challenges to answer, then games waiting for their move (soonest deadline
+first), games waiting for others, games still gathering players, and the latest finished ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+
+from pbem.core.extensions import db
+from pbem.core.models import Challenge, Game, Seat, User
+from pbem.game import clock, play, results
+from pbem.lobby import challenges
+from pbem.present.gameview import player_name
+
+FINISHED_SHOWN = 10
+
+
+@dataclass
+class Entry:
+    """One game on the dashboard: who the opponents are, whose move it is and how long they have, or
+    how it ended and the player's own result."""
+
+    game: Game
+    title: str
+    movers: str = ""
+    time_left: str = ""
+    deadline: datetime | None = None
+    opponents: str = ""
+    seats: str = ""
+    result: str = ""
+    summary: str = ""
+
+
+@dataclass
+class Dashboard:
+    """The dashboard's lists, in the order shown."""
+
+    challenges: list[Challenge] = field(default_factory=list)
+    my_move: list[Entry] = field(default_factory=list)
+    their_move: list[Entry] = field(default_factory=list)
+    waiting: list[Entry] = field(default_factory=list)
+    finished: list[Entry] = field(default_factory=list)
+
+
+def build(user: User) -> Dashboard:
+    """``user``'s dashboard."""
+    board = Dashboard(challenges=challenges.pending_challenges(user))
+    # Games are picked by id (not joined and made distinct): PostgreSQL cannot compare JSON columns.
+    seated = select(Seat.game_id).where(Seat.user_id == user.id)
+    mine = db.session.scalars(
+        select(Game).where(Game.id.in_(seated), Game.status.in_(("waiting", "active"))).order_by(Game.id)
+    ).all()
+    for game in mine:
+        title = play.engine_of(game).title
+        if game.status == "waiting":
+            seats = ", ".join(words for _n, words in results.seat_states(game))
+            board.waiting.append(Entry(game, title, opponents=results.opponents(game, user), seats=seats))
+            continue
+        movers = play.seats_to_move(game)
+        my_seats = [s for s in game.seats if s.user_id == user.id and s.number in movers]
+        if my_seats:
+            seat = min(my_seats, key=lambda s: s.deadline or datetime.max)
+            board.my_move.append(Entry(game, title, "you", clock.describe(clock.time_left(seat)),
+                                       seat.deadline, opponents=results.opponents(game, user)))
+        else:
+            waiting_on = [s for s in game.seats if s.number in movers]
+            soonest = min(waiting_on, key=lambda s: s.deadline or datetime.max, default=None)
+            board.their_move.append(Entry(
+                game, title, ", ".join(player_name(game, s.number) for s in waiting_on),
+                clock.describe(clock.time_left(soonest)) if soonest else "",
+                soonest.deadline if soonest else None,
+                opponents=results.opponents(game, user),
+            ))
+    board.my_move.sort(key=lambda e: e.deadline or datetime.max)
+    board.their_move.sort(key=lambda e: e.deadline or datetime.max)
+    # Games called off before they began (a challenge declined or withdrawn) are listed too: the player
+    # should see what became of a challenge.
+    finished = db.session.scalars(
+        select(Game).where(Game.id.in_(seated), Game.status.in_(("finished", "abandoned")))
+        .order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
+    ).all()
+    board.finished = [
+        Entry(g, play.engine_of(g).title, opponents=results.opponents(g, user),
+              result=results.user_result(g, user), summary=results.summary(g))
+        for g in finished
+    ]
+    return board

@@ -1,0 +1,307 @@
+"""What the game page shows a given viewer: boards, seats and clocks, the record, the actions open to
+them.  Read-only: every change goes through :mod:`pbem.game.play` or :mod:`pbem.lobby.challenges`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy import select
+
+import games
+from games.words import join_words
+from pbem.core.extensions import db
+from pbem.core.models import Challenge, Game, Move, Seat, User
+from pbem.game import boards, clock, conditional, play, results, watching
+from pbem.game import replay as replay_service
+from pbem.mailout import notify
+
+# The most legal moves the game page lists (a disclosure under the move form, readable without script);
+# past this it gives their number only, so that a position of many moves does not swell the page.
+LISTED_MOVES = 100
+
+# How the record names the server's actions.
+ACTION_WORDS = {
+    "resign": "resigned",
+    "draw-offer": "offered a draw",
+    "draw-accept": "accepted the draw",
+    "draw-decline": "declined the draw",
+    "timeout": "ran out of time",
+}
+
+
+def visible(game: Game, user: User | None) -> bool:
+    """Whether ``user`` may see ``game``: public games to everyone, private ones to their players and
+    the players challenged to them."""
+    if game.public:
+        return True
+    if user is None or not user.is_authenticated:
+        return False
+    if game.seat_of(user) is not None or game.created_by_id == user.id:
+        return True
+    return db.session.scalar(
+        select(Challenge.id).where(Challenge.game_id == game.id, Challenge.challenged_id == user.id)
+    ) is not None
+
+
+@dataclass
+class SeatView:
+    """One seat as the page shows it."""
+
+    number: int
+    user: User | None
+    to_move: bool
+    clock: str
+    challenged: User | None = None
+    waiting_words: str | None = None
+    result: str | None = None
+    group_value: int | None = None
+    side: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The seat as people number it."""
+        return f"Seat {self.number + 1}"
+
+
+@dataclass
+class Board:
+    """One SVG board and whose it is."""
+
+    caption: str
+    svg: Markup
+    clickable: bool = False
+
+
+@dataclass
+class GameView:
+    """Everything the game page and its live fragment present."""
+
+    game: Game
+    engine: games.Engine
+    status: str
+    seats: list[SeatView]
+    boards: list[Board]
+    moves: list[tuple[Move, str]]
+    viewer_seat: Seat | None = None
+    my_turn: bool = False
+    expect: int | None = None
+    legal: list[str] = field(default_factory=list)
+    draw_offered_by: int | None = None
+    can_offer_draw: bool = False
+    can_answer_draw: bool = False
+    can_resign: bool = False
+    my_challenge: Challenge | None = None
+    my_challenge_side: str | None = None
+    can_withdraw: bool = False
+    can_take_seat: bool = False
+    can_watch: bool = False
+    can_hint: bool = False
+    turn_note: str | None = None
+    watching: bool = False
+    hidden_moves: int = 0
+    time_control: str = ""
+    # The viewer's own conditional lines (None: the game takes none from them now), and whether they
+    # may queue more now (only while the opponent is to move).
+    conditionals: list[str] | None = None
+    can_queue: bool = False
+    opponent: str = ""
+    # The replay: the position shown when the game is over or a past move is asked for (``?move=N``).
+    replay: replay_service.Position | None = None
+    replay_links: bool = False
+
+    @property
+    def my_side(self) -> str | None:
+        """The side the viewer plays (Cambio's X, Carreaux's Red), if the game has sides."""
+        return results.side(self.game, self.viewer_seat.number) if self.viewer_seat is not None else None
+
+    @property
+    def legal_listed(self) -> list[str] | None:
+        """The legal moves as the page lists them: all of them, or None when there are too many."""
+        return self.legal if len(self.legal) <= LISTED_MOVES else None
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the game still waits for players."""
+        return self.game.status == "waiting"
+
+
+def player_name(game: Game, number: int) -> str:
+    """The handle at seat ``number``, or the seat's label while it is open."""
+    seat = next((s for s in game.seats if s.number == number), None)
+    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
+
+
+def build(game: Game, viewer: User | None, seat_number: int | None = None,
+          replay_at: int | None = None) -> GameView:
+    """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
+    seats of one player; ``replay_at`` asks for the position after that entry of the record."""
+    engine = play.engine_of(game)
+    state = play.state_of(game) if game.state is not None else None
+    movers = engine.to_move(state) if state is not None and game.status == "active" else frozenset()
+    signed_in = viewer is not None and viewer.is_authenticated
+    mine = [s for s in game.seats if signed_in and s.user_id == viewer.id]
+    viewer_seat = next((s for s in mine if s.number == seat_number), None) or next(
+        (s for s in mine if s.number in movers), mine[0] if mine else None)
+    pending = _pending_challenges(game) if game.status == "waiting" else {}
+    # Who was asked to each empty seat, while the game gathers players or after it was called off.
+    asked = dict(results.seat_states(game)) if game.state is None else {}
+    # Carreaux shows each side's group value next to the players.
+    group_values = engine.group_values(state) if state is not None and hasattr(engine, "group_values") \
+        else None
+
+    seats = []
+    for seat in game.seats:
+        seats.append(SeatView(
+            number=seat.number,
+            user=seat.user,
+            to_move=seat.number in movers,
+            clock=clock.status(seat, clock.zone_of(viewer)) if seat.number in movers else "",
+            challenged=pending[seat.number].challenged if seat.number in pending else None,
+            waiting_words=asked.get(seat.number) if seat.user is None else None,
+            result=results.seat_words(game, seat.number) or None if game.result else None,
+            group_value=group_values[seat.number]
+            if group_values and seat.number < len(group_values) else None,
+            side=results.side(game, seat.number),
+        ))
+
+    my_turn = viewer_seat is not None and viewer_seat.number in movers
+    view = GameView(
+        game=game,
+        engine=engine,
+        status=_status(game, movers),
+        seats=seats,
+        boards=[],
+        moves=[],
+        viewer_seat=viewer_seat,
+        my_turn=my_turn,
+        expect=play.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
+        legal=legal_moves(engine, state, viewer_seat.number, game.state) if my_turn and viewer_seat else [],
+        draw_offered_by=game.draw_offered_by,
+        time_control=clock.describe_time_control(game.time_control),
+    )
+    view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
+    view.replay_links = replay_service.replayable(game)
+    if view.replay_links and (game.status != "active" or replay_at is not None):
+        names = {s.number: player_name(game, s.number) for s in game.seats}
+        view.replay = replay_service.position(game, replay_at, names)
+    else:
+        # The page shows the replay's boards in place of these, so they are drawn only when shown.
+        view.boards = _boards(game, engine, state, viewer_seat, my_turn)
+    active_player = viewer_seat is not None and game.status == "active"
+    view.can_resign = active_player
+    # Box Off's hint, only when asked for: whether the board can still be cleared.
+    view.can_hint = my_turn and hasattr(engine, "clearable")
+    view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
+    view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
+    view.can_answer_draw = (active_player and game.draw_offered_by is not None
+                            and game.draw_offered_by != viewer_seat.number)
+    if active_player and conditional.allowed(game, engine):
+        # Only ever the viewer's own lines: the opponent's are never read here.
+        view.conditionals = [conditional.describe(line) for line in viewer_seat.conditionals or []]
+        view.can_queue = not my_turn and game.draw_offered_by is None
+        view.opponent = player_name(game, 1 - viewer_seat.number)
+    if signed_in and game.status == "waiting":
+        view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
+        view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
+        view.can_withdraw = game.created_by_id == viewer.id
+        open_seats = [s for s in game.seats if s.user_id is None and s.number not in pending]
+        view.can_take_seat = bool(open_seats) and not mine and game.public
+    # A player challenged to the game answers the challenge rather than watching it.
+    if (signed_in and not mine and view.my_challenge is None and game.public
+            and game.status in ("waiting", "active")):
+        view.watching = watching.is_watching(game, viewer)
+        view.can_watch = not view.watching
+    return view
+
+
+def _pending_challenges(game: Game) -> dict[int, Challenge]:
+    rows = db.session.scalars(
+        select(Challenge).where(Challenge.game_id == game.id, Challenge.status == "pending")
+    )
+    return {c.seat: c for c in rows}
+
+
+def _status(game: Game, movers: frozenset[int]) -> str:
+    if game.status == "waiting":
+        return "Waiting for players."
+    if game.status == "abandoned" and game.state is None:
+        return results.sentence(game)
+    if game.result:
+        over = "Abandoned" if game.status == "abandoned" else "Game over"
+        return f"{over}: {results.sentence(game)}"
+    names = [player_name(game, n) for n in sorted(movers)]
+    return f"{join_words(names, 'and')} to move." if names else "Nobody can move."
+
+
+def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | None,
+            my_turn: bool) -> list[Board]:
+    """The viewer's own board; in a game where everyone solves the same deal at once, the other boards
+    stay hidden until the end (they would give the solution away)."""
+    if state is None:
+        return []
+    over = game.status != "active"
+    if engine.simultaneous and over:
+        return [Board(player_name(game, s.number),
+                      board_svg(engine, state, s.number, stored=game.state, over=over))
+                for s in game.seats]
+    if viewer_seat is not None:
+        caption = "Your board" if engine.simultaneous else ""
+        svg = board_svg(engine, state, viewer_seat.number, targets=my_turn, stored=game.state, over=over)
+        return [Board(caption, svg, clickable=my_turn)]
+    return [Board("", board_svg(engine, state, None, stored=game.state, over=over))]
+
+
+def position_key(stored: dict[str, Any]) -> str:
+    """A stored state as one string, naming its position exactly (for what is kept per position)."""
+    return json.dumps(stored, sort_keys=True, separators=(",", ":"))
+
+
+def legal_moves(engine: games.Engine, state: Any, seat: int, stored: dict[str, Any]) -> list[str]:
+    """``seat``'s legal moves in ``state``, which was loaded from the stored state ``stored``: listed by the
+    engine once per position and process (see :mod:`pbem.game.boards`), since the page asks again and
+    again."""
+    return list(boards.kept(("moves", engine.slug, position_key(stored), seat),
+                            lambda: tuple(engine.moves(state, seat))))
+
+
+def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,
+              stored: dict[str, Any] | None = None, over: bool = False) -> Markup:
+    """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
+    nobody can click on (a game over, a position replayed, the others' turn) shows none, whatever the
+    engine would still allow in that state.
+
+    ``stored`` is the game's stored state that ``state`` was loaded from: given, it names the position,
+    and a board drawn once serves every page that shows the same position (drawing is most of a game
+    page's work, and players, watchers and the page's own updates ask for the same position again and
+    again).
+
+    ``over`` says the game is no longer active: a game the server ended (a resignation, time, a draw
+    agreed) leaves a state with a mover, which its board must not name.  A resignation leaves the stored
+    state as it was, so ``over`` is part of what names the board kept."""
+    if stored is None:
+        return Markup(engine.render_svg(state, seat, targets=targets, over=over))
+    return boards.drawn(("position", engine.slug, position_key(stored), seat, targets, over),
+                        lambda: engine.render_svg(state, seat, targets=targets, over=over))
+
+
+def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
+    """The moves with their player's name; in a simultaneous game still running, only the viewer's own
+    moves are listed (with a count of the others')."""
+    shown, hidden = [], 0
+    for move in game.moves:
+        secret = (engine.simultaneous and game.status == "active" and move.kind == "move"
+                  and (viewer_seat is None or move.seat != viewer_seat.number))
+        if secret:
+            hidden += 1
+            continue
+        shown.append((move, player_name(game, move.seat)))
+    return shown, hidden
+
+
+def action_words(move: Move) -> str:
+    """A record entry in words: the move itself, or what the player did."""
+    return move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
