@@ -49,7 +49,7 @@ from pbem import create_app
 from pbem.accounts.accounts import handle_key
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, set_clock
-from pbem.game import play
+from pbem.game import play, queries
 
 GAMES = 100_000
 USERS = 1_000
@@ -121,7 +121,7 @@ def play_some(count: int) -> list[int]:
             rng = random.Random(n)
             engine = games.get(slug)
             while game.status == "active":
-                state = play.state_of(game)
+                state = queries.state_of(game)
                 seat = min(engine.to_move(state))
                 play.submit(game.id, game.seats[seat].user, rng.choice(engine.moves(state, seat)), "web",
                             comment="a thought" if rng.random() < 0.2 else None)

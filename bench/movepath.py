@@ -37,7 +37,7 @@ from bench.scratch import ScratchDatabases, analyse, arguments
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
-from pbem.game import play
+from pbem.game import play, queries
 
 GAMES = 40
 WRITES = ("INSERT", "UPDATE", "DELETE")
@@ -125,13 +125,13 @@ def run(real_url: str, floor_url: str, label: str, moves_per_game: int) -> None:
                 game = db.session.get(Game, game_id)
                 if game.status != "active":
                     continue
-                engine = play.engine_of(game)
-                state = play.state_of(game)
+                engine = queries.engine_of(game)
+                state = queries.state_of(game)
                 (seat_number,) = engine.to_move(state)
                 seat = next(s for s in game.seats if s.number == seat_number)
                 user = users[seat.user_id]
                 move = rng.choice(engine.moves(state, seat_number))
-                expect = play.next_move_number(game, seat)
+                expect = queries.next_move_number(game, seat)
                 db.session.rollback()
                 with recording(db.engine) as sent:
                     started = time.perf_counter()

@@ -43,7 +43,7 @@ from bench.scratch import analyse, arguments, each_database, free_port
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
-from pbem.game import play
+from pbem.game import play, queries
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-web-secret"
@@ -95,8 +95,8 @@ def fill(url: str, tmp: str) -> tuple[int, str]:
                 game = db.session.get(Game, game.id)
                 if game.status != "active":
                     break
-                engine = play.engine_of(game)
-                state = play.state_of(game)
+                engine = queries.engine_of(game)
+                state = queries.state_of(game)
                 (seat,) = engine.to_move(state)
                 user = game.seats[seat].user
                 move = rng.choice(engine.moves(state, seat))
@@ -110,7 +110,7 @@ def fill(url: str, tmp: str) -> tuple[int, str]:
             sa.select(Game).where(Game.status == "active", Game.engine == "truchet").order_by(Game.id)
         ).first()
         active = game.id
-        (seat,) = play.seats_to_move(game)
+        (seat,) = queries.seats_to_move(game)
         player = game.seats[seat].user
         player.password_hash, player.verified_at = generate_password_hash(PASSWORD), play.utcnow()
         handle = player.handle

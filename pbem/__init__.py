@@ -1,61 +1,26 @@
 """pbem: a play-by-email and asynchronous turn server for abstract board games.
 
-:func:`create_app` builds the Flask app; nothing starts threads, schedulers or listeners at import.
+:func:`create_app` builds the Flask app (:mod:`pbem.bootstrap`); nothing starts threads, schedulers or
+listeners at import.  The packages are layers, each importing only those below it (docs/ARCHITECTURE.md):
+``web`` and ``api`` over ``present``, over ``mailin`` and ``schedule``, over ``lobby``, ``archive``,
+``accounts``, ``mailout``, ``game`` and ``core``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
-
-from pbem.core import config as config_module
+if TYPE_CHECKING:
+    from flask import Flask
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section."""
-    settings = config_module.load(config)
-    instance_path = Path(settings["server"]["instance_path"]).resolve()
-    instance_path.mkdir(parents=True, exist_ok=True)
-    app = Flask(
-        __name__,
-        instance_path=str(instance_path),
-        template_folder=str(PROJECT_ROOT / "templates"),
-        static_folder=str(PROJECT_ROOT / "pbem" / "static"),
-    )
-    app.config.update(config_module.flask_config(settings))
-    proxies = settings["server"]["trusted_proxies"]
-    if proxies:
-        # Behind a reverse proxy the peer is the proxy: take the client's address and scheme from the
-        # headers the trusted proxies add, and from no one else.
-        from werkzeug.middleware.proxy_fix import ProxyFix
+    """Build the app from the settings; ``config`` overrides by section (see :mod:`pbem.bootstrap`)."""
+    # Imported when called: importing any part of pbem (a migration, an engine's tool, a test of one
+    # module) must not load the whole server, and the factory that knows every layer sits above them all.
+    from pbem.bootstrap import create_app as build
 
-        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
-            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies
-        )
-
-    from pbem.core import database
-    from pbem.core.extensions import csrf, db, limiter, login_manager, mail, migrate
-
-    db.init_app(app)
-    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
-    mail.init_app(app)
-    csrf.init_app(app)
-    login_manager.init_app(app)
-    limiter.init_app(app)
-    database.init_app(app)
-
-    from pbem.accounts import accounts
-    from pbem.core import models
-
-    @login_manager.user_loader
-    def load_user(session_id: str) -> models.User | None:
-        return accounts.user_for_session(session_id)
-
-    from pbem import web
-
-    web.init_app(app)
-    return app
+    return build(config)

@@ -52,7 +52,7 @@ def upgrade():
 def _backfill():
     """Games finished before this revision get their ending and their seats' results."""
     import games
-    from pbem.archive.archive import ending_of
+    from pbem.game.endings import ending_of
 
     bind = op.get_bind()
     game = sa.table('game', sa.column('id', sa.Integer), sa.column('engine', sa.String),

@@ -34,7 +34,7 @@ from pbem.core.models import (
     utcnow,
 )
 from pbem.game import clock
-from pbem.mailout import bouncing, outbox, tokens
+from pbem.mailout import outbox, sendagain, tokens
 
 HANDLE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,31}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$|^[^@\s]+@[^@\s]+\.localhost$")
@@ -487,14 +487,12 @@ def renew_reply_addresses(user: User) -> int:
     """Replace ``user``'s reply addresses and move links: every one mailed so far stops working (for a
     mail gone astray), and each game awaiting their move sends its move request again with new ones,
     since the request they have would be refused now.  Commits; returns how many requests were written."""
-    from pbem.mailout import notify  # The move path's mails; notify imports the outbox, as this module does.
-
     begin_write()
     fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
     assert fresh is not None
-    turns = notify.awaiting_move_locked(fresh)
+    turns = sendagain.awaiting_move_locked(fresh)
     tokens.renew(fresh)
-    resent = notify.request_moves_again(fresh, turns, skip_waiting=False)
+    resent = sendagain.request_moves_again(fresh, turns, skip_waiting=False)
     db.session.commit()
     return resent
 
@@ -572,8 +570,8 @@ def mask_address(address: str) -> str:
 def confirm_email_change(token: str) -> tuple[User, int]:
     """Follow the link mailed to a new address: the account's address becomes it, and a mark of the old
     one as bouncing comes off.  Commits; returns the player and how many move requests were sent again
-    to the new address (see :func:`pbem.mailout.bouncing.forget`).  AccountError if the link is bad, expired,
-    replaced by a later request, or the address was taken meanwhile."""
+    to the new address (see :func:`pbem.mailout.sendagain.clear_bounce_mark`).  AccountError if the link
+    is bad, expired, replaced by a later request, or the address was taken meanwhile."""
     data = _load(token, "email", EMAIL_LINK_SECONDS)
     begin_write()
     # The row is held (on PostgreSQL; BEGIN IMMEDIATE does it on SQLite) so that the link followed twice
@@ -589,7 +587,7 @@ def confirm_email_change(token: str) -> tuple[User, int]:
         raise AccountError(f"There is already an account for {new_email}.")
     user.pending_email = None
     old_email = user.email
-    resent = bouncing.forget(user, new_email)  # What bounced was the old address.
+    resent = sendagain.clear_bounce_mark(user, new_email)  # What bounced was the old address.
     if user.verified_at is None:
         user.verified_at = utcnow()
     # The old address hears of the move, so that an owner who did not ask for it learns of it (and only

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask
 
+from pbem.core.extensions import csrf, limiter
+
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 
 def init_app(app: Flask) -> None:
     """Register the API blueprint: without CSRF (Bearer tokens only), with its per-token rate limit."""
-    from pbem.api import auth, errors, openapi, routes  # noqa: F401  (the routes register themselves)
-    from pbem.core.extensions import csrf, limiter
+    # This package's own modules, imported here rather than above: they register themselves on ``bp``,
+    # so they can only be loaded once it exists.
+    from pbem.api import auth, errors, openapi, routes  # noqa: F401
 
     csrf.exempt(bp)
     limiter.limit(auth.limit, key_func=auth.limit_key, scope="api")(bp)

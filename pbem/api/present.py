@@ -14,7 +14,7 @@ from sqlalchemy import select
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Rating, Seat, User
-from pbem.game import clock, play, ratings, results
+from pbem.game import clock, queries, ratings, results
 from pbem.present import gameview
 
 
@@ -29,7 +29,7 @@ def outcome(game: Game) -> dict[str, Any] | None:
 
 def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
     """A game in a list: its players, whose move it is, its result."""
-    movers = play.seats_to_move(game) if game.status == "active" else frozenset()
+    movers = queries.seats_to_move(game) if game.status == "active" else frozenset()
     ended = games.Outcome.from_dict(game.result) if game.result else None
     seats = []
     for seat in game.seats:
@@ -46,9 +46,9 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
     mine = next((s for s in game.seats if viewer is not None and s.user_id == viewer.id
                  and s.number in movers), None)
     return {
-        "id": game.id, "game": game.engine, "title": play.engine_of(game).title, "status": game.status,
+        "id": game.id, "game": game.engine, "title": queries.engine_of(game).title, "status": game.status,
         "public": game.public, "rated": game.rated, "players": seats,
-        "move_number": play.next_move_number(game, mine) if mine else game.ply + 1,
+        "move_number": queries.next_move_number(game, mine) if mine else game.ply + 1,
         "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
         "url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
         + url_for("games.game", game_id=game.id),
@@ -70,7 +70,7 @@ def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dic
         seat_data["challenged"] = seat_view.challenged.handle if seat_view.challenged else None
     board = None
     if game.state is not None:
-        state = play.state_of(game)
+        state = queries.state_of(game)
         board = view.engine.render_text(state, view.viewer_seat.number if view.viewer_seat else None,
                                         over=game.status != "active")
     if view.my_turn and view.expect is not None:

@@ -18,7 +18,7 @@ from pbem.archive import archive
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
-from pbem.game import clock, conditional, play
+from pbem.game import clock, conditional, play, queueing
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame
 
@@ -247,7 +247,7 @@ def queue_conditionals(user: User, game_id: int, body: dict[str, Any]) -> dict[s
     """Queue answers to your opponent's next moves while they are to move: "if c4 then d4" plays d4 for
     you the moment they play c4. Every move of a line is checked when it is queued (400 with the reason);
     lines sharing a beginning must agree. Answers all your lines."""
-    conditional.queue(_game_for(user, game_id).id, user, body["lines"], body.get("seat"))
+    queueing.queue(_game_for(user, game_id).id, user, body["lines"], body.get("seat"))
     return _lines(user, game_id, body.get("seat"))
 
 
@@ -256,5 +256,5 @@ def queue_conditionals(user: User, game_id: int, body: dict[str, Any]) -> dict[s
 def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict[str, Any]:
     """Delete the line given as ``line`` and every line it begins, or every line when ``line`` is
     omitted. Answers the lines left."""
-    conditional.delete(_game_for(user, game_id).id, user, query.get("line"), query.get("seat"))
+    queueing.delete(_game_for(user, game_id).id, user, query.get("line"), query.get("seat"))
     return _lines(user, game_id, query.get("seat"))

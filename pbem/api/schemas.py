@@ -8,9 +8,10 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from pbem.archive.archive import ENDINGS, MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
+from pbem.archive.archive import MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
 from pbem.core.models import MAX_COMMENT
 from pbem.game.conditional import MAX_LINE_TEXT, MAX_LINES
+from pbem.game.endings import ENDINGS
 
 MAX_MOVE = 500
 MAX_SEATS = 8

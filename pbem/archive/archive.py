@@ -18,93 +18,20 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, exists, insert, select, true, tuple_
+from sqlalchemy import Select, exists, select, true, tuple_
 from sqlalchemy.orm import aliased, defer, selectinload
 
 import games
-from games import Outcome
-from pbem.core.database import DirectWrite, writes_batched
+from pbem.accounts import accounts
 from pbem.core.extensions import db
-from pbem.core.models import Game, Rating, RatingHistory, Seat, User
+from pbem.core.models import Game, Seat, User
 from pbem.game import results
+from pbem.game.endings import ENDINGS
 
-# How a game can end, as the archive filters it, with the words the filter shows.  The engines say how a
-# game ended in a sentence of their own; :func:`ending_of` sorts those sentences into these kinds.
-ENDINGS: dict[str, str] = {
-    "line": "a full line",
-    "connection": "a connected group",
-    "capture": "no pieces left",
-    "blocked": "no move left",
-    "repetition": "repetition",
-    "score": "points",
-    "resignation": "resignation",
-    "time": "time",
-    "agreement": "agreement",
-}
-# The endings each game's rules allow, besides resignation, time and agreement, which every game has.
-ENGINE_ENDINGS: dict[str, tuple[str, ...]] = {
-    "cambio": ("line", "blocked", "repetition"),
-    "carreaux": ("connection", "blocked"),
-    "truchet": ("capture", "blocked", "repetition"),
-    "boxoff": ("score",),
-    "easyslider": ("score",),
-}
-SERVER_ENDINGS = ("resignation", "time", "agreement")
 RESULTS = {"win": "won", "loss": "lost", "draw": "drawn"}
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 MAX_MOVES = 1_000_000
-
-# What the engines' sentences say, in the order they are tried.
-_REASON_WORDS: tuple[tuple[str, str], ...] = (
-    ("full line", "line"),
-    ("one group", "connection"),
-    ("repetition", "repetition"),
-    ("occurred three times", "repetition"),
-    ("third time", "repetition"),
-    ("no pieces left", "capture"),
-    ("no legal", "blocked"),
-    ("cannot move", "blocked"),
-)
-
-
-def ending_of(engine: str, outcome: Outcome) -> str:
-    """The kind of ending (a key of :data:`ENDINGS`) of a game the engine itself ended."""
-    if ENGINE_ENDINGS.get(engine) == ("score",):
-        return "score"
-    reason = outcome.reason.lower()
-    return next((kind for words, kind in _REASON_WORDS if words in reason), "score")
-
-
-def endings_for(engine: str | None) -> dict[str, str]:
-    """The endings (and their words) a game's rules allow, or every ending when no game is named."""
-    if engine not in ENGINE_ENDINGS:
-        return ENDINGS
-    return {kind: ENDINGS[kind] for kind in ENGINE_ENDINGS[engine] + SERVER_ENDINGS}
-
-
-def record_finish(game: Game, outcome: Outcome, ending: str | None) -> None:
-    """Copy a game's end onto it and its seats for the archive: the kind of ending (``ending`` when
-    the server ended it, else read from the engine's reason) and each seat's result and time."""
-    game.ending = ending or ending_of(game.engine, outcome)
-    for seat in game.seats:
-        seat.result = outcome.results[seat.number] if seat.number < len(outcome.results) else None
-        seat.finished_at = game.finished_at
-
-
-def record_ratings(game: Game, changed: list[Rating]) -> None:
-    """Add the ratings a game's end has just set to their players' rating histories."""
-    for rating in changed:
-        values = {"user_id": rating.user_id, "engine": rating.engine, "game_id": game.id,
-                  "rating": rating.rating, "deviation": rating.deviation, "created_at": game.finished_at}
-        if writes_batched():
-            _INSERT_HISTORY.later(values)  # With the batch's other rows (the sweep's), one executemany.
-        else:
-            db.session.add(RatingHistory(**values))
-
-
-_INSERT_HISTORY = DirectWrite(insert(RatingHistory.__table__))
-
 
 def result_words(game: Game) -> str:
     """How a finished game ended, in words naming the players (the ranking where seats are ranked)."""
@@ -171,8 +98,6 @@ def parse_filters(args: Mapping[str, str]) -> Filters:
     """The archive filters in GET parameters (``game``, ``player``, ``opponent``, ``result``,
     ``ending``, ``from``, ``to``, ``min_moves``, ``max_moves``, ``rated``); empty ones are ignored.
     Raises :class:`ArchiveError` naming each parameter that cannot be used."""
-    from pbem.accounts import accounts
-
     errors: dict[str, str] = {}
     values = {name: (args.get(name) or "").strip()[:64] for name in FILTER_PARAMS}
     engine = None

@@ -25,11 +25,10 @@ from sqlalchemy.orm import selectinload
 import games
 from games import IllegalMove, Outcome
 from pbem.accounts import accounts
-from pbem.archive import archive
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
-from pbem.game import results
+from pbem.game import endings, results
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
@@ -295,7 +294,7 @@ def check(data: Any) -> Checked:
         reason = stated.get("reason")
         outcome = replace(outcome, reason=reason[:MAX_TEXT] if isinstance(reason, str) else ending)
     else:
-        ending = archive.ending_of(engine.slug, outcome)
+        ending = endings.ending_of(engine.slug, outcome)
     canonical = {k: data[k] for k in ("game", "seed", "players")} | {
         "options": options, "moves": [[e.get("seat"), e.get("kind", "move"), e.get("text")] for e in entries]}
     key = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
@@ -361,7 +360,7 @@ def store(checked: Checked) -> tuple[Game, bool]:
         ))
     db.session.add(game)
     db.session.flush()
-    archive.record_finish(game, checked.outcome, checked.ending)
+    endings.record_finish(game, checked.outcome, checked.ending)
     db.session.commit()
     return game, True
 

@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, RatingHistory, Seat, User
+from pbem.game import ratings
 
 SHOWN = 100
 
@@ -29,13 +30,13 @@ class Standing:
 def table(engine: str, limit: int = SHOWN) -> list[Standing]:
     """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
     games (what the rating is made of; an unrated game counts for nothing here, as on their page)."""
-    ratings = db.session.execute(
+    best = db.session.execute(
         select(Rating, User).join(User, User.id == Rating.user_id)
         .where(Rating.engine == engine).order_by(Rating.rating.desc(), Rating.user_id).limit(limit)
     ).all()
-    if not ratings:
+    if not best:
         return []
-    ids = [r.user_id for r, _u in ratings]
+    ids = [r.user_id for r, _u in best]
     counts: dict[tuple[int, str], int] = {
         (user_id, result): n for user_id, result, n in db.session.execute(
             select(Seat.user_id, Seat.result, func.count())
@@ -46,9 +47,9 @@ def table(engine: str, limit: int = SHOWN) -> list[Standing]:
         )
     }
     rows = []
-    for rank, (rating, user) in enumerate(ratings, 1):
+    for rank, (rating, user) in enumerate(best, 1):
         wins, draws, losses = (counts.get((user.id, r), 0) for r in ("win", "draw", "loss"))
-        rows.append(Standing(rank, user, rating.rating, bool(getattr(rating, "provisional", False)),
+        rows.append(Standing(rank, user, rating.rating, ratings.is_provisional(rating),
                              wins + draws + losses, wins, draws, losses))
     return rows
 

@@ -196,7 +196,7 @@ class Game(db.Model):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
     # How a finished game ended, as the archive filters it: "line", "resignation", "time", ... (see
-    # pbem.archive.archive.ENDINGS).
+    # pbem.game.endings.ENDINGS).
     ending: Mapped[str | None] = mapped_column(String(16))
     # For a game imported from a record: the digest of what it was replayed from, so that importing the
     # same record again finds it instead of adding it twice (see pbem.archive.records).
@@ -423,7 +423,8 @@ class ApiToken(db.Model):
 
 class Rating(db.Model):
     """A player's Glicko-2 rating in one game, updated when a rated two-player game ends (see
-    :mod:`pbem.game.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity."""
+    :mod:`pbem.game.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity
+    (:func:`pbem.game.ratings.deviation_now` and :func:`~pbem.game.ratings.display` read it as it is now)."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
@@ -442,27 +443,6 @@ class Rating(db.Model):
         # The standings of a game read its ratings best first.
         Index("ix_rating_standings", "engine", "rating"),
     )
-
-    @property
-    def deviation_now(self) -> float:
-        """The deviation as it stands now, grown by the time since the player's last rated game."""
-        from pbem.game import ratings
-
-        return ratings.deviation_now(self)
-
-    @property
-    def provisional(self) -> bool:
-        """Whether the rating is still provisional (its deviation above the configured threshold)."""
-        from pbem.game import ratings
-
-        return ratings.is_provisional(self)
-
-    @property
-    def display(self) -> str:
-        """The rating as people read it: "1520", or "1520?" while provisional."""
-        from pbem.game import ratings
-
-        return ratings.display(self)
 
 
 class RatingHistory(db.Model):

@@ -12,6 +12,9 @@ when the opponent moves, :mod:`pbem.game.play` asks :func:`reply_to` in the same
 answer through the move path (``via="conditional"``) and shortens the lines with :func:`answered`; lines
 that did not expect the move are dropped.  A draw offer cancels every line of the game, and the game's
 end forgets them.  Nothing but the opponent's move ever plays a line, and only the owner ever sees it.
+
+This module is the part of them inside the move path, below it: it never takes a game's lock itself.
+Queueing, deleting and previewing lines are entry points above the move path (:mod:`pbem.game.queueing`).
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ def allowed(game: Game, engine: games.Engine) -> bool:
     return game.players == 2 and not engine.simultaneous
 
 
-def _opponent(game: Game, seat: Seat) -> Seat:
+def opponent_of(game: Game, seat: Seat) -> Seat:
+    """The other seat of a two-player game."""
     return next(s for s in game.seats if s.number != seat.number)
 
 
@@ -118,7 +122,7 @@ def owner_seat(game: Game, user: User, seat_number: int | None = None) -> Seat:
     return mine[0]
 
 
-def _check_can_queue(game: Game, engine: games.Engine, seat: Seat, state: Any) -> None:
+def check_can_queue(game: Game, engine: games.Engine, seat: Seat, state: Any) -> None:
     """Refuse, with the reason, when ``seat`` cannot queue lines in ``game`` now."""
     if not allowed(game, engine):
         raise PlayError(
@@ -191,74 +195,13 @@ def add_lines(game: Game, engine: games.Engine, state: Any, seat: Seat, texts: l
     game's lock).  Returns the lines added, as stored."""
     if len(texts) > MAX_LINES:
         raise PlayError(f"At most {MAX_LINES} conditional lines may be queued in a game.", "conditional")
-    _check_can_queue(game, engine, seat, state)
-    opponent = _opponent(game, seat)
+    check_can_queue(game, engine, seat, state)
+    opponent = opponent_of(game, seat)
     new = [parse_line(text) for text in texts]
     for line in new:
         check(engine, state, seat, opponent, line)
     seat.conditionals = merged(seat.conditionals or [], new) or None
     return new
-
-
-# The services ----------------------------------------------------------------------------------------------
-
-
-def queue(game_id: int, user: User, texts: list[str], seat: int | None = None) -> list[Line]:
-    """Queue conditional lines for ``user`` in game ``game_id``; returns every line they have queued."""
-    from pbem.game import play  # The move path imports this module; import late.
-
-    with play.locked_game(game_id) as game:
-        engine = play.engine_of(game)
-        owner = owner_seat(game, user, seat)
-        add_lines(game, engine, play.state_of(game), owner, texts)
-        return list(owner.conditionals or [])
-
-
-def delete(game_id: int, user: User, text: str | None = None, seat: int | None = None) -> int:
-    """Delete the user's line written ``text`` and every line it begins (``if c4`` deletes every line
-    that starts with c4), or every line when ``text`` is None.
-
-    Returns how many lines were deleted."""
-    from pbem.game import play  # The move path imports this module; import late.
-
-    with play.locked_game(game_id) as game:
-        owner = owner_seat(game, user, seat)
-        lines = owner.conditionals or []
-        if text is None:
-            kept: list[Line] = []
-        else:
-            try:
-                gone = parse_line(text, partial=True)
-            except PlayError:
-                gone = []
-            kept = [line for line in lines if not gone or line[: len(gone)] != gone]
-            if len(kept) == len(lines):
-                raise PlayError(f"You have no conditional line '{text.strip()[:100]}' in game #{game.id}.",
-                                "no-line")
-        owner.conditionals = kept or None
-        return len(lines) - len(kept)
-
-
-def preview(game: Game, user: User, text: str, seat: int | None = None) -> dict[str, Any]:
-    """Where a line being built leads, for the player's panel: the board there (clickable for the side
-    to move), that side's legal moves, and whose move it is.  Reads only; refuses as :func:`queue` would."""
-    from pbem.game import play  # The move path imports this module; import late.
-
-    engine = play.engine_of(game)
-    owner = owner_seat(game, user, seat)
-    state = play.state_of(game)
-    _check_can_queue(game, engine, owner, state)
-    opponent = _opponent(game, owner)
-    line = parse_line(text, partial=True)
-    state = check(engine, state, owner, opponent, line)
-    mover = opponent if len(line) % 2 == 0 else owner
-    movable = mover.number in engine.to_move(state)
-    return {
-        "line": describe(line) if line else "",
-        "svg": engine.render_svg(state, mover.number, targets=movable),
-        "moves": engine.moves(state, mover.number) if movable else [],
-        "theirs": mover is opponent,
-    }
 
 
 def lines_of(game: Game, user: User, seat: int | None = None) -> list[Line]:
@@ -277,7 +220,7 @@ def reply_to(game: Game, engine: games.Engine, before: Any, after: Any, mover: S
     with the answer; the others are dropped, and ``notes`` gets a sentence for that player naming them."""
     if not allowed(game, engine):
         return None
-    owner = _opponent(game, mover)
+    owner = opponent_of(game, mover)
     lines = owner.conditionals or []
     if not lines:
         return None

@@ -3,8 +3,9 @@
 Web views, the mail processor, links and the scheduler all call :func:`submit` (a move), :func:`resign`,
 the draw functions or :func:`time_out`.  Each call is one transaction: it locks the game, checks the
 seat, the turn and the expected move number, asks the engine, appends to the record, stores the new
-state, moves the clocks, writes the mails into the outbox, and commits — or changes nothing and raises
-:class:`PlayError` with a message for the player.
+state, moves the clocks, publishes what happened (:mod:`pbem.game.events`: the handlers the app set up
+write the mails into the outbox, in this transaction), and commits — or changes nothing and raises
+:class:`PlayError` with a message for the player.  It imports nothing that writes mail.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from sqlalchemy.orm.exc import StaleDataError
 import games
 from games import IllegalMove, Outcome
 from games.words import join_words
-from pbem.archive import archive
 from pbem.core.database import (
     DirectWrite,
     batched_writes,
@@ -38,46 +38,12 @@ from pbem.core.database import (
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
-from pbem.game import clock, conditional, ratings, results, watching
-from pbem.mailout import notify
+from pbem.game import clock, conditional, endings, events, queries, ratings, results, watching
+from pbem.game.queries import draws_allowed, engine_of, next_move_number, state_of
 
 log = logging.getLogger(__name__)
 
 VIA = {"web", "mail", "link", "command", "server", "cli", "conditional", "api"}
-
-
-# Reading a game's state ------------------------------------------------------------------------------
-
-
-def engine_of(game: Game) -> games.Engine:
-    """The rule engine that plays ``game``."""
-    return games.get(game.engine)
-
-
-def state_of(game: Game) -> Any:
-    """The engine state of an active or finished game."""
-    if game.state is None:
-        raise PlayError(f"Game #{game.id} has not started yet.", "not-started")
-    return engine_of(game).load(game.state)
-
-
-def seats_to_move(game: Game) -> frozenset[int]:
-    """The seat numbers whose move it is (none unless the game is active)."""
-    if game.status != "active":
-        return frozenset()
-    return engine_of(game).to_move(state_of(game))
-
-
-def next_move_number(game: Game, seat: Seat) -> int:
-    """The number a player sees for their next move, and may confirm with ``#N``.
-
-    In a game where seats move one after another it is the game's move count plus one; where several
-    seats move at once (Easy Slider), each seat counts its own moves, so that one player's moves never
-    make another player's confirmation stale.
-    """
-    if engine_of(game).simultaneous:
-        return seat.moves_made + 1
-    return game.ply + 1
 
 
 # Starting games ---------------------------------------------------------------------------
@@ -137,7 +103,7 @@ def start(game: Game) -> None:
     for seat in game.seats:
         if seat.number in engine.to_move(state):
             clock.start_turn(game, seat)
-    notify.game_started(game, engine, state)
+    events.publish(events.GameStarted(game, engine, state))
 
 
 # The move path ---------------------------------------------------------------------------
@@ -401,9 +367,9 @@ def submit(
         played, notes = _play_conditional_answers(locked, engine, state, new_state, move)
         transaction_cache("conditional_answers")[move.id] = played[1:]
         if len(played) == 1:
-            notify.move_played(locked, engine, new_state, move, before, notes)
+            events.publish(events.MovePlayed(locked, engine, new_state, move, before, notes))
         else:
-            notify.moves_played(locked, engine, state_of(locked), played, notes)
+            events.publish(events.MovesPlayed(locked, engine, state_of(locked), played, notes))
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return move
 
@@ -496,7 +462,7 @@ def _play_conditional_answers(
         except IllegalMove as exc:
             # The line was legal when it was queued; only a change of the rules since can make it not.
             lines = conditional.broken(seat)
-            notify.conditional_refused(game, seat, played[-1].text, answer, exc.message, lines)
+            events.publish(events.ConditionalRefused(game, seat, played[-1].text, answer, exc.message, lines))
             break
         conditional.answered(seat, answer)
         reply_move = _record(game, seat, "move", answer, "conditional", seat.user)
@@ -555,19 +521,19 @@ def _advance(
 
 def _finish(game: Game, outcome: Outcome, ending: str | None = None, last_word: Move | None = None) -> None:
     """End the game with ``outcome``: stop every clock, rate it, and tell everyone.  ``ending`` is how
-    the server ended it (see :data:`pbem.archive.archive.ENDINGS`); None when the engine did.
+    the server ended it (see :data:`pbem.game.endings.ENDINGS`); None when the engine did.
     ``last_word`` is the record entry that ended it (a resignation, an accepted draw), whose comment the
     mails pass on."""
     game.status = "finished"
     game.result = outcome.to_dict()
     game.finished_at = utcnow()
-    archive.record_finish(game, outcome, ending)
+    endings.record_finish(game, outcome, ending)
     game.draw_offered_by = None
     conditional.cancel_all(game)
     for seat in game.seats:
         clock.stop_turn(game, seat)
-    archive.record_ratings(game, ratings.rate(game, outcome))
-    notify.game_over(game, outcome, last_word)
+    ratings.record_ratings(game, ratings.rate(game, outcome))
+    events.publish(events.GameOver(game, outcome, last_word))
 
 
 # Server actions: resignation, draws, timeouts -------------------------------------------------------------
@@ -580,15 +546,6 @@ def _players_seat(game: Game, user: User) -> Seat:
     if game.status != "active":
         raise PlayError(f"Game #{game.id} is {_status_words(game)}.", "over")
     return seat
-
-
-def draws_allowed(game: Game) -> bool:
-    """Whether a draw may be offered in ``game``: only between two players taking turns on one board.
-
-    In Box Off and Easy Slider each player clears their own copy of the deal, so there is no shared
-    position to agree a draw on; with three or more players one player's offer cannot bind the others.
-    """
-    return game.players == 2 and not engine_of(game).simultaneous
 
 
 def _require_draws(game: Game) -> None:
@@ -644,7 +601,7 @@ def offer_draw(game: Game | int, user: User, via: str, comment: str | None = Non
         locked.draw_offered_by = seat.number
         cancelled = conditional.cancel_all(locked)
         entry = _record(locked, seat, "draw-offer", "draw offer", via, user, comment)
-        notify.draw_offered(locked, seat, cancelled, entry.comment)
+        events.publish(events.DrawOffered(locked, seat, cancelled, entry.comment))
         return seat.number in cancelled
 
 
@@ -674,7 +631,7 @@ def decline_draw(game: Game | int, user: User, via: str, comment: str | None = N
             raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
         locked.draw_offered_by = None
         entry = _record(locked, seat, "draw-decline", "draw decline", via, user, comment)
-        notify.draw_declined(locked, seat, entry.comment)
+        events.publish(events.DrawDeclined(locked, seat, entry.comment))
 
 
 @dataclass(frozen=True)
@@ -749,7 +706,7 @@ def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
     numbers.update((game_id, top) for game_id, top in db.session.execute(
         select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
     ))
-    notify.prefetch_last_moves(ids)
+    queries.prefetch_last_moves(ids)
     watching.prefetch_watchers(ids)
     ratings.lock_ratings(
         {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
@@ -798,8 +755,8 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         # and a notice that "the game goes on" would say the opposite in the same minute.
         before = _advance(game, engine, state, new_state, None, ending="time")
         if game.status == "active":
-            notify.timed_out(game, seat)
-            notify.move_played(game, engine, new_state, record, before)
+            events.publish(events.TimedOut(game, seat))
+            events.publish(events.MovePlayed(game, engine, new_state, record, before))
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
     if game.players == 1:

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app, has_app_context
-from sqlalchemy import select, tuple_
+from sqlalchemy import insert, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from games import Outcome
-from pbem.core.database import is_postgresql, transaction_cache
+from pbem.core.database import DirectWrite, is_postgresql, transaction_cache, writes_batched
 from pbem.core.extensions import db
-from pbem.core.models import Game, Rating, utcnow
+from pbem.core.models import Game, Rating, RatingHistory, utcnow
 
 SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 
@@ -247,3 +247,17 @@ def rate(game: Game, outcome: Outcome) -> list[Rating]:
         row.games += 1
         row.last_game_at = now
     return rows
+
+
+def record_ratings(game: Game, changed: list[Rating]) -> None:
+    """Add the ratings a game's end has just set to their players' rating histories."""
+    for rating in changed:
+        values = {"user_id": rating.user_id, "engine": rating.engine, "game_id": game.id,
+                  "rating": rating.rating, "deviation": rating.deviation, "created_at": game.finished_at}
+        if writes_batched():
+            _INSERT_HISTORY.later(values)  # With the batch's other rows (the sweep's), one executemany.
+        else:
+            db.session.add(RatingHistory(**values))
+
+
+_INSERT_HISTORY = DirectWrite(insert(RatingHistory.__table__))

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from games import IllegalMove
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import play
+from pbem.game import play, queries
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def check_game(game: Game) -> Mismatch | None:
     """Replay one game; None when the stored state is what the moves give."""
     if game.state is None:
         return None
-    engine = play.engine_of(game)
+    engine = queries.engine_of(game)
     try:
         replayed = play.replay(game)
     except IllegalMove as exc:

@@ -19,11 +19,11 @@ from sqlalchemy import select
 
 import games
 from games.words import quoted
-from pbem.accounts import mailkeys
+from pbem.accounts import mailkeys, vacation
 from pbem.accounts.accounts import check_mail_key, find_user
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, conditional, play, results
+from pbem.game import clock, conditional, play, queries, queueing, results
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.mailin import parse
@@ -378,7 +378,6 @@ def _run_general(command: Command, user: User) -> Answer:
         if target is None:
             raise CommandError(f"There is no player called {quoted(command.args[0])}.")
         return _games(target.handle, user)
-    from pbem.accounts import vacation  # The scheduler's module; imported when used.
 
     if command.args == ["on"]:
         return Answer(vacation.turn_on(user))
@@ -457,7 +456,7 @@ def _move(
     game = db.session.get(Game, game.id)
     assert game is not None
     seat = _seat(game, user, move.seat)
-    number = play.next_move_number(game, seat) - 1 if seat is not None else move.number
+    number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
     done += _passed_on(comment, cut)
     answers = play.answers_to(move)
@@ -479,11 +478,11 @@ def _conditionals(command: Command, user: User, game: Game, seat_number: int | N
     if _seat(game, user, seat_number) is None:
         raise CommandError(f"You are not playing in {where}, so you have no conditional moves there.")
     if command.args == ["clear"]:
-        gone = conditional.delete(game.id, user, seat=seat_number)
+        gone = queueing.delete(game.id, user, seat=seat_number)
         return Answer(f"Your conditional moves in {where} are deleted ({gone} line{'s' * (gone != 1)}).")
     if command.args == ["add"]:
         try:
-            conditional.queue(game.id, user, command.conditionals, seat=seat_number)
+            queueing.queue(game.id, user, command.conditionals, seat=seat_number)
         except PlayError as exc:
             raise CommandError(
                 f"{exc.message} Nothing was queued. (A line of your mail that starts with 'if' and has "
@@ -539,7 +538,7 @@ def _answer_challenge(verb: str, user: User, game: Game, comment: str = "", cut:
     game = db.session.get(Game, game.id)
     assert game is not None
     if game.status == "active":
-        movers = play.seats_to_move(game)
+        movers = queries.seats_to_move(game)
         return Answer(
             f"You accepted: {engine.title} #{game.id} has started, and it is "
             f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it."
@@ -604,7 +603,7 @@ def _games(handle: str | None, asker: User | None) -> Answer:
         if game.status == "waiting":
             state = "waiting for players"
         else:
-            movers = play.seats_to_move(game)
+            movers = queries.seats_to_move(game)
             state = f"{notify.seat_names(game, movers)} to move"
             if mine and seat.number in movers:
                 state = "your move"

@@ -37,7 +37,7 @@ from pbem.accounts import mailkeys
 from pbem.core.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.mailin import parse, reports
 from pbem.mailin.commands import (
     Answer,
@@ -53,7 +53,7 @@ from pbem.mailin.commands import (
     run_subject,
     take_conditionals,
 )
-from pbem.mailout import bouncing, notify, outbox, tokens
+from pbem.mailout import bouncing, digest, notify, outbox, tokens
 
 log = logging.getLogger(__name__)
 
@@ -521,8 +521,6 @@ def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
     """What a reply to a digest of several games is told: a move goes to one game's own reply address.
     The sender's games awaiting their move are listed with those addresses when the sender is a
     player's registered address (where the digest went, with the same addresses)."""
-    from pbem.mailout import digest  # The scheduler's module; imported when used.
-
     error = CommandError(
         "This is a reply to your daily digest, which lists several games, so it cannot say which game "
         "your move is for; nothing was done. To move, write your move on the first line of a mail to "
@@ -530,7 +528,7 @@ def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
         "reply to a mail about that game, or play on the web."
     )
     user = player_by_address(mail.from_addr)
-    waiting = [digest.turn_summary(game, seat) for game, seat in digest.awaiting(user)] if user else []
+    waiting = [digest.turn_summary(game, seat) for game, seat in queries.awaiting(user)] if user else []
     if waiting:
         error.extra = "Your games awaiting your move:\n" + "\n".join(
             f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)

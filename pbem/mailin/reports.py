@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from email.message import Message
 
 from pbem.mailin.parse import MAX_PARTS, Incoming, header_text, strip_prefixes
+from pbem.mailout.bouncing import MAX_DIAGNOSTIC, enhanced_status
 
 _BOUNCE_SENDERS = re.compile(r"^(mailer-daemon|postmaster|mail-daemon|mailerdaemon|bounces?|noreply|no-reply)"
                              r"([+-].*)?@", re.IGNORECASE)
@@ -70,9 +71,8 @@ def automatic(mail: Incoming, envelope_sender: str | None, own_domain: str) -> s
     return None
 
 
-# The recipients of one report looked at, and the longest remote answer kept (a player reads it).
+# The recipients of one report looked at.
 _MAX_RECIPIENTS = 10
-MAX_DIAGNOSTIC = 200
 # A report larger than this is not read as one: an MTA's report on one of our mails (tens of kilobytes
 # at most) is far smaller even when it returns the whole mail, and a report that could mark a player's
 # address must not be one built to be huge.
@@ -93,18 +93,6 @@ class Delivery:
     def hard(self) -> bool:
         """Whether the mail failed for good: Action failed with a permanent (5.x.x) status."""
         return self.action == "failed" and self.status.startswith("5.")
-
-
-def enhanced_status(text: str) -> str:
-    """The enhanced status code (RFC 3463) that ``text`` begins with, e.g. "5.1.1" of "5.1.1 (bad
-    mailbox)" or of "5.1.1 <bob@x>: User unknown"; '' when it begins with none."""
-    code = text[:16].split(" ", 1)[0].strip()
-    parts = code.split(".")
-    if len(parts) != 3 or parts[0] not in ("2", "4", "5"):
-        return ""
-    if not all(part.isdigit() and part.isascii() and len(part) <= 3 for part in parts[1:]):
-        return ""
-    return code
 
 
 def delivery_report(mail: Incoming) -> Delivery | None:

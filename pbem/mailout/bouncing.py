@@ -33,7 +33,6 @@ from sqlalchemy import select
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import User, utcnow
-from pbem.mailin.reports import MAX_DIAGNOSTIC
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +45,24 @@ ACCOUNT_KINDS = frozenset({
     "password-changed",
 })
 
+# The longest remote answer kept, from a refusal or a delivery report (the player reads it).
+MAX_DIAGNOSTIC = 200
+
 # What the outbox writes on a game mail it did not send to a bouncing address.
 HELD_BACK = ("not sent: mail to this address bounces, so game mail to it is stopped until the player "
              "changes it or says it works again")
+
+
+def enhanced_status(text: str) -> str:
+    """The enhanced status code (RFC 3463) that ``text`` begins with, e.g. "5.1.1" of "5.1.1 (bad
+    mailbox)" or of "5.1.1 <bob@x>: User unknown"; '' when it begins with none."""
+    code = text[:16].split(" ", 1)[0].strip()
+    parts = code.split(".")
+    if len(parts) != 3 or parts[0] not in ("2", "4", "5"):
+        return ""
+    if not all(part.isdigit() and part.isascii() and len(part) <= 3 for part in parts[1:]):
+        return ""
+    return code
 
 
 def conclusive(status: str) -> bool:
@@ -114,35 +128,3 @@ def bouncing(addresses: Iterable[str]) -> set[str]:
     ).all()
     db.session.rollback()
     return set(found)
-
-
-def forget(user: User, new_email: str | None = None) -> int:
-    """Take the mark off ``user``'s address and the bounces counted, in the caller's write transaction
-    (the caller commits): they say their address works again, or it becomes ``new_email`` (what bounced
-    was the old one).  If it was marked, each game awaiting their move sends its move request again,
-    to the address they have now; returns how many were written.
-
-    The caller holds the player's row (FOR NO KEY UPDATE on PostgreSQL), so that two clicks at once do
-    not both write the requests; the address is changed here, after the games are locked, for the
-    reason :func:`pbem.mailout.notify.awaiting_move_locked` gives.
-    """
-    # The outbox imports this module, and notify imports the outbox: import late.
-    from pbem.mailout import notify
-
-    turns = notify.awaiting_move_locked(user) if user.mail_bouncing_since is not None else []
-    if new_email is not None:
-        user.email = new_email
-    user.mail_bouncing_since = user.mail_bounce_reason = user.mail_bounced_at = None
-    user.mail_bounces = 0
-    return notify.request_moves_again(user, turns)
-
-
-def works_again(user: User) -> int:
-    """The player says their address works again: game mail goes to it again, and the move requests of
-    the games awaiting their move are sent again (see :func:`forget`).  Commits; returns how many."""
-    begin_write()
-    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
-    assert fresh is not None
-    resent = forget(fresh)
-    db.session.commit()
-    return resent

@@ -20,7 +20,7 @@ from sqlalchemy import or_, select, update
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
-from pbem.game import clock
+from pbem.game import clock, queries
 from pbem.mailout import notify, outbox, tokens
 
 log = logging.getLogger(__name__)
@@ -29,18 +29,16 @@ log = logging.getLogger(__name__)
 def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
     """What a scheduler mail shows of one game awaiting ``seat``'s move: the board, the legal moves when
     they are few, the move number, the clock and the reply address that carries the player's token."""
-    from pbem.game.play import engine_of, next_move_number, state_of  # play imports clock; import late.
-
     assert seat.user is not None
-    engine = engine_of(game)
-    state = state_of(game)
+    engine = queries.engine_of(game)
+    state = queries.state_of(game)
     legal = engine.moves(state, seat.number)
     return {
         "title": f"{engine.title} #{game.id}",
         "board": engine.render_text(state, seat.number),
         "legal": legal if len(legal) <= notify.MAX_LISTED_MOVES else None,
         "legal_count": len(legal),
-        "move_number": next_move_number(game, seat),
+        "move_number": queries.next_move_number(game, seat),
         "clock": clock.status(seat, seat.user.time_zone),
         "opponents": [s.user.handle for s in game.seats if s.user is not None and s.user_id != seat.user_id],
         "reply_address": tokens.reply_address(game.id, seat.number, seat.user),
@@ -51,18 +49,6 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
 def todays_digest_time(now: datetime) -> datetime:
     """When digests fall due on the day of ``now``; before it, nobody's digest is due."""
     return datetime.combine(now.date(), time(current_app.config["PBEM"]["scheduler"]["digest_hour"]))
-
-
-def awaiting(user: User) -> list[tuple[Game, Seat]]:
-    """The player's games (and seats) that are waiting for their move, oldest deadline first."""
-    from pbem.game.play import seats_to_move
-
-    seats = db.session.scalars(
-        select(Seat).join(Game).where(
-            Seat.user_id == user.id, Game.status == "active", Seat.deadline.is_not(None)
-        ).order_by(Seat.deadline, Seat.id)
-    ).all()
-    return [(seat.game, seat) for seat in seats if seat.number in seats_to_move(seat.game)]
 
 
 def _claim(user_id: int, last: datetime | None, now: datetime) -> bool:
@@ -99,7 +85,7 @@ def send_due() -> int:
                 continue
             user = db.session.get(User, user_id)
             assert user is not None
-            games = [turn_summary(game, seat) for game, seat in awaiting(user)]
+            games = [turn_summary(game, seat) for game, seat in queries.awaiting(user)]
             if games:
                 plural = "s" if len(games) != 1 else ""
                 outbox.enqueue(

@@ -15,15 +15,13 @@ from urllib.parse import quote
 
 from flask import current_app
 from markupsafe import Markup, escape
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 import games
-from games import Outcome
 from games.words import join_words
-from pbem.core.database import is_postgresql, transaction_cache
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Move, OutboxMail, Seat, User, utcnow
-from pbem.game import clock, results
+from pbem.core.models import Challenge, Game, Seat, User
+from pbem.game import clock, conditional, events, queries, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
 
@@ -65,17 +63,12 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
 
     The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
     """
-    from pbem.game.play import (  # The move path imports this module; import late.
-        draws_allowed,
-        next_move_number,
-    )
-
     number = seat.number if seat is not None else None
     movers = engine.to_move(state) if game.status == "active" else frozenset()
     to_move = number is not None and number in movers
     legal = engine.moves(state, number) if to_move else []
     listed = legal if len(legal) <= MAX_LISTED_MOVES else None
-    move_number = next_move_number(game, seat) if seat is not None else game.ply + 1
+    move_number = queries.next_move_number(game, seat) if seat is not None else game.ply + 1
     links = Markup()
     link = None
     if to_move and seat is not None and seat.user is not None:
@@ -84,7 +77,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         # already binds game, seat, player and move number, and the engine judges the move anyway.
         href = escape(link)
         links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
-    last = _last_move(game)
+    last = queries.last_move(game)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
     note = turn_note(engine, state, number) if to_move else None
@@ -107,7 +100,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
                     for s in game.seats],
         "example": legal[0] if legal else None,
         # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
-        "draws": draws_allowed(game),
+        "draws": queries.draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
         "last_by": _player(game, last.seat) if last is not None else None,
@@ -138,34 +131,6 @@ def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
     """The engine's word on the move asked of ``seat`` (a ruling that shapes it), if it offers one."""
     note = getattr(engine, "turn_note", None)
     return note(state, seat) if note is not None else None
-
-
-def _last_move(game: Game) -> Move | None:
-    """The game's last engine move: one recorded in this transaction (the move path notes it), else the
-    last one stored, read without loading the whole record."""
-    prefetched = transaction_cache("last_moves")
-    if game.id in prefetched:
-        return prefetched[game.id]
-    with db.session.no_autoflush:
-        return db.session.scalar(
-            select(Move).where(Move.game_id == game.id, Move.kind == "move").order_by(Move.number.desc())
-            .limit(1)
-        )
-
-
-def prefetch_last_moves(game_ids: list[int]) -> None:
-    """Read the last engine move of many games at once, for a batch that mails about each of them."""
-    last = (
-        select(Move.game_id, db.func.max(Move.number).label("number"))
-        .where(Move.game_id.in_(game_ids), Move.kind == "move").group_by(Move.game_id).subquery()
-    )
-    prefetched = transaction_cache("last_moves")
-    prefetched.update({game_id: None for game_id in game_ids})
-    with db.session.no_autoflush:
-        for move in db.session.scalars(
-            select(Move).join(last, (Move.game_id == last.c.game_id) & (Move.number == last.c.number))
-        ):
-            prefetched[move.game_id] = move
 
 
 def render_mail(template: str, **context: Any) -> str:
@@ -239,22 +204,24 @@ def request_move(game: Game, engine: games.Engine, state: Any, seat: Seat, **ext
           **extra)
 
 
-def game_started(game: Game, engine: games.Engine, state: Any) -> None:
+def game_started(event: events.GameStarted) -> None:
     """Ask the first movers for their moves."""
+    game, engine, state = event.game, event.engine, event.state
     movers = engine.to_move(state)
     for seat in game.seats:
         if seat.number in movers:
             request_move(game, engine, state, seat)
 
 
-def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before: frozenset[int],
-                notes: dict[int, list[str]] | None = None) -> None:
+def move_played(event: events.MovePlayed) -> None:
     """After a move: seats that are newly to move get a request, the other players a notice.
 
     ``before`` is who was to move before it.  In a simultaneous game a player who is still solving
     gets no mail for their own moves, and nobody gets a notice of another player's moves.  ``notes``
     holds sentences for single players (by seat number), such as what became of their conditional moves.
     """
+    game, engine, state, move, before, notes = (event.game, event.engine, event.state, event.move,
+                                                event.before, event.notes)
     if game.status != "active":
         return  # game_over() has told everyone.
     notes = notes or {}
@@ -279,14 +246,12 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
                   "move-notice", move=move, mover=_player(game, move.seat), **ctx)
 
 
-def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move],
-                 notes: dict[int, list[str]]) -> None:
+def moves_played(event: events.MovesPlayed) -> None:
     """After a move and the conditional answers it set off (two players who take turns): the player to
     move gets a request and the other player and the watchers a notice, each listing every move played.
 
     The player whose lines are still queued is reminded of them; nobody else ever hears of them."""
-    from pbem.game import conditional  # The move path imports this module; import late.
-
+    game, engine, state, moves, notes = event.game, event.engine, event.state, event.moves, event.notes
     if game.status != "active":
         return  # game_over() has told everyone.
     after = engine.to_move(state)
@@ -311,29 +276,28 @@ def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move]
               played=played, **ctx)
 
 
-def conditional_refused(game: Game, seat: Seat, expected: str, answer: str, reason: str,
-                        lines: list[list[str]]) -> None:
+def conditional_refused(event: events.ConditionalRefused) -> None:
     """A conditional answer the engine refused (its lines are dropped): its player is told why."""
-    from pbem.game import conditional  # The move path imports this module; import late.
-
+    game, seat, expected, answer = event.game, event.seat, event.expected, event.answer
     if seat.user is None:
         return
     send(seat.user, game, f"your conditional move {answer} was not played", "mail/conditional_refused.txt",
-         expected=expected, answer=answer, reason=reason,
-         lines=[conditional.describe([expected, *line]) for line in lines])
+         expected=expected, answer=answer, reason=event.reason,
+         lines=[conditional.describe([expected, *line]) for line in event.lines])
 
 
-def game_over(game: Game, outcome: Outcome, last_word: Move | None = None) -> None:
+def game_over(event: events.GameOver) -> None:
     """Everyone seated gets the result, and so does every watcher.  The subject says the result in a
     few words (the whole sentence is in the mail), so that it stays on one line.  ``last_word`` is the
     record entry that ended the game (a resignation, an accepted draw): its comment, if any, is passed
     on to everyone but its author."""
+    game, outcome, last_word = event.game, event.outcome, event.last_word
     engine = games.get(game.engine)
     state = engine.load(game.state) if game.state else None
     # Drawn as over: when the server ended the game (a resignation, time, a draw agreed) the engine's
     # state still has someone to move, which the final board must not say.
     board = engine.render_text(state, None, over=True) if state is not None else ""
-    last = _last_move(game)
+    last = queries.last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     said_by = last_word.seat if last_word is not None and last_word.comment else None
     said = {"said": last_word.comment, "said_by": _player(game, said_by)} if said_by is not None else {}
@@ -362,29 +326,29 @@ def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context
             send(seat.user, game, what, template, actor=_player(game, actor.number), **context)
 
 
-def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
-                 comment: str | None = None) -> None:
+def draw_offered(event: events.DrawOffered) -> None:
     """The opponents are asked to accept or decline, with the offerer's ``comment``; those whose
     conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
     move it is are told that moving declines the offer: the others cannot move now."""
-    from pbem.game.play import seats_to_move  # The move path imports this module; import late.
-
+    game, seat, cancelled, comment = event.game, event.seat, event.cancelled, event.comment
     actor = _player(game, seat.number)
-    movers = seats_to_move(game)
+    movers = queries.seats_to_move(game)
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
             send(other.user, game, f"{actor} offers a draw", "mail/draw_offered.txt", actor=actor,
                  lines_cancelled=other.number in cancelled, comment=comment, to_move=other.number in movers)
 
 
-def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:
+def draw_declined(event: events.DrawDeclined) -> None:
     """The offerer learns the answer, with the decliner's ``comment``."""
+    game, seat = event.game, event.seat
     _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt",
-                    comment=comment)
+                    comment=event.comment)
 
 
-def timed_out(game: Game, seat: Seat) -> None:
+def timed_out(event: events.TimedOut) -> None:
     """The others learn that a seat ran out of time while the game goes on, and so does its player."""
+    game, seat = event.game, event.seat
     _tell_opponents(game, seat, f"{_player(game, seat.number)} ran out of time", "mail/timed_out.txt")
     if seat.user is not None:
         send(seat.user, game, "you ran out of time", "mail/you_timed_out.txt")
@@ -394,81 +358,3 @@ def _player(game: Game, number: int) -> str:
     seat = next((s for s in game.seats if s.number == number), None)
     user: User | None = seat.user if seat is not None else None
     return user.handle if user is not None else f"seat {number + 1}"
-
-
-# Move requests written again ---------------------------------------------------------------------
-
-
-def awaiting_move_locked(user: User) -> list[tuple[Game, Seat]]:
-    """The games (and seats) awaiting the move of ``user``, locked until the transaction ends, for their
-    move requests to be written again (see :func:`request_moves_again`); none for a digest player, who
-    gets no move requests.
-
-    On PostgreSQL each of their active games is locked FOR SHARE, in one order, before anything about
-    them is read: a move in one of them waits until the mark is off, so that its request is sent, and a
-    position read here cannot pass before the commit (the request would be stale).  The locks come
-    before the player's row is written (their address, their token secret): an UPDATE of the address
-    (a key column) would block the move path's check of the outbox's reference to the player, while the
-    move holds the game this waits for.  (On SQLite the transaction's BEGIN IMMEDIATE holds every
-    writer off already.)
-    """
-    from pbem.mailout import digest  # The scheduler's module, which imports this one.
-
-    if user.notify == "digest":
-        return []
-    if is_postgresql():
-        db.session.execute(
-            select(Game.id).join(Seat, Seat.game_id == Game.id)
-            .where(Seat.user_id == user.id, Game.status == "active")
-            .order_by(Game.id).with_for_update(of=Game, read=True)
-        )
-    return digest.awaiting(user)
-
-
-def request_moves_again(user: User, turns: list[tuple[Game, Seat]], *, skip_waiting: bool = True) -> int:
-    """Write the move request of each of ``turns`` (from :func:`awaiting_move_locked`) again, to
-    ``user``'s address and with their reply address as they are now; returns how many were written.
-
-    With ``skip_waiting``, a game whose request is still waiting in the outbox is left out: written since
-    the last delivery run, it goes as it is (a bounce mark coming off).  Without, every game gets a new
-    one (the player's reply addresses were just replaced, so a waiting mail's would not work)."""
-    from pbem.game.play import engine_of, state_of  # The move path imports this module.
-
-    if turns and skip_waiting:
-        waiting = _requests_waiting(user.email, [game.id for game, _seat in turns])
-        turns = [(game, seat) for game, seat in turns if game.id not in waiting]
-    if not turns:
-        return 0
-    prefetch_last_moves([game.id for game, _seat in turns])
-    for game, seat in turns:
-        request_move(game, engine_of(game), state_of(game), seat)
-    return len(turns)
-
-
-def _requests_waiting(address: str, game_ids: list[int]) -> set[int]:
-    """Those of ``game_ids`` with a move request to ``address`` waiting in the outbox that no deliverer
-    has claimed: each is sent after the commit, when the deliverer finds the address no longer marked.
-
-    A claimed one may have been held back already, so it does not count.  On PostgreSQL the rows found
-    are locked, so that a deliverer cannot claim one and find the address still marked before this
-    transaction commits; a row a deliverer is claiming at this moment is skipped (and so does not count)
-    rather than waited for, so this never waits on a deliverer while holding the games.
-    """
-    now = utcnow()
-    query = select(OutboxMail.game_id).where(
-        OutboxMail.to_addr == address, OutboxMail.kind == "your-move", OutboxMail.game_id.in_(game_ids),
-        OutboxMail.sent_at.is_(None), OutboxMail.failed_at.is_(None),
-        or_(OutboxMail.claimed_until.is_(None), OutboxMail.claimed_until < now),
-    )
-    if is_postgresql():
-        query = query.with_for_update(skip_locked=True)
-    return {game_id for game_id in db.session.scalars(query) if game_id is not None}
-
-
-def resent_words(count: int) -> str:
-    """What the player is told of the move requests :func:`request_moves_again` wrote ('' for none)."""
-    if count == 0:
-        return ""
-    if count == 1:
-        return " The move request for 1 game awaiting your move was sent again."
-    return f" Move requests for {count} games awaiting your move were sent again."

@@ -34,7 +34,6 @@ from sqlalchemy import Row, insert, or_, select, update
 from pbem.core.database import DirectWrite, begin_write, writes_batched
 from pbem.core.extensions import db, mail
 from pbem.core.models import Game, OutboxMail, User, utcnow, wall_clock
-from pbem.mailin.reports import enhanced_status
 from pbem.mailout import bouncing, tokens
 
 log = logging.getLogger(__name__)
@@ -416,7 +415,7 @@ def _answered(code: int, answer: bytes | str, command: str) -> Failure:
     mailbox), since a server also refuses one mail's content there; a refused MAIL FROM is about us."""
     text = answer.decode("utf-8", "replace") if isinstance(answer, bytes) else str(answer)
     text = " ".join(text.split())
-    status = enhanced_status(text)
+    status = bouncing.enhanced_status(text)
     permanent = 500 <= code <= 599
     of_recipient = command == "RCPT" or (command == "DATA" and status.startswith(("5.1.", "5.2.")))
     return Failure(permanent, f"{code} {text}", status, permanent and of_recipient)

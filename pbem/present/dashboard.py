@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Seat, User
-from pbem.game import clock, play, results
+from pbem.game import clock, queries, results
 from pbem.lobby import challenges
 from pbem.present.gameview import player_name
 
@@ -53,12 +53,12 @@ def build(user: User) -> Dashboard:
         select(Game).where(Game.id.in_(seated), Game.status.in_(("waiting", "active"))).order_by(Game.id)
     ).all()
     for game in mine:
-        title = play.engine_of(game).title
+        title = queries.engine_of(game).title
         if game.status == "waiting":
             seats = ", ".join(words for _n, words in results.seat_states(game))
             board.waiting.append(Entry(game, title, opponents=results.opponents(game, user), seats=seats))
             continue
-        movers = play.seats_to_move(game)
+        movers = queries.seats_to_move(game)
         my_seats = [s for s in game.seats if s.user_id == user.id and s.number in movers]
         if my_seats:
             seat = min(my_seats, key=lambda s: s.deadline or datetime.max)
@@ -82,7 +82,7 @@ def build(user: User) -> Dashboard:
         .order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
     ).all()
     board.finished = [
-        Entry(g, play.engine_of(g).title, opponents=results.opponents(g, user),
+        Entry(g, queries.engine_of(g).title, opponents=results.opponents(g, user),
               result=results.user_result(g, user), summary=results.summary(g))
         for g in finished
     ]

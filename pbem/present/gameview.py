@@ -15,7 +15,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import boards, clock, conditional, play, results, watching
+from pbem.game import boards, clock, conditional, queries, results, watching
 from pbem.game import replay as replay_service
 from pbem.mailout import notify
 
@@ -139,8 +139,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
           replay_at: int | None = None) -> GameView:
     """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
     seats of one player; ``replay_at`` asks for the position after that entry of the record."""
-    engine = play.engine_of(game)
-    state = play.state_of(game) if game.state is not None else None
+    engine = queries.engine_of(game)
+    state = queries.state_of(game) if game.state is not None else None
     movers = engine.to_move(state) if state is not None and game.status == "active" else frozenset()
     signed_in = viewer is not None and viewer.is_authenticated
     mine = [s for s in game.seats if signed_in and s.user_id == viewer.id]
@@ -178,7 +178,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         moves=[],
         viewer_seat=viewer_seat,
         my_turn=my_turn,
-        expect=play.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
+        expect=queries.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
         legal=legal_moves(engine, state, viewer_seat.number, game.state) if my_turn and viewer_seat else [],
         draw_offered_by=game.draw_offered_by,
         time_control=clock.describe_time_control(game.time_control),
@@ -196,7 +196,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     # Box Off's hint, only when asked for: whether the board can still be cleared.
     view.can_hint = my_turn and hasattr(engine, "clearable")
     view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
-    view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
+    view.can_offer_draw = active_player and queries.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
     if active_player and conditional.allowed(game, engine):

@@ -29,7 +29,7 @@ from pbem.accounts import vacation
 from pbem.core.database import batched_writes, begin_write, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
-from pbem.game import clock, play
+from pbem.game import clock, play, queries
 from pbem.mailout import notify
 from pbem.mailout.digest import turn_summary
 
@@ -206,7 +206,7 @@ def _remind(row: Row[Any], seat: Seat | None, now: datetime) -> int:
 
 def forfeit_words(game: Game, seat: Seat) -> str:
     """What happens to the seat at its deadline, as :func:`pbem.game.play.time_out` will do it."""
-    engine = play.engine_of(game)
+    engine = queries.engine_of(game)
     if game.draw_offered_by is not None and game.draw_offered_by != seat.number:
         return "the draw your opponent offered is accepted for you and the game ends drawn"
     if getattr(engine, "time_out", None) is not None and game.players > 1:

@@ -16,11 +16,10 @@ from werkzeug.routing import IntegerConverter, Map
 from werkzeug.wrappers import Response
 
 import games
-from pbem import api
-from pbem.api.errors import error_response, http_error, is_api_request
 from pbem.core.extensions import db, login_manager
-from pbem.game import clock, results
+from pbem.game import clock, ratings, results
 from pbem.lobby import challenges
+from pbem.present import gameview
 
 
 def wants_json() -> bool:
@@ -69,11 +68,15 @@ _FRAME_AND_SNIFF_HEADERS = (
 
 
 def init_app(app: Flask) -> None:
-    """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
+    """Register the web-play blueprints and the sign-in and error behaviour they rely on.
+
+    The app factory (:mod:`pbem.bootstrap`) then registers the API, and the answers to errors that
+    both share (:func:`too_many_page`, :func:`not_found_page`)."""
     # Before any route is added: the routes read the converter when they are registered.
     app.url_map.converters["int"] = RowIdConverter
-    from pbem.present import gameview
-    from pbem.web import archive, auth, gameplay, links, mailbox, main, players, secretlinks
+    # This package's own blueprints, imported here rather than above: they import this module's helpers
+    # (wants_json), so they can only be loaded once it is.
+    from pbem.web import archive, auth, gameplay, links, mailbox, main, players
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
@@ -85,6 +88,10 @@ def init_app(app: Flask) -> None:
     app.add_template_global(results.user_result, "user_result")
     app.add_template_global(results.players, "players_words")
     app.add_template_global(results.opponents, "opponents")
+    # A rating as it stands now: its deviation grows with the time since the player's last rated game.
+    app.add_template_global(ratings.display, "rating_display")
+    app.add_template_global(ratings.is_provisional, "rating_provisional")
+    app.add_template_global(ratings.deviation_now, "rating_deviation")
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Sign in to see that page."
     login_manager.login_message_category = "info"
@@ -95,9 +102,6 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(links.bp)
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(archive.bp)
-    api.init_app(app)
-    # After every route is added: the links that carry a secret are found among them.
-    secretlinks.init_app(app)
 
     @app.after_request
     def never_in_a_frame(response: Response) -> Response:
@@ -132,32 +136,19 @@ def init_app(app: Flask) -> None:
             return jsonify(ok=False, code="busy", message=message), 503, headers
         return render_template("error.html", title="Busy, try again", message=message), 503, headers
 
-    @app.errorhandler(429)
-    def too_many(exc: HTTPException) -> tuple[object, int]:
-        if is_api_request():
-            return http_error(exc)
-        message = ("Too many attempts from here or for this account in a short time, so this was not done. "
-                   "Wait a while (an hour at most) and try again.")
-        retry = getattr(exc, "retry_after", None)
-        headers = {"Retry-After": str(retry)} if retry else {}
-        if wants_json():
-            return jsonify(ok=False, code="rate-limited", message=message), 429, headers
-        return render_template("error.html", title="Too many attempts", message=message), 429, headers
 
-    @app.errorhandler(405)
-    def wrong_method(exc: HTTPException) -> object:
-        return http_error(exc) if is_api_request() else exc
+def too_many_page(exc: HTTPException) -> tuple[object, int, dict[str, str]]:
+    """The answer to a rate limit reached on a page or a form post."""
+    message = ("Too many attempts from here or for this account in a short time, so this was not done. "
+               "Wait a while (an hour at most) and try again.")
+    retry = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(retry)} if retry else {}
+    if wants_json():
+        return jsonify(ok=False, code="rate-limited", message=message), 429, headers
+    return render_template("error.html", title="Too many attempts", message=message), 429, headers
 
-    @app.errorhandler(500)
-    def server_error(exc: HTTPException) -> object:
-        if is_api_request():
-            return error_response(500, "server-error",
-                                  "Something went wrong on the server; it has been logged.")
-        return exc
 
-    @app.errorhandler(404)
-    def not_found(exc: HTTPException) -> tuple[object, int]:
-        if is_api_request():
-            return http_error(exc)
-        return render_template("error.html", title="Not found",
-                               message="There is nothing here (or it is not yours to see)."), 404
+def not_found_page(exc: HTTPException) -> tuple[object, int]:
+    """The page for an address that names nothing (or nothing the reader may see)."""
+    return render_template("error.html", title="Not found",
+                           message="There is nothing here (or it is not yours to see)."), 404

@@ -13,7 +13,7 @@ from pbem.accounts import accounts
 from pbem.archive import archive, feeds, records, standings
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import replay, results
+from pbem.game import endings, replay, results
 from pbem.present import gameview
 from pbem.web import pagecache
 
@@ -70,7 +70,7 @@ def index() -> tuple[str, int] | str:
     page, filters, errors = _page()
     html = render_template(
         "archive/index.html", page=page, errors=errors, args=request.args, engines=games.all(),
-        endings=archive.endings_for(filters.engine if filters else None), results=archive.RESULTS,
+        endings=endings.endings_for(filters.engine if filters else None), results=archive.RESULTS,
         result_words=archive.result_words,
         seat_words=results.seat_words,
         # The rows' links, built once: url_for for each of 50 rows would cost more than the query.

@@ -13,7 +13,7 @@ from pbem.accounts.accounts import AccountError
 from pbem.core.extensions import limiter
 from pbem.core.models import utcnow
 from pbem.game import clock
-from pbem.mailout import bouncing, notify
+from pbem.mailout import sendagain
 from pbem.web.limits import per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
@@ -187,7 +187,7 @@ def confirm_email(token: str) -> Response | tuple[str, int]:
         user, resent = accounts.confirm_email_change(token)
     except AccountError as exc:
         return render_template("error.html", title="Address not changed", message=exc.args[0]), 400
-    flash(f"Your mail address is now {user.email}.{notify.resent_words(resent)}", "info")
+    flash(f"Your mail address is now {user.email}.{sendagain.resent_words(resent)}", "info")
     return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
@@ -202,7 +202,7 @@ def _apply_setting(action: str) -> str:
     if action == "renew-tokens":
         resent = accounts.renew_reply_addresses(user)
         return ("The reply addresses and move links of the mails you have had no longer work; "
-                f"the mails from now on carry new ones.{notify.resent_words(resent)}")
+                f"the mails from now on carry new ones.{sendagain.resent_words(resent)}")
     if action == "password":
         accounts.change_password(user, request.form.get("current", ""), request.form.get("password", ""))
         login_user(user)  # This session goes on under the new session token; every other one ends.
@@ -219,8 +219,8 @@ def _apply_setting(action: str) -> str:
             return "No change of address was waiting."
         return f"The change to {pending} is cancelled: the link sent there no longer works."
     if action == "mail-works":
-        resent = bouncing.works_again(user)
-        return f"Game mail goes to {user.email} again.{notify.resent_words(resent)}"
+        resent = sendagain.address_works_again(user)
+        return f"Game mail goes to {user.email} again.{sendagain.resent_words(resent)}"
     if action in ("vacation-on", "vacation-off"):
         return vacation.turn_on(user) if action == "vacation-on" else vacation.turn_off(user)
     raise AccountError("That setting does not exist.")

@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 import games
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, conditional, play, watching
+from pbem.game import clock, play, queries, queueing, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -331,12 +331,12 @@ def hint(game_id: int) -> Response:
 
     It only reads the position, so a GET serves; it is never shown unless asked for."""
     game = _visible_game(game_id)
-    engine = play.engine_of(game)
+    engine = queries.engine_of(game)
     seat = next((s for s in game.seats if s.user_id == current_user.id and
                  (_seat_arg() is None or s.number == _seat_arg())), None)
     if seat is None or game.status != "active" or not hasattr(engine, "clearable"):
         abort(404)
-    if engine.clearable(play.state_of(game), seat.number):
+    if engine.clearable(queries.state_of(game), seat.number):
         flash("Hint: your board can still be cleared.", "info")
     else:
         flash("Hint: your board can no longer be cleared, whatever you play; clear as many tiles as you can.",
@@ -352,7 +352,7 @@ def hint(game_id: int) -> Response:
 def queue_conditional(game_id: int) -> Response | tuple[Response, int]:
     """Queue a conditional line, typed or built by clicking: ``if c4 then d4 [then e3 then f5]``."""
     line = request.form.get("line", "")
-    return _act(game_id, lambda g: conditional.queue(g.id, _me(), [line], seat=_seat_arg()),
+    return _act(game_id, lambda g: queueing.queue(g.id, _me(), [line], seat=_seat_arg()),
                 "Queued: it is played the moment your opponent's move matches.")
 
 
@@ -361,7 +361,7 @@ def queue_conditional(game_id: int) -> Response | tuple[Response, int]:
 def delete_conditional(game_id: int) -> Response | tuple[Response, int]:
     """Delete one of the player's conditional lines (``line``), or all of them."""
     line = None if request.form.get("all") else request.form.get("line", "")
-    return _act(game_id, lambda g: conditional.delete(g.id, _me(), line, seat=_seat_arg()),
+    return _act(game_id, lambda g: queueing.delete(g.id, _me(), line, seat=_seat_arg()),
                 "Deleted." if line is not None else "Every conditional move of yours here is deleted.")
 
 
@@ -371,6 +371,6 @@ def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
     """Where a line being built leads: the board there and the legal moves, for building by clicking."""
     game = _visible_game(game_id)
     try:
-        return jsonify(ok=True, **conditional.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
+        return jsonify(ok=True, **queueing.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
     except PlayError as exc:
         return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status

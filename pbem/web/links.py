@@ -16,7 +16,7 @@ from flask import Blueprint, Response, abort, render_template, request
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.game.play import PlayError
 from pbem.mailout import notify, tokens
 from pbem.present import gameview
@@ -68,12 +68,12 @@ def _page(link: MoveLink, token: str, **extra: Any) -> str:
     game = db.session.get(Game, link.game.id)
     assert game is not None
     engine = games.get(game.engine)
-    state = play.state_of(game)
+    state = queries.state_of(game)
     seat = next(s for s in game.seats if s.id == link.seat.id)
-    now = play.next_move_number(game, seat) if game.status == "active" else None
-    moved_on = game.status != "active" or now != link.number or seat.number not in play.seats_to_move(game)
+    now = queries.next_move_number(game, seat) if game.status == "active" else None
+    moved_on = game.status != "active" or now != link.number or seat.number not in queries.seats_to_move(game)
     fresh = None
-    if game.status == "active" and seat.number in play.seats_to_move(game) and now != link.number:
+    if game.status == "active" and seat.number in queries.seats_to_move(game) and now != link.number:
         fresh = notify.move_link(game, seat, now)
     return render_template(
         "links/move.html",

@@ -24,7 +24,7 @@ What a stamp must hold, and why the stamps below hold enough:
   - a seat's player is set only while its game waits for players (:mod:`pbem.lobby.challenges` fills seats,
     and the last one starts the game, an UPDATE of its row); once a game is active no path sets or
     clears a seat's player, and no seat is added or removed;
-  - a seat's result is written only by :func:`pbem.archive.archive.record_finish`, in the transaction that
+  - a seat's result is written only by :func:`pbem.game.endings.record_finish`, in the transaction that
     finishes the game and so updates its row (for an imported game, the one that adds it);
   - a handle never changes once the account exists (there is no renaming; claiming a placeholder keeps
     it), and an account holding a seat is never deleted (:func:`pbem.accounts.accounts.expire_unconfirmed`);

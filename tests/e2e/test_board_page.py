@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from pbem.accounts import accounts
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.lobby import challenges
 from tests.e2e.test_web_play import PASSWORD, sign_in
 
@@ -139,7 +139,7 @@ def test_easy_slider_warns_of_a_fumble_and_explains_its_dots(browser, server, si
     expect(page.locator("#move-text")).to_have_value("done")
     assert asked and "fumble" in asked[0]
     with server.app.app_context():
-        assert play.seats_to_move(db.session.get(Game, game_id)) == {0}
+        assert queries.seats_to_move(db.session.get(Game, game_id)) == {0}
     # A real slide goes through without a question.
     board.locator('[data-move="e3"]').click()
     page.click("#confirm-move")

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, User, set_clock
-from pbem.game import play
+from pbem.game import play, queries
 
 SMALL = {"cambio": {"size": 3, "placements": 2}, "truchet": {"size": 3}, "carreaux": {}, "boxoff": {},
          "easyslider": {"rounds": 1}}
@@ -26,8 +26,8 @@ def finished(engine: str, users: list[User], *, seed: int = 1, at: datetime | No
         rng = random.Random(seed)
         played = 0
         while game.status == "active" and (end == "play" or played < moves):
-            state = play.state_of(game)
-            engine_ = play.engine_of(game)
+            state = queries.state_of(game)
+            engine_ = queries.engine_of(game)
             seat = min(engine_.to_move(state))
             text = rng.choice(engine_.moves(state, seat))
             play.submit(game.id, game.seats[seat].user, text, "web",
@@ -41,7 +41,7 @@ def finished(engine: str, users: list[User], *, seed: int = 1, at: datetime | No
                 play.offer_draw(game.id, users[0], "web")
                 play.accept_draw(game.id, users[1], "web")
             elif end == "time":
-                seat = min(play.seats_to_move(game))
+                seat = min(queries.seats_to_move(game))
                 play.time_out(game.id, seat)
         return db.session.get(Game, game.id)
     finally:

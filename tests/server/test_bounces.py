@@ -17,7 +17,7 @@ from pbem.core.models import InboundMail, OutboxMail, User, set_clock, utcnow
 from pbem.game import play
 from pbem.lobby import challenges
 from pbem.mailin import process, receive
-from pbem.mailout import bouncing, outbox, tokens
+from pbem.mailout import bouncing, outbox, sendagain, tokens
 from pbem.web.pagecache import cache_of
 from tests.server.test_mail_play import Postman, postman  # noqa: F401  (the listener fixture)
 from tests.server.test_web_games import signed_in
@@ -425,7 +425,7 @@ def test_when_the_mark_comes_off_each_game_awaiting_the_players_move_asks_again(
     play.submit(missed, db.session.get(User, alice.id), "b3", "web")
     outbox.deliver_due()
     before = outbox_count()
-    assert bouncing.works_again(bob) == 0 and outbox_count() == before  # Nothing was marked.
+    assert sendagain.address_works_again(bob) == 0 and outbox_count() == before  # Nothing was marked.
 
     mark(bob), mark(carol)  # As a delivery report on bob's request in `missed` would.
     for game_id in (waiting, carols):
@@ -433,8 +433,8 @@ def test_when_the_mark_comes_off_each_game_awaiting_the_players_move_asks_again(
     seen = len(sink.messages(bob.email))
     # Bob's request in `waiting` is still in the outbox, and goes once the mark is off.  Carol's digest
     # lists her game.
-    assert bouncing.works_again(bob) == 1
-    assert bouncing.works_again(carol) == 0
+    assert sendagain.address_works_again(bob) == 1
+    assert sendagain.address_works_again(carol) == 0
     outbox.deliver_due()
     assert subjects(sink, bob.email, seen) == sorted(
         f"[pbem] Cambio #{game_id}: your move (move 2)" for game_id in (missed, waiting)

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail
-from pbem.game import play
+from pbem.game import queries
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from tests.server.test_concurrency import race
@@ -39,7 +39,7 @@ def test_seats_follow_the_order_named(ctx: Flask, players) -> None:
     challenges.accept(game.id, bob)
     game = db.session.get(Game, game.id)
     assert [s.user.handle for s in game.seats] == ["bob", "alice"]
-    assert play.seats_to_move(game) == {0}
+    assert queries.seats_to_move(game) == {0}
 
 
 def test_decline_and_withdraw_call_the_game_off(ctx: Flask, players) -> None:

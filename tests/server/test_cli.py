@@ -14,7 +14,7 @@ from flask import Flask
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, utcnow
-from pbem.game import play
+from pbem.game import play, queries
 from tests.conftest import free_port
 
 
@@ -40,7 +40,7 @@ def test_verify_catches_a_tampered_game(ctx: Flask, players) -> None:
 
     # Store a position no recorded move led to: the state after an extra, unrecorded reply.
     tampered = db.session.get(Game, game.id)
-    engine = play.engine_of(tampered)
+    engine = queries.engine_of(tampered)
     honest = play.replay(tampered)
     tampered.state = engine.dump(engine.play(honest, 1, engine.moves(honest, 1)[0]))
     db.session.commit()

@@ -10,7 +10,7 @@ from flask import Flask
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.game.play import PlayError
 
 ROUNDS = 5
@@ -77,8 +77,8 @@ def test_two_seats_of_a_simultaneous_game_both_move(app: Flask, ctx: Flask, play
     for _ in range(ROUNDS):
         game = play.create_game("easyslider", [alice, bob], {})
         db.session.commit()
-        engine = play.engine_of(game)
-        state = play.state_of(game)
+        engine = queries.engine_of(game)
+        state = queries.state_of(game)
         first = engine.moves(state, 0)[0]
         assert first != "done"
         results = race(app, [submit_as(alice.id, game.id, first, 1), submit_as(bob.id, game.id, first, 1)])

@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User
-from pbem.game import conditional, play
+from pbem.game import conditional, play, queries, queueing
 from pbem.game.play import PlayError
 
 
@@ -48,7 +48,7 @@ def test_a_line_answers_the_opponents_moves_at_once(ctx: Flask, players) -> None
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    assert conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2"]) == [["b1", "c4", "c1", "d2"]]
+    assert queueing.queue(game.id, alice, ["if b1 then c4 then c1 then d2"]) == [["b1", "c4", "c1", "d2"]]
     bob_asked = len(mails_to(bob, "your-move"))
 
     move = play.submit(game.id, bob, "b1", "mail")
@@ -69,14 +69,14 @@ def test_a_line_answers_the_opponents_moves_at_once(ctx: Flask, players) -> None
     play.submit(game.id, bob, "C1", "web")  # Any spelling the engine reads matches.
     assert record(game.id)[-2:] == [("c1", "web"), ("d2", "conditional")]
     assert lines(game.id, alice) == []
-    assert play.seats_to_move(db.session.get(Game, game.id)) == {1}
+    assert queries.seats_to_move(db.session.get(Game, game.id)) == {1}
 
 
 def test_an_unexpected_move_drops_the_lines_and_the_player_hears_of_it(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4", "if b2 then c4 then c1 then d2"])
+    queueing.queue(game.id, alice, ["if b1 then c4", "if b2 then c4 then c1 then d2"])
     play.submit(game.id, bob, "c1", "web")
     assert record(game.id)[-1] == ("c1", "web")
     assert lines(game.id, alice) == []
@@ -88,11 +88,11 @@ def test_a_line_sharing_a_beginning_is_a_tree(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2"])
-    conditional.queue(game.id, alice, ["if b1 then c4 then b2 then b3", "if b1 then c4"])
+    queueing.queue(game.id, alice, ["if b1 then c4 then c1 then d2"])
+    queueing.queue(game.id, alice, ["if b1 then c4 then b2 then b3", "if b1 then c4"])
     assert lines(game.id, alice) == [["b1", "c4", "c1", "d2"], ["b1", "c4", "b2", "b3"]]
     with pytest.raises(PlayError, match="answers it with c4"):
-        conditional.queue(game.id, alice, ["if b1 then c1"])
+        queueing.queue(game.id, alice, ["if b1 then c1"])
     play.submit(game.id, bob, "b1", "web")
     assert lines(game.id, alice) == [["c1", "d2"], ["b2", "b3"]]
     play.submit(game.id, bob, "b2", "web")
@@ -114,7 +114,7 @@ def test_every_move_of_a_line_is_checked_when_it_is_queued(ctx: Flask, players, 
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
     with pytest.raises(PlayError, match=reason):
-        conditional.queue(game.id, alice, [line])
+        queueing.queue(game.id, alice, [line])
     assert lines(game.id, alice) == []
 
 
@@ -122,14 +122,14 @@ def test_lines_are_queued_only_by_the_waiting_player_of_a_two_player_game(ctx: F
     alice, bob, carol = players
     game = cambio(alice, bob)
     with pytest.raises(PlayError, match="It is your move"):
-        conditional.queue(game.id, alice, ["if b1 then c4"])
+        queueing.queue(game.id, alice, ["if b1 then c4"])
     with pytest.raises(PlayError, match="not playing"):
-        conditional.queue(game.id, carol, ["if b4 then c4"])
+        queueing.queue(game.id, carol, ["if b4 then c4"])
     slider = play.create_game("easyslider", [alice, bob])
     db.session.commit()
     with pytest.raises(PlayError, match="no conditional moves"):
-        conditional.queue(slider.id, alice, ["if a then b"])
-    assert conditional.queue(game.id, bob, ["if b4 then b1"]) == [["b4", "b1"]]
+        queueing.queue(slider.id, alice, ["if a then b"])
+    assert queueing.queue(game.id, bob, ["if b4 then b1"]) == [["b4", "b1"]]
 
 
 def test_too_many_lines_are_refused(ctx: Flask, players) -> None:
@@ -141,7 +141,7 @@ def test_too_many_lines_are_refused(ctx: Flask, players) -> None:
             for first in ("b1", "b2", "b3") for third in cells if third not in (first, "c4")]
     assert len(many) > conditional.MAX_LINES
     with pytest.raises(PlayError, match="At most 20"):
-        conditional.queue(game.id, alice, many)
+        queueing.queue(game.id, alice, many)
     assert lines(game.id, alice) == []
 
 
@@ -166,14 +166,14 @@ def test_an_answer_that_became_illegal_drops_the_line_and_tells_its_player(ctx: 
 def test_two_conditional_answers_in_a_row(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
-    conditional.queue(game.id, bob, ["if b4 then b1 then c4 then c1"])
+    queueing.queue(game.id, bob, ["if b4 then b1 then c4 then c1"])
     # Alice moves with lines of her own, checked in the position after her move.
     play.submit(game.id, alice, "b4", "mail", conditionals=["if b1 then c4 then c1 then d2"])
     assert record(game.id) == [("b4", "mail"), ("b1", "conditional"), ("c4", "conditional"),
                                ("c1", "conditional"), ("d2", "conditional")]
     assert lines(game.id, alice) == lines(game.id, bob) == []
     game = db.session.get(Game, game.id)
-    assert play.seats_to_move(game) == {1} and game.ply == 5
+    assert queries.seats_to_move(game) == {1} and game.ply == 5
     request = mails_to(bob, "your-move")[-1]
     assert request.subject.endswith("your move (move 6)")
     assert "alice played d2 (a conditional move)." in request.body_text
@@ -183,11 +183,11 @@ def test_lines_loop_no_further_than_they_reach(ctx: Flask, players) -> None:
     """Two players whose lines answer each other stop where the shorter line ends."""
     alice, bob, _ = players
     game = cambio(alice, bob)
-    conditional.queue(game.id, bob, ["if b4 then b1 then c4 then c1 then a2 then a3"])
+    queueing.queue(game.id, bob, ["if b4 then b1 then c4 then c1 then a2 then a3"])
     play.submit(game.id, alice, "b4", "web", conditionals=["if b1 then c4"])
     assert [text for text, _via in record(game.id)] == ["b4", "b1", "c4", "c1"]
     assert lines(game.id, bob) == [["a2", "a3"]]
-    assert play.seats_to_move(db.session.get(Game, game.id)) == {0}
+    assert queries.seats_to_move(db.session.get(Game, game.id)) == {0}
 
 
 def test_a_refused_line_with_a_move_refuses_the_move(ctx: Flask, players) -> None:
@@ -202,12 +202,12 @@ def test_a_draw_offer_cancels_the_lines(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4"])
+    queueing.queue(game.id, alice, ["if b1 then c4"])
     play.offer_draw(game.id, bob, "web")
     assert lines(game.id, alice) == []
     assert "cancels the conditional moves you had queued" in mails_to(alice, "draw-offered")[-1].body_text
     with pytest.raises(PlayError, match="offered a draw"):
-        conditional.queue(game.id, alice, ["if b1 then c4"])
+        queueing.queue(game.id, alice, ["if b1 then c4"])
     play.submit(game.id, bob, "b1", "web")  # Moving declines the offer; nothing answers.
     assert record(game.id)[-1] == ("b1", "web")
 
@@ -216,7 +216,7 @@ def test_the_games_end_forgets_the_lines(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4"])
+    queueing.queue(game.id, alice, ["if b1 then c4"])
     play.resign(game.id, bob, "web")
     assert lines(game.id, alice) == []
 
@@ -225,14 +225,14 @@ def test_a_deletion_removes_a_line_and_the_lines_it_begins(ctx: Flask, players) 
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2", "if b2 then c4"])
-    assert conditional.delete(game.id, alice, "if b1 then c4") == 1
+    queueing.queue(game.id, alice, ["if b1 then c4 then c1 then d2", "if b2 then c4"])
+    assert queueing.delete(game.id, alice, "if b1 then c4") == 1
     assert lines(game.id, alice) == [["b2", "c4"]]
     for missing in ("if c1 then c4", "", "if then"):
         with pytest.raises(PlayError, match="no conditional line"):
-            conditional.delete(game.id, alice, missing)
+            queueing.delete(game.id, alice, missing)
     assert lines(game.id, alice) == [["b2", "c4"]]
-    assert conditional.delete(game.id, alice) == 1
+    assert queueing.delete(game.id, alice) == 1
     assert lines(game.id, alice) == []
 
 
@@ -243,10 +243,10 @@ def test_truchet_lines_answer_flips_and_stack_moves(ctx: Flask, players) -> None
     alice, bob, _ = players
     game = truchet(alice, bob)
     engine = games.get("truchet")
-    state = play.state_of(game)
+    state = queries.state_of(game)
     first = engine.moves(state, 0)[0]
     play.submit(game.id, alice, first, "web")
-    state = play.state_of(db.session.get(Game, game.id))
+    state = queries.state_of(db.session.get(Game, game.id))
     # A line of flips and stack moves, read off the engine; bob's move is written without its space.
     theirs = next(m for m in engine.moves(state, 1) if m.startswith("^"))
     after = engine.play(state, 1, theirs)
@@ -255,28 +255,28 @@ def test_truchet_lines_answer_flips_and_stack_moves(ctx: Flask, players) -> None
     theirs_next = engine.moves(after_mine, 1)[0]
     mine_next = engine.moves(engine.play(after_mine, 1, theirs_next), 0)[0]
     line = [theirs, mine, theirs_next, mine_next]
-    conditional.queue(game.id, alice, [" then ".join(line)])
+    queueing.queue(game.id, alice, [" then ".join(line)])
     unexpected = next(m for m in engine.moves(state, 1) if m != theirs)
     answer = engine.moves(engine.play(state, 1, unexpected), 0)[0]
-    conditional.queue(game.id, alice, [f"if {unexpected} then {answer}"])
+    queueing.queue(game.id, alice, [f"if {unexpected} then {answer}"])
 
     play.submit(game.id, bob, theirs.replace(" ", ""), "web")
     assert record(game.id)[-1] == (mine, "conditional")
     assert lines(game.id, alice) == [[theirs_next, mine_next]]
     play.submit(game.id, bob, theirs_next, "web")
     assert record(game.id)[-1] == (mine_next, "conditional")
-    assert play.replay(db.session.get(Game, game.id)) == play.state_of(db.session.get(Game, game.id))
+    assert play.replay(db.session.get(Game, game.id)) == queries.state_of(db.session.get(Game, game.id))
 
 
 def test_truchet_a_line_broken_by_another_move(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = truchet(alice, bob)
     engine = games.get("truchet")
-    play.submit(game.id, alice, engine.moves(play.state_of(game), 0)[0], "web")
-    state = play.state_of(db.session.get(Game, game.id))
+    play.submit(game.id, alice, engine.moves(queries.state_of(game), 0)[0], "web")
+    state = queries.state_of(db.session.get(Game, game.id))
     expected, other = engine.moves(state, 1)[:2]
     answer = engine.moves(engine.play(state, 1, expected), 0)[0]
-    conditional.queue(game.id, alice, [f"if {expected} then {answer}"])
+    queueing.queue(game.id, alice, [f"if {expected} then {answer}"])
     play.submit(game.id, bob, other, "web")
     assert record(game.id)[-1] == (other, "web")
     assert lines(game.id, alice) == []
@@ -286,11 +286,11 @@ def test_truchet_refuses_an_illegal_answer_with_the_engines_reason(ctx: Flask, p
     alice, bob, _ = players
     game = truchet(alice, bob)
     engine = games.get("truchet")
-    play.submit(game.id, alice, engine.moves(play.state_of(game), 0)[0], "web")
-    state = play.state_of(db.session.get(Game, game.id))
+    play.submit(game.id, alice, engine.moves(queries.state_of(game), 0)[0], "web")
+    state = queries.state_of(db.session.get(Game, game.id))
     theirs = engine.moves(state, 1)[0]
     with pytest.raises(PlayError, match=f"your answer c3=x is not legal after {theirs}"):
-        conditional.queue(game.id, alice, [f"if {theirs} then c3=x"])
+        queueing.queue(game.id, alice, [f"if {theirs} then c3=x"])
 
 
 def test_long_or_many_lines_are_refused_before_the_engine_sees_them(ctx: Flask, players) -> None:
@@ -298,9 +298,9 @@ def test_long_or_many_lines_are_refused_before_the_engine_sees_them(ctx: Flask, 
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
     with pytest.raises(PlayError, match="too long"):
-        conditional.queue(game.id, alice, ["if " + "b1 then " * 200_000 + "c4"])
+        queueing.queue(game.id, alice, ["if " + "b1 then " * 200_000 + "c4"])
     with pytest.raises(PlayError, match="At most 20"):
-        conditional.queue(game.id, alice, ["if b1 then c4"] * 21)
+        queueing.queue(game.id, alice, ["if b1 then c4"] * 21)
     with pytest.raises(PlayError, match="too long for a move"):
         conditional.parse_line("if " + "b" * 100 + " then c4")
 
@@ -319,28 +319,28 @@ def test_truchet_two_conditional_answers_in_a_row(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = truchet(alice, bob)
     engine = games.get("truchet")
-    state = play.state_of(game)
+    state = queries.state_of(game)
     first = engine.moves(state, 0)[0]
     after_first = engine.play(state, 0, first)
     # Bob queues while alice is to move: if she plays her first move, he answers, and so on; alice
     # sends her move with a line of her own that answers his answer.
     his = [first, *truchet_line(engine, after_first, 3)]
-    conditional.queue(game.id, bob, [" then ".join(his)])
+    queueing.queue(game.id, bob, [" then ".join(his)])
     play.submit(game.id, alice, first, "web", conditionals=[" then ".join(his[1:3])])
     assert record(game.id) == [(first, "web"), (his[1], "conditional"), (his[2], "conditional"),
                                (his[3], "conditional")]
     assert lines(game.id, alice) == lines(game.id, bob) == []
     game = db.session.get(Game, game.id)
-    assert play.seats_to_move(game) == {0}
-    assert play.replay(game) == play.state_of(game)
+    assert queries.seats_to_move(game) == {0}
+    assert play.replay(game) == queries.state_of(game)
 
 
 def test_truchet_an_answer_that_became_illegal_is_dropped_and_told(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = truchet(alice, bob)
     engine = games.get("truchet")
-    play.submit(game.id, alice, engine.moves(play.state_of(game), 0)[0], "web")
-    theirs = engine.moves(play.state_of(db.session.get(Game, game.id)), 1)[0]
+    play.submit(game.id, alice, engine.moves(queries.state_of(game), 0)[0], "web")
+    theirs = engine.moves(queries.state_of(db.session.get(Game, game.id)), 1)[0]
     # As if queued under an earlier version of the rules: an answer the engine now refuses.
     db.session.execute(update(Seat).where(Seat.game_id == game.id, Seat.number == 0)
                        .values(conditionals=[[theirs, "a1-a1"]]))
@@ -363,7 +363,7 @@ def test_a_line_queued_as_the_opponent_moves_is_answered_or_refused(app: Flask, 
         play.submit(game.id, alice, "b4", "web")
 
         def queue(game_id: int = game.id) -> object:
-            return conditional.queue(game_id, db.session.get(User, alice.id), ["if b1 then c4"])
+            return queueing.queue(game_id, db.session.get(User, alice.id), ["if b1 then c4"])
 
         results = race(app, [queue, submit_as(bob.id, game.id, "b1")])
         db.session.rollback()  # End the read snapshot to see what the threads committed.
@@ -383,8 +383,8 @@ def test_a_conditional_answer_can_end_the_game(ctx: Flask, players) -> None:
         play.submit(game.id, [alice, bob][i % 2], text, "web")
     # After c1^ and c3< bob has a full line: nothing may follow in a line.
     with pytest.raises(PlayError, match=r"after c1\^ c3< the game is over"):
-        conditional.queue(game.id, bob, ["if c1^ then c3< then a1v then a3>"])
-    conditional.queue(game.id, bob, ["if c1^ then c3<"])
+        queueing.queue(game.id, bob, ["if c1^ then c3< then a1v then a3>"])
+    queueing.queue(game.id, bob, ["if c1^ then c3<"])
     play.submit(game.id, alice, "c1^", "web")
     game = db.session.get(Game, game.id)
     assert record(game.id)[-1] == ("c3<", "conditional")
@@ -397,7 +397,7 @@ def test_a_conditional_answer_starts_the_opponents_clock(ctx: Flask, players) ->
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4"])
+    queueing.queue(game.id, alice, ["if b1 then c4"])
     play.submit(game.id, bob, "b1", "web")
     game = db.session.get(Game, game.id)
     waiting, to_move = game.seats

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from pbem.accounts import vacation
 from pbem.core.extensions import db
 from pbem.core.models import OutboxMail, User, set_clock
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.mailout import digest, outbox, tokens
 from tests.server.test_concurrency import race
 from tests.server.test_mail_play import Postman, moves_of, start_postman
@@ -75,7 +75,7 @@ def test_one_digest_a_day_lists_every_game_awaiting_the_move(ctx: Flask, players
     assert f"Cambio #{opening.id}, move 1" in body and f"#{waiting.id}" not in body
     assert body.count("Legal moves: ") == 2
     for game, seat in ((answered, 1), (opening, 0)):  # Each board as that player sees it.
-        board = play.engine_of(game).render_text(play.state_of(game), seat).rstrip()
+        board = queries.engine_of(game).render_text(queries.state_of(game), seat).rstrip()
         assert board in body
     for game, seat in ((answered, 1), (opening, 0)):
         address = tokens.reply_address(game.id, seat, bob)

@@ -14,7 +14,7 @@ import games
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.lobby import challenges
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient
@@ -33,7 +33,7 @@ def test_a_finished_game_shows_no_move_targets_to_anyone(app: Flask, ctx: Flask,
     alice, bob, carol = players
     game = two_player_game(slug, alice, bob)
     web_a, web_b, web_c = signed_in(app, alice, bob, carol)
-    mover = web_a if 0 in play.seats_to_move(game) else web_b
+    mover = web_a if 0 in queries.seats_to_move(game) else web_b
     assert TARGET.search(mover.get(f"/games/{game.id}").get_data(as_text=True))  # Targets while it runs.
     # Bob resigns: the engine's state still has a player to move, but nobody may move any more.
     assert web_b.post(f"/games/{game.id}/resign").status_code == 303
@@ -169,7 +169,7 @@ def test_the_legal_moves_are_listed_without_script_and_after_a_refusal(app: Flas
     alice, bob, _ = players
     game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3})
     challenges.accept(game.id, bob)
-    legal = games.get("cambio").moves(play.state_of(db.session.get(Game, game.id)), 0)
+    legal = games.get("cambio").moves(queries.state_of(db.session.get(Game, game.id)), 0)
     (web_a,) = signed_in(app, alice)
     listed = legal_list(text_of(web_a.get(f"/games/{game.id}")))
     assert listed is not None and not listed.group(1)  # Closed, a click away.
@@ -182,7 +182,7 @@ def test_the_legal_moves_are_listed_without_script_and_after_a_refusal(app: Flas
     assert listed is not None and listed.group(1) == " open" and listed.group(3).split(", ") == legal
     # Past a hundred moves the page gives their number only (a Truchet of 5 tiles a side has more).
     truchet = two_player_game("truchet", alice, bob)
-    mover = web_a if 0 in play.seats_to_move(truchet) else signed_in(app, bob)[0]
+    mover = web_a if 0 in queries.seats_to_move(truchet) else signed_in(app, bob)[0]
     page = text_of(mover.get(f"/games/{truchet.id}"))
     count = len(json.loads(re.search(r'id="legal-moves">(.*?)</script>', page, re.S).group(1)))
     assert count > 100 and legal_list(page) is None

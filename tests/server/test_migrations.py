@@ -66,11 +66,12 @@ def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path)
                     "'finished', true, '{}', 0, :at, :at, 1)"), {"id": game_id, "players": players, "at": at})
         flask_migrate.upgrade()
         from pbem.core.models import Game, Rating
+        from pbem.game import ratings
 
         cambio, truchet = db.session.scalars(db.select(Rating).order_by(Rating.engine)).all()
         assert (cambio.rating, cambio.deviation, cambio.volatility, cambio.games) == (1612.5, 350.0, 0.06, 7)
         assert str(cambio.last_game_at) == "2026-03-04 05:06:07"
-        assert truchet.last_game_at is None and cambio.display == "1612?"
+        assert truchet.last_game_at is None and ratings.display(cambio) == "1612?"
         assert db.session.scalars(db.select(Game.rated).order_by(Game.id)).all() == [True, False]
         db.session.remove()
         db.engine.dispose()

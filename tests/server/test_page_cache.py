@@ -16,7 +16,7 @@ from pbem.accounts import accounts, vacation
 from pbem.archive import records
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Seat, User, set_clock, utcnow
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.lobby import challenges
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
@@ -82,7 +82,8 @@ def test_a_vacation_shows_on_a_kept_page(app: Flask, ctx: Flask, players) -> Non
     game_id = _active_game(alice, bob)
     path = f"/games/{game_id}"
     assert "on vacation" not in _page(WebClient(app), path)
-    mover = db.session.get(Game, game_id).seats[next(iter(play.seats_to_move(db.session.get(Game, game_id))))]
+    game = db.session.get(Game, game_id)
+    mover = game.seats[next(iter(queries.seats_to_move(game)))]
     vacation.turn_on(db.session.get(User, mover.user_id))
     db.session.remove()
     page = _page(WebClient(app), path)
@@ -118,7 +119,7 @@ def test_a_players_page_is_never_shown_to_a_visitor_nor_a_visitors_to_a_player(a
     alice, bob, _ = players
     game_id = _active_game(alice, bob)
     path = f"/games/{game_id}"
-    mover = alice if 0 in play.seats_to_move(db.session.get(Game, game_id)) else bob
+    mover = alice if 0 in queries.seats_to_move(db.session.get(Game, game_id)) else bob
     (web_m,) = signed_in(app, mover)
     assert 'id="my-board"' in _page(web_m, path)
     page = _page(WebClient(app), path)
@@ -218,7 +219,7 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
     # Clocks running out: a game of two ends, a game of one is abandoned.
     timed = _active_game(user("bob"), user("carol"))
     step()
-    seat = next(iter(play.seats_to_move(db.session.get(Game, timed))))
+    seat = next(iter(queries.seats_to_move(db.session.get(Game, timed))))
     play.time_out(timed, seat)
     step()
     alone = challenges.new_game(user("carol"), "boxoff", [user("carol")], seed=2).id
@@ -228,7 +229,7 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
     # And as the sweep times games out, a batch at a time, its writes sent together.
     swept = _active_game(user("alice"), user("bob"))
     step()
-    seat = next(iter(play.seats_to_move(db.session.get(Game, swept))))
+    seat = next(iter(queries.seats_to_move(db.session.get(Game, swept))))
     assert play.time_out_many([play.DueTimeout(swept, seat)]) == (1, [])
     step()
     # A vacation, a time zone, sessions ended: the players' rows, not what the lists show.

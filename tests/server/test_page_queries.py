@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import play, replay
+from pbem.game import play, queries, replay
 from pbem.lobby import challenges
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient
@@ -48,8 +48,8 @@ def play_moves(game_id: int, moves: int, seed: int = 1) -> None:
         game = db.session.get(Game, game_id)
         if game.status != "active":
             return
-        engine = play.engine_of(game)
-        state = play.state_of(game)
+        engine = queries.engine_of(game)
+        state = queries.state_of(game)
         (seat,) = sorted(engine.to_move(state))[:1]
         user = game.seats[seat].user
         move = rng.choice(engine.moves(state, seat))
@@ -119,7 +119,8 @@ def test_a_board_drawn_once_still_shows_each_viewer_their_own_targets(app: Flask
     alice, bob, carol = players
     game_id = challenges.new_game(alice, "cambio", [alice, bob], seed=3).id
     challenges.accept(game_id, bob)
-    mover, waiting = (alice, bob) if 0 in play.seats_to_move(db.session.get(Game, game_id)) else (bob, alice)
+    to_move = queries.seats_to_move(db.session.get(Game, game_id))
+    mover, waiting = (alice, bob) if 0 in to_move else (bob, alice)
     web_m, web_w, web_c = signed_in(app, mover, waiting, carol)
     path = f"/games/{game_id}"
     for _ in range(2):
@@ -146,7 +147,7 @@ def test_the_replay_shows_each_position_once_drawn_as_the_engine_draws_it(app: F
     visitor = WebClient(app)
     svg = re.compile(r"<svg.*?</svg>", re.S)
     game = db.session.get(Game, game_id)
-    engine = play.engine_of(game)
+    engine = queries.engine_of(game)
     states = replay.states(game)
     seen = []
     for at in range(len(states)):

@@ -8,7 +8,7 @@ from sqlalchemy import select, update
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User
-from pbem.game import play, results
+from pbem.game import play, queries, results
 from pbem.game.play import PlayError
 
 # Cambio 3x3 with two placements each (docs/RULES.md): O places b3, X a2, O c2, X b1, then O pushes.
@@ -31,7 +31,7 @@ def test_a_game_starts_and_asks_the_first_player(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
     assert game.status == "active"
-    assert play.seats_to_move(game) == {0}
+    assert queries.seats_to_move(game) == {0}
     [request] = mails_to(alice, "your-move")
     assert request.subject == f"[pbem] Cambio #{game.id}: your move (move 1)"
     assert "b3" in request.body_text  # The legal placements are listed.
@@ -48,7 +48,7 @@ def test_moves_alternate_and_are_recorded(ctx: Flask, players) -> None:
     assert [m.text for m in game.moves] == [*OPENING, "b3v"]
     assert game.moves[-1].comment == "down it goes" and game.moves[-1].via == "mail"
     assert game.ply == 5
-    assert play.seats_to_move(game) == {1}
+    assert queries.seats_to_move(game) == {1}
     assert mails_to(bob, "your-move")[-1].subject.endswith("your move (move 6)")
     assert "b3v" in mails_to(bob, "your-move")[-1].body_text
 
@@ -166,9 +166,9 @@ def test_a_win_ends_the_game_rates_it_and_tells_both(ctx: Flask, players) -> Non
     play.submit(game.id, alice, "a1>", "web")  # Not a win (pushes onto the bottom row only).
     game = db.session.get(Game, game.id)
     while game.status == "active":
-        seat = next(iter(play.seats_to_move(game)))
+        seat = next(iter(queries.seats_to_move(game)))
         mover = alice if seat == 0 else bob
-        legal = play.engine_of(game).moves(play.state_of(game), seat)
+        legal = queries.engine_of(game).moves(queries.state_of(game), seat)
         play.submit(game.id, mover, legal[0], "web")
         game = db.session.get(Game, game.id)
     assert game.status == "finished" and game.result["reason"]

@@ -17,7 +17,7 @@ from pbem.accounts import accounts
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Game, User, set_clock
-from pbem.game import conditional, play, watching
+from pbem.game import play, queueing, watching
 from pbem.lobby import challenges
 from pbem.web.pagecache import FORM_TOKEN
 from tests.server.test_page_queries import count
@@ -87,7 +87,7 @@ def test_a_players_kept_game_page_changes_with_everything_of_theirs_it_shows(app
     assert 'id="my-board"' not in page and 'id="no-conditionals"' in page and " UTC)" in page
 
     # Her conditional lines, queued elsewhere: only her seat's column says so.
-    conditional.queue(game_id, alice, ["if b1 then c4"])
+    queueing.queue(game_id, alice, ["if b1 then c4"])
     assert "<code>if b1 then c4</code>" in _fresh(web_alice, path)
 
     # Her time zone, changed in her settings: the opponent's clock is written in it.

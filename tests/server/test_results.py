@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail
-from pbem.game import play, results
+from pbem.game import play, queries, results
 from pbem.lobby import challenges
 from pbem.mailout import outbox
 from tests.server.test_web_games import signed_in
@@ -148,7 +148,7 @@ def test_a_shared_lead_at_easy_slider_names_the_players(ctx: Flask, players) -> 
         game = fresh(game)
         if game.status != "active":
             break
-        for number in sorted(play.seats_to_move(game)):
+        for number in sorted(queries.seats_to_move(game)):
             play.submit(game.id, (alice, bob, carol)[number], "done", "web")
     sentence = results.sentence(fresh(game))
     assert sentence.startswith("alice, bob and carol share the lead after 1 round and "), sentence

@@ -16,7 +16,7 @@ from pbem.archive import records
 from pbem.core.database import batched_writes, begin_write, writes_batched
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
-from pbem.game import clock, play, results
+from pbem.game import clock, play, queries, results
 from pbem.mailout import outbox, tokens
 from pbem.schedule import sweep
 from tests.server.test_cli import pbem
@@ -150,16 +150,16 @@ def test_easy_slider_absent_player_is_out_of_the_round_and_play_goes_on(ctx: Fla
     alice, bob, carol = players
     at(T0)
     game = new_game("easyslider", [alice, bob, carol], {"rounds": 2}, kind="per_move", days=2)
-    engine = play.engine_of(game)
+    engine = queries.engine_of(game)
     at(T0 + timedelta(days=1))
     for player, seat in ((alice, 0), (carol, 2)):  # Each slide restarts that player's clock.
-        play.submit(game.id, player, engine.moves(play.state_of(fresh(game)), seat)[0], "web")
+        play.submit(game.id, player, engine.moves(queries.state_of(fresh(game)), seat)[0], "web")
     assert mails(bob, "reminder") == [] and sweep_at(T0 + timedelta(days=1, hours=12)).reminded == 1
     report = sweep_at(T0 + timedelta(days=2))
     assert report.timed_out == 1
     going = fresh(game)
     assert going.status == "active"
-    state = play.state_of(going)
+    state = queries.state_of(going)
     assert state.seats[1].status == "timed out"
     assert engine.to_move(state) == {0, 2}
     assert going.seats[1].deadline is None and going.seats[0].deadline == T0 + timedelta(days=3)
@@ -320,7 +320,7 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert fresh(broken).status == "active"
     # Mended, the broken game is timed out by the next sweep, once.
     broken = fresh(broken)
-    broken.state = play.engine_of(broken).dump(play.replay(broken))
+    broken.state = queries.engine_of(broken).dump(play.replay(broken))
     db.session.commit()
     assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
     assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail
-from pbem.game import conditional, play
+from pbem.game import play, queueing
 from tests.server.test_api import Client, server, tokens  # noqa: F401 (fixtures)
 from tests.server.test_web_games import signed_in, text_of
 from tests.server.webclient import WebClient
@@ -88,7 +88,7 @@ def test_the_api_never_shows_a_players_lines_to_anyone_else(
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    conditional.queue(game.id, alice, ["if b1 then c4 then c1 then d2"])
+    queueing.queue(game.id, alice, ["if b1 then c4 then c1 then d2"])
     path = f"/api/v1/games/{game.id}"
     for handle in ("bob", "carol"):
         status, seen = Client(server, tokens[handle]).call("GET", path)

@@ -10,7 +10,7 @@ from flask import Flask
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move
-from pbem.game import play
+from pbem.game import play, queries
 from pbem.lobby import challenges
 from tests.server.webclient import WebClient
 
@@ -93,7 +93,7 @@ def test_challenge_accept_on_the_web_and_play(app: Flask, ctx: Flask, players, s
     assert "alice to move." in page and 'data-move="b2"' in page
     assert "Bank: 7 days, +1 per move, at most 14; weekends (Saturday and Sunday, UTC) do not count" in page
     legal = json.loads(re.search(r'id="legal-moves">(.*?)</script>', page).group(1))
-    assert legal == play.engine_of(game).moves(play.state_of(db.session.get(Game, game.id)), 0)
+    assert legal == queries.engine_of(game).moves(queries.state_of(db.session.get(Game, game.id)), 0)
     assert re.search(r"\d+ days?( \d+ hours?)? left", page)  # The clock of the seat to move.
 
     # The script's path: JSON answers, then the live fragment.
