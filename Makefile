@@ -23,8 +23,10 @@ run: $(STAMP)
 test: $(STAMP)
 	PBEM_CONFIG=config/testing.toml $(BIN)/python -m pytest -q -n auto --durations=15
 
+# ruff, and the import contract of pyproject.toml: each layer imports only those below it.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 
 bench: $(STAMP)
 	$(BIN)/python bench/engines.py
@@ -38,4 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/web.py
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache .hypothesis
+	rm -rf $(VENV) instance .pytest_cache .hypothesis .import_linter_cache
