@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter
 
 
 def _lint_imports(where: Path) -> subprocess.CompletedProcess[str]:
-    """``lint-imports`` run on the code under ``where`` with its own pyproject.toml, as `make lint` runs it."""
+    """``lint-imports`` on the code under ``where``, with its own pyproject.toml, as `make lint` runs it."""
     return subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=where, capture_output=True, text=True,
         env={"PATH": str(LINT_IMPORTS.parent), "PYTHONPATH": str(where)}, timeout=120, check=False,

@@ -18,7 +18,9 @@ mail is no excuse at a deadline, and the web says so.
 When the mark comes off (the player says the address works again, or confirms a new one), what they
 missed that still matters is written again: a move request for each game awaiting their move, the one
 the move path writes.  The rest is stale (a notice of a move, a reminder, a request for a position that
-has passed) and is not sent again; a digest player's next digest lists their games anyway.
+has passed) and is not sent again; a digest player's next digest lists their games anyway.  Taking the
+mark off writes mail, so it lives above the mails, in :mod:`pbem.mailout.sendagain`; this module, which
+the outbox reads, writes none.
 """
 
 from __future__ import annotations
