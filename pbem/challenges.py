@@ -17,6 +17,7 @@ from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.play import PlayError
+from pbem.redaction import blank_secrets
 
 # A value longer than this (a written position) is only said to be set where a game's options are listed
 # for choosing or reading at a glance; the text record keeps it whole.
@@ -127,10 +128,11 @@ def _fill(game: Game, seat_number: int, user: User) -> None:
         play.start(game)
 
 
-def _comment(comment: str | None) -> str | None:
-    """A comment to pass on, bounded like a move's comment; None for none."""
-    words = (comment or "").strip()
-    return words[:MAX_COMMENT] if words else None
+def _comment(comment: str | None, author: User) -> str | None:
+    """A comment to pass on, bounded like a move's comment and without any secret of ours (see
+    :func:`pbem.redaction.blank_secrets`); None for none."""
+    words = blank_secrets((comment or "").strip()[:MAX_COMMENT], author)
+    return words or None
 
 
 
@@ -144,7 +146,7 @@ def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
         challenge = _pending_for(locked, user)
         challenge.status, challenge.answered_at = "accepted", utcnow()
         _fill(locked, challenge.seat, user)
-        comment = _comment(comment)
+        comment = _comment(comment, user)
         if locked.status == "waiting" or comment:
             notify.send(challenge.challenger, locked, f"{user.handle} accepted your challenge",
                         "mail/challenge_answered.txt", answer="accepted", who=user, comment=comment,
@@ -161,7 +163,8 @@ def decline(game: Game | int, user: User, comment: str | None = None) -> Game:
         challenge.status, challenge.answered_at = "declined", utcnow()
         _call_off(locked)
         notify.send(challenge.challenger, locked, f"{user.handle} declined your challenge",
-                    "mail/challenge_answered.txt", answer="declined", who=user, comment=_comment(comment))
+                    "mail/challenge_answered.txt", answer="declined", who=user,
+                    comment=_comment(comment, user))
         return locked
 
 

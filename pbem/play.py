@@ -38,6 +38,7 @@ from pbem.database import (
 from pbem.errors import PlayError
 from pbem.extensions import db
 from pbem.models import Game, Move, Seat, User, Watch, utcnow
+from pbem.redaction import blank_secrets
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +315,8 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
     values = {
         "game_id": game.id, "number": _next_record_number(game), "seat": seat.number, "kind": kind,
         "text": text, "via": via, "user_id": user.id if user else None,
-        "comment": (comment or "").strip() or None, "created_at": utcnow(),
+        # Where every comment enters the record and the mails: nothing that acts for a player goes on.
+        "comment": blank_secrets((comment or "").strip(), user) or None, "created_at": utcnow(),
     }
     if writes_batched():
         # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the

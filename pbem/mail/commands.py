@@ -9,7 +9,6 @@ pbmserv-style command in its subject, with the player's handle and mail key wher
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from pbem.extensions import db
 from pbem.mail import keys, parse
 from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
+from pbem.redaction import blank_key
 
 REPLY_VERBS = (
     "move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation", "conditionals",
@@ -264,12 +264,6 @@ def redact(line: str) -> str:
     except CommandError:
         words = strip_subject(line).split()
         return " ".join(words[:2]) + (" …" if len(words) > 2 else "")
-
-
-def blank_key(text: str, key: str) -> str:
-    """``text`` (a subject, a comment) with the mail key ``key`` hidden wherever it stands, in any case
-    (keys are read in any case), so that answers and records never carry it."""
-    return re.sub(re.escape(key), "********", text, flags=re.IGNORECASE)
 
 
 # Who is asking -----------------------------------------------------------------------------------------
