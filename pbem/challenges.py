@@ -128,12 +128,11 @@ def _fill(game: Game, seat_number: int, user: User) -> None:
         play.start(game)
 
 
-def _comment(comment: str | None, author: User) -> str | None:
+def _comment(comment: str | None, author: User, challenge: Challenge) -> str | None:
     """A comment to pass on, bounded like a move's comment and without any secret of ours (see
-    :func:`pbem.redaction.blank_secrets`); None for none."""
-    words = blank_secrets((comment or "").strip()[:MAX_COMMENT], author)
-    return words or None
-
+    :func:`pbem.redaction.blank_secrets`; the mail keys looked for are the author's and the
+    challenger's); None for none."""
+    return blank_secrets((comment or "").strip()[:MAX_COMMENT], [author, challenge.challenger]) or None
 
 
 def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
@@ -146,7 +145,7 @@ def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
         challenge = _pending_for(locked, user)
         challenge.status, challenge.answered_at = "accepted", utcnow()
         _fill(locked, challenge.seat, user)
-        comment = _comment(comment, user)
+        comment = _comment(comment, user, challenge)
         if locked.status == "waiting" or comment:
             notify.send(challenge.challenger, locked, f"{user.handle} accepted your challenge",
                         "mail/challenge_answered.txt", answer="accepted", who=user, comment=comment,
@@ -164,7 +163,7 @@ def decline(game: Game | int, user: User, comment: str | None = None) -> Game:
         _call_off(locked)
         notify.send(challenge.challenger, locked, f"{user.handle} declined your challenge",
                     "mail/challenge_answered.txt", answer="declined", who=user,
-                    comment=_comment(comment, user))
+                    comment=_comment(comment, user, challenge))
         return locked
 
 

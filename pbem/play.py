@@ -316,7 +316,8 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
         "game_id": game.id, "number": _next_record_number(game), "seat": seat.number, "kind": kind,
         "text": text, "via": via, "user_id": user.id if user else None,
         # Where every comment enters the record and the mails: nothing that acts for a player goes on.
-        "comment": blank_secrets((comment or "").strip(), user) or None, "created_at": utcnow(),
+        "comment": blank_secrets((comment or "").strip(), [s.user for s in game.seats if s.user]) or None,
+        "created_at": utcnow(),
     }
     if writes_batched():
         # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the

@@ -15,8 +15,8 @@ whatever channel it came by and however its quotes were (not) read:
   (``pbem_…``), are :data:`TOKEN_REMOVED`;
 - a reply or bounce address (``play+TOKEN@…``, ``bounces+TOKEN@…``, also as ``mailto:`` and
   percent-encoded), whatever its domain, is :data:`ADDRESS_REMOVED`;
-- the author's mail key, in any case, is :data:`KEY_REMOVED` (keys are stored hashed: each word shaped
-  like a key is hashed and compared).
+- the mail key of the author or of another player of the game, in any case, is :data:`KEY_REMOVED`
+  (keys are stored hashed: each word shaped like a key is hashed and looked up).
 
 The web servers' log filter (:mod:`pbem.web.secretlinks`) cuts the secret out of the same paths, found by
 the same :func:`secret_path_prefixes`, keeping the path for the operator.
@@ -26,7 +26,6 @@ Every pattern is one pass without nested repetition, so a text is read in linear
 
 from __future__ import annotations
 
-import hmac
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -127,9 +126,10 @@ def _blank_loose(found: re.Match[str]) -> str:
     return _marker(found.group(0), TOKEN_REMOVED)
 
 
-def blank_secrets(text: str, author: User | None = None) -> str:
+def blank_secrets(text: str, players: Iterable[User] = ()) -> str:
     """``text`` as others may read it: this server's secret links, reply and bounce addresses, signed and
-    API tokens, and ``author``'s mail key blanked (see the module's docstring), the rest as written."""
+    API tokens, and the mail key of any of ``players`` (the author, and the others of their game, whose
+    keys a quoted mail could hold) blanked (see the module's docstring); the rest as written."""
     if not text:
         return text
     patterns = _comment_pattern()
@@ -147,18 +147,16 @@ def blank_secrets(text: str, author: User | None = None) -> str:
         return _blank_loose(found)
 
     text = patterns.pattern.sub(blank, text)
-    if author is not None:
-        text = _blank_mail_key(text, author)
-    return text
+    key_hashes = {user.mail_key_hash for user in players if user is not None and user.mail_key_hash}
+    return _blank_mail_keys(text, key_hashes) if key_hashes else text
 
 
-def _blank_mail_key(text: str, author: User) -> str:
-    """``text`` with ``author``'s mail key hidden wherever it stands, in any case."""
+def _blank_mail_keys(text: str, key_hashes: set[str]) -> str:
+    """``text`` with every word whose key hash is one of ``key_hashes`` hidden, in any case (a key is
+    stored only as its hash, so each word shaped like a key is hashed and looked up)."""
     def blank(found: re.Match[str]) -> str:
         word = found.group(0)
-        if is_key_shaped(word) and hmac.compare_digest(hash_mail_key(word), author.mail_key_hash or ""):
-            return KEY_REMOVED
-        return word
+        return KEY_REMOVED if is_key_shaped(word) and hash_mail_key(word) in key_hashes else word
 
     return _KEY_WORD.sub(blank, text)
 
