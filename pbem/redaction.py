@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, current_app
 
-from pbem.models import User, hash_mail_key, is_key_shaped
+from pbem.models import MAIL_KEY_LENGTH, User, hash_mail_key, is_key_shaped
 
 LINK_REMOVED = "[link removed]"
 ADDRESS_REMOVED = "[address removed]"
@@ -50,16 +50,19 @@ TOKEN_ADDRESS_LOCALS = ("play", "bounces")
 _SECRET = r"[^/?#\s\"'<>\x1b]"
 # The characters of a URL as it stands in a text (the brackets and quotes around one end it).
 _URL_CHARS = r"[^\s<>\"'()\[\]{}]"
-# Signed tokens (itsdangerous, and JWTs alike) are base64url JSON: ``{"`` is always ``eyJ``.
-_SIGNED = r"eyJ[A-Za-z0-9_-]{16,}(?:\.[A-Za-z0-9_-]+){0,2}"
-_API_TOKEN = rf"(?<![A-Za-z0-9_]){API_TOKEN_PREFIX}[A-Za-z0-9_-]{{20,}}"
-_TOKEN_ADDRESS = (rf"(?i:(?<![\w.+-])(?:mailto:)?(?:{'|'.join(TOKEN_ADDRESS_LOCALS)})(?:\+|%2b)"
-                  r"[a-z0-9]{16,}(?:(?:@|%40)[a-z0-9.-]+)?)")
-# Words that could be a mail key, checked one by one against the author's.
-_KEY_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{16}(?![A-Za-z0-9])")
-# Standing alone anywhere (in a kept link of ours too): what is no link of ours but acts all the same.
-_LOOSE = f"(?P<signed>{_SIGNED})|(?P<api>{_API_TOKEN})|(?P<address>{_TOKEN_ADDRESS})"
-_LOOSE_PATTERN = re.compile(_LOOSE)
+# What stands alone anywhere (in a kept link of ours too) and acts all the same: each pattern with the
+# text, in lower case, that every match of it holds (a pass is made only over a text that holds it), and
+# its marker.  Signed tokens (itsdangerous', and JWTs alike) are base64url JSON: ``{"`` is always ``eyJ``.
+_LOOSE = (
+    (("eyj",), re.compile(r"eyJ[A-Za-z0-9_-]{16,}(?:\.[A-Za-z0-9_-]+){0,2}"), TOKEN_REMOVED),
+    ((API_TOKEN_PREFIX,), re.compile(rf"(?<![A-Za-z0-9_]){API_TOKEN_PREFIX}[A-Za-z0-9_-]{{20,}}"),
+     TOKEN_REMOVED),
+    (tuple(f"{local}{plus}" for local in TOKEN_ADDRESS_LOCALS for plus in ("+", "%2b")),
+     re.compile(rf"(?i:(?<![\w.+-])(?:mailto:)?(?:{'|'.join(TOKEN_ADDRESS_LOCALS)})(?:\+|%2b)"
+                r"[a-z0-9]{16,}(?:(?:@|%40)[a-z0-9.-]+)?)"), ADDRESS_REMOVED),
+)
+# Runs of letters and digits: those of exactly a key's length are hashed and looked up.
+_KEY_WORD = re.compile(r"[A-Za-z0-9]{16,}")
 
 
 def secret_path_prefixes(app: Flask) -> frozenset[str]:
@@ -88,21 +91,26 @@ def secret_path_pattern(prefixes: Iterable[str]) -> re.Pattern[str] | None:
 
 
 class _CommentPattern:
-    """The pattern of one app's secrets in a text: its base URL's host and its secret paths."""
+    """The pattern of one app's links that carry a secret: its base URL's host and its secret paths."""
 
     def __init__(self, host: str, prefixes: frozenset[str]) -> None:
-        self.prefixes = prefixes
-        parts = [_LOOSE]
+        self.prefixes = tuple(prefixes)
+        # What every match holds, in lower case (see _LOOSE).
+        self.triggers = tuple({host.lower(), *prefixes} - {""})
+        parts = []
+        if host:
+            # A link to this server; its scheme, and whether it carries a secret, are read around the
+            # match (see _blank_links): every alternative starts with a literal, which the pattern
+            # engine looks for far faster than for an optional scheme at each character.
+            parts.append(rf"(?P<ours>(?i:{re.escape(host)})(?::\d+)?(?P<rest>/{_URL_CHARS}*)?)")
+        self.secret_path = None
         if prefixes:
             # A secret path alone (a link whose host was broken off, or written by hand): the secret
             # must be long enough to be one, so that prose such as "I/m/bored" stays.
-            parts.insert(0, f"(?P<path>(?:{_alternatives(prefixes)}){_SECRET}{{8,}}{_URL_CHARS}*)")
-        if host:
-            # A link to this server, with or without its scheme; whether it carries a secret is decided
-            # on its path (see _blank_match).
-            parts.insert(0, rf"(?P<ours>(?i:(?:https?://)?(?<![\w.-]){re.escape(host)}(?::\d+)?)"
-                            rf"(?P<rest>/{_URL_CHARS}*)?)")
-        self.pattern = re.compile("|".join(parts))
+            path = f"(?:{_alternatives(prefixes)}){_SECRET}{{8,}}{_URL_CHARS}*"
+            self.secret_path = re.compile(path)
+            parts.append(f"(?P<path>{path})")
+        self.pattern = re.compile("|".join(parts)) if parts else None
 
 
 def _comment_pattern() -> _CommentPattern:
@@ -120,33 +128,55 @@ def _marker(found: str, marker: str) -> str:
     return marker if len(marker) <= len(found) else "*" * len(found)
 
 
-def _blank_loose(found: re.Match[str]) -> str:
-    if found.lastgroup == "address":
-        return _marker(found.group(0), ADDRESS_REMOVED)
-    return _marker(found.group(0), TOKEN_REMOVED)
+def _blank_loose(text: str, folded: str) -> str:
+    """``text`` (``folded``, in lower case) without the tokens and addresses of ours that stand alone."""
+    for triggers, pattern, marker in _LOOSE:
+        if any(trigger in folded for trigger in triggers):
+            text = pattern.sub(lambda found, marker=marker: _marker(found.group(0), marker), text)
+    return text
+
+
+_SCHEMES = ("https://", "http://")
+
+
+def _blank_links(text: str, links: _CommentPattern) -> str:
+    """``text`` with each link of this server that carries a secret (with its scheme), and each secret
+    path standing alone, replaced by :data:`LINK_REMOVED`; a link to a page without a secret stays."""
+    assert links.pattern is not None
+    pieces, done = [], 0
+    for found in links.pattern.finditer(text):
+        start = found.start()
+        if found.groupdict().get("path") is None:  # A link with this server's host.
+            before = text[max(done, start - 8):start].lower()
+            scheme = next((s for s in _SCHEMES if before.endswith(s)), "")
+            if not scheme and start and (text[start - 1].isalnum() or text[start - 1] in "._-"):
+                continue  # Part of another host's name ("not127.0.0.1").
+            rest = found.group("rest") or ""
+            if not (rest.startswith(links.prefixes) or
+                    (links.secret_path is not None and links.secret_path.search(rest))):
+                continue  # A page of ours without a secret in its path (its query: see _blank_loose).
+            start -= len(scheme)
+        pieces += [text[done:start], _marker(text[start:found.end()], LINK_REMOVED)]
+        done = found.end()
+    return "".join(pieces) + text[done:] if pieces else text
 
 
 def blank_secrets(text: str, players: Iterable[User] = ()) -> str:
     """``text`` as others may read it: this server's secret links, reply and bounce addresses, signed and
     API tokens, and the mail key of any of ``players`` (the author, and the others of their game, whose
-    keys a quoted mail could hold) blanked (see the module's docstring); the rest as written."""
+    keys a quoted mail could hold) blanked (see the module's docstring); the rest as written.
+
+    Each pattern is matched only in a text that holds what every match of it holds, so that most
+    comments (which hold none) cost a few substring searches."""
     if not text:
         return text
-    patterns = _comment_pattern()
+    links = _comment_pattern()
+    folded = text.lower()
 
-    def blank(found: re.Match[str]) -> str:
-        kind = found.lastgroup
-        if kind in ("ours", "rest"):
-            path = found.group("rest") or ""
-            if any(path.startswith(prefix) for prefix in patterns.prefixes):
-                return _marker(found.group(0), LINK_REMOVED)
-            # A page of ours without a secret in its path stays, less any token in its query.
-            return _LOOSE_PATTERN.sub(_blank_loose, found.group(0))
-        if kind == "path":
-            return _marker(found.group(0), LINK_REMOVED)
-        return _blank_loose(found)
-
-    text = patterns.pattern.sub(blank, text)
+    if links.pattern is not None and any(trigger in folded for trigger in links.triggers):
+        text = _blank_links(text, links)
+        folded = text.lower()
+    text = _blank_loose(text, folded)
     key_hashes = {user.mail_key_hash for user in players if user is not None and user.mail_key_hash}
     return _blank_mail_keys(text, key_hashes) if key_hashes else text
 
@@ -156,7 +186,9 @@ def _blank_mail_keys(text: str, key_hashes: set[str]) -> str:
     stored only as its hash, so each word shaped like a key is hashed and looked up)."""
     def blank(found: re.Match[str]) -> str:
         word = found.group(0)
-        return KEY_REMOVED if is_key_shaped(word) and hash_mail_key(word) in key_hashes else word
+        if len(word) != MAIL_KEY_LENGTH or not is_key_shaped(word):
+            return word
+        return KEY_REMOVED if hash_mail_key(word) in key_hashes else word
 
     return _KEY_WORD.sub(blank, text)
 

@@ -15,6 +15,7 @@ import email
 import html
 import json
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage, Message
@@ -255,3 +256,15 @@ def test_blank_secrets_keeps_what_is_no_secret(ctx: Flask, players) -> None:
     # A marker never makes a text longer than it was (a comment stays within its bound).
     for secret in ("127.0.0.1:5000/m/", "play+abcdefghijklmnop", "eyJ" + "a" * 16):
         assert len(blank_secrets(secret)) <= len(secret)
+
+
+def test_blanking_a_hostile_comment_takes_linear_time(ctx: Flask, players) -> None:
+    """Texts of a megabyte built to make the patterns backtrack are each read in well under a second."""
+    alice = players[0]
+    hostile = ["/m/" * 300_000, "http://127.0.0.1:5000" * 50_000, "127.0.0.1/m/" * 80_000,
+               "play+" * 200_000, "mailto:play+" * 80_000, ("eyJ" + "a" * 16 + ".") * 50_000,
+               "abcdefghjkmnpqrs " * 60_000, "pbem_" * 200_000, "/m/" + "a" * 1_000_000 + " x"]
+    for text in hostile:
+        started = time.process_time()
+        blank_secrets(text, [alice])
+        assert time.process_time() - started < 1.0, text[:40]
