@@ -5,8 +5,8 @@ words with an answer to a challenge) reaches their opponents' mail, the game's p
 and the API.  A mail program that quotes the move request where the server does not see a quote, or a
 player who pastes a link, would hand on what acts for the player: a one-click move link, the reply
 address, a bounce address, an API token, their mail key.  :func:`blank_secrets` is the last guard, run
-on every such text where it enters (:func:`pbem.play` records it, :mod:`pbem.challenges` passes it on),
-whatever channel it came by and however its quotes were (not) read:
+on every such text where it enters (:mod:`pbem.play` records it, :mod:`pbem.challenges` passes it on,
+:mod:`pbem.records` imports it), whatever channel it came by and however its quotes were (not) read:
 
 - a link of ours that carries a secret (``<base_url>/m/…``, ``/verify/…``, ``/reset/…``,
   ``/settings/email/…``: every route with a ``<token>``, as the log filter knows them), with or without
@@ -21,7 +21,9 @@ whatever channel it came by and however its quotes were (not) read:
 The web servers' log filter (:mod:`pbem.web.secretlinks`) cuts the secret out of the same paths, found by
 the same :func:`secret_path_prefixes`, keeping the path for the operator.
 
-Every pattern is one pass without nested repetition, so a text is read in linear time.
+No pattern has a repetition that can match the same text in two ways, and each is made only over a
+text that holds what its matches hold, so a text is read in linear time (a comment of 2,000 characters
+in well under a millisecond).
 """
 
 from __future__ import annotations
