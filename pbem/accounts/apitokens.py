@@ -17,8 +17,9 @@ from pbem.accounts.accounts import AccountError
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import ApiToken, User, utcnow
+from pbem.core.redaction import API_TOKEN_PREFIX
 
-PREFIX = "pbem_"
+PREFIX = API_TOKEN_PREFIX
 MAX_NAME = 64
 # The longest text that could be a token: anything longer is refused before it is hashed.
 MAX_TOKEN = 100

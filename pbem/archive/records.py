@@ -28,6 +28,7 @@ from pbem.accounts import accounts
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
+from pbem.core.redaction import blank_secrets
 from pbem.game import endings, results
 
 FORMAT = 1
@@ -356,7 +357,9 @@ def store(checked: Checked) -> tuple[Game, bool]:
         game.moves.append(Move(
             number=entry["number"], seat=entry["seat"] - 1, kind=entry.get("kind", "move"),
             text=entry["text"], via=entry.get("via") if entry.get("via") in VIA else "import",
-            comment=entry.get("comment"), created_at=_parse_time(entry.get("time"), "a time") or finished,
+            # Public from now on, as a comment played here is: nothing of ours that acts goes in.
+            comment=blank_secrets(entry.get("comment") or "", users) or None,
+            created_at=_parse_time(entry.get("time"), "a time") or finished,
         ))
     db.session.add(game)
     db.session.flush()

@@ -38,6 +38,7 @@ from pbem.core.database import (
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
+from pbem.core.redaction import blank_secrets
 from pbem.game import clock, conditional, endings, events, queries, ratings, results, watching
 from pbem.game.queries import draws_allowed, engine_of, next_move_number, state_of
 
@@ -282,7 +283,9 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
     values = {
         "game_id": game.id, "number": _next_record_number(game), "seat": seat.number, "kind": kind,
         "text": text, "via": via, "user_id": user.id if user else None,
-        "comment": (comment or "").strip() or None, "created_at": utcnow(),
+        # Where every comment enters the record and the mails: nothing that acts for a player goes on.
+        "comment": blank_secrets((comment or "").strip(), [s.user for s in game.seats if s.user]) or None,
+        "created_at": utcnow(),
     }
     if writes_batched():
         # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the

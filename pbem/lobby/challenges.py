@@ -15,6 +15,7 @@ from sqlalchemy import select
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
+from pbem.core.redaction import blank_secrets
 from pbem.game import play, results
 from pbem.game.play import PlayError
 from pbem.mailout import notify
@@ -128,11 +129,11 @@ def _fill(game: Game, seat_number: int, user: User) -> None:
         play.start(game)
 
 
-def _comment(comment: str | None) -> str | None:
-    """A comment to pass on, bounded like a move's comment; None for none."""
-    words = (comment or "").strip()
-    return words[:MAX_COMMENT] if words else None
-
+def _comment(comment: str | None, author: User, challenge: Challenge) -> str | None:
+    """A comment to pass on, bounded like a move's comment and without any secret of ours (see
+    :func:`pbem.core.redaction.blank_secrets`; the mail keys looked for are the author's and the
+    challenger's); None for none."""
+    return blank_secrets((comment or "").strip()[:MAX_COMMENT], [author, challenge.challenger]) or None
 
 
 def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
@@ -145,7 +146,7 @@ def accept(game: Game | int, user: User, comment: str | None = None) -> Game:
         challenge = _pending_for(locked, user)
         challenge.status, challenge.answered_at = "accepted", utcnow()
         _fill(locked, challenge.seat, user)
-        comment = _comment(comment)
+        comment = _comment(comment, user, challenge)
         if locked.status == "waiting" or comment:
             notify.send(challenge.challenger, locked, f"{user.handle} accepted your challenge",
                         "mail/challenge_answered.txt", answer="accepted", who=user, comment=comment,
@@ -162,7 +163,8 @@ def decline(game: Game | int, user: User, comment: str | None = None) -> Game:
         challenge.status, challenge.answered_at = "declined", utcnow()
         _call_off(locked)
         notify.send(challenge.challenger, locked, f"{user.handle} declined your challenge",
-                    "mail/challenge_answered.txt", answer="declined", who=user, comment=_comment(comment))
+                    "mail/challenge_answered.txt", answer="declined", who=user,
+                    comment=_comment(comment, user, challenge))
         return locked
 
 

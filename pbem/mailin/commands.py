@@ -9,7 +9,6 @@ pbmserv-style command in its subject, with the player's handle and mail key wher
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from pbem.accounts import mailkeys, vacation
 from pbem.accounts.accounts import check_mail_key, find_user
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
+from pbem.core.redaction import blank_key
 from pbem.game import clock, conditional, play, queries, queueing, results
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
@@ -267,12 +267,6 @@ def redact(line: str) -> str:
     except CommandError:
         words = strip_subject(line).split()
         return " ".join(words[:2]) + (" …" if len(words) > 2 else "")
-
-
-def blank_key(text: str, key: str) -> str:
-    """``text`` (a subject, a comment) with the mail key ``key`` hidden wherever it stands, in any case
-    (keys are read in any case), so that answers and records never carry it."""
-    return re.sub(re.escape(key), "********", text, flags=re.IGNORECASE)
 
 
 # Who is asking -----------------------------------------------------------------------------------------

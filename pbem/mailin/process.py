@@ -410,6 +410,9 @@ def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> 
     said = f"{report.action} {report.status or '(no status)'} {report.diagnostic}".strip()
     if not report.hard:
         return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; not a bounce")
+    late = bouncing.out_of_time(sent)
+    if late is not None:
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {late}; not counted")
     user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
     note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
     return Handling("ignored", note, user=user)

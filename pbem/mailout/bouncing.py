@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
-from pbem.core.models import User, utcnow
+from pbem.core.models import OutboxMail, User, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,20 @@ def _player_at(address: str) -> User | None:
     """The player whose current address is ``address`` (any case; addresses are stored lowercased, so
     the unique index finds it)."""
     return db.session.scalar(select(User).where(User.email == address.strip().lower()))
+
+
+def out_of_time(sent: OutboxMail) -> str | None:
+    """Why a delivery report on ``sent`` cannot be about it (None when it can): the mail never went out,
+    or it went out longer ago than ``mail.bounce_window_days``, longer than any MTA keeps retrying.
+
+    A bounce address acts for the delivery of its one mail, and no longer: one that turns up later
+    (kept in an old mail's headers, quoted somewhere) must not stop a player's mail."""
+    if sent.sent_at is None:
+        return "the mail never went out"
+    window = timedelta(days=current_app.config["PBEM"]["mail"]["bounce_window_days"])
+    if utcnow() - sent.sent_at > window:
+        return f"the mail went out {(utcnow() - sent.sent_at).days} days ago, too late for a report on it"
+    return None
 
 
 def count_bounce(address: str, status: str, words: str) -> User | None:

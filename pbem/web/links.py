@@ -4,6 +4,11 @@ The token (see :mod:`pbem.mailout.tokens`) is signed and names the game, the sea
 number, and perhaps the move.  GET only shows the position and a confirm button, since mail scanners
 and link previews open every link in a mail; POST plays through :func:`pbem.game.play.submit`, for that seat
 and move number only, so a link from an old mail can never play into a position the player did not see.
+
+A link acts only for the move it was mailed for.  Once its seat has moved (or the game is over) it is
+spent: it still shows the game, says so, and points to the latest mail and the game's page, but it
+hands out no link that acts (whoever holds an old mail, or found its link quoted somewhere, is not
+anybody the player chose to let play) and plays nothing.
 """
 
 from __future__ import annotations
@@ -64,36 +69,42 @@ def _load(token: str) -> MoveLink:
     return MoveLink(game, seat, user, int(data.get("n", 0)), chosen)
 
 
+def _spent(game: Game, seat: Seat, number: int) -> tuple[bool, int | None]:
+    """Whether a link for move ``number`` of ``seat`` acts no more (its seat has moved since, or the
+    game is over), and the seat's move number now (None once the game is over)."""
+    now = queries.next_move_number(game, seat) if game.status == "active" else None
+    return game.status != "active" or now != number or seat.number not in queries.seats_to_move(game), now
+
+
 def _page(link: MoveLink, token: str, **extra: Any) -> str:
     game = db.session.get(Game, link.game.id)
     assert game is not None
     engine = games.get(game.engine)
     state = queries.state_of(game)
     seat = next(s for s in game.seats if s.id == link.seat.id)
-    now = queries.next_move_number(game, seat) if game.status == "active" else None
-    moved_on = game.status != "active" or now != link.number or seat.number not in queries.seats_to_move(game)
-    fresh = None
-    if game.status == "active" and seat.number in queries.seats_to_move(game) and now != link.number:
-        fresh = notify.move_link(game, seat, now)
+    moved_on, now = _spent(game, seat, link.number)
     return render_template(
         "links/move.html",
         game=game, engine=engine, seat=seat, user=link.user, number=link.number, move=link.move,
         board=gameview.board_svg(engine, state, seat.number, over=game.status != "active"),
         legal=[] if moved_on else engine.moves(state, seat.number),
-        moved_on=moved_on, now=now, fresh=fresh, token=token, url=notify.game_url(game), **extra,
+        moved_on=moved_on, now=now, token=token, url=notify.game_url(game), **extra,
     )
 
 
 @bp.get("/m/<token>")
 def confirm(token: str) -> str:
-    """The position and a confirm button; never acts."""
+    """The position and a confirm button; never acts.  A spent link shows the game and says so."""
     return _page(_load(token), token)
 
 
 @bp.post("/m/<token>")
 def play_link(token: str) -> tuple[str, int] | str:
-    """Play the link's move (or the one chosen on the page) as the link's move number."""
+    """Play the link's move (or the one chosen on the page) as the link's move number, unless the link
+    is spent: then nothing is tried at all."""
     link = _load(token)
+    if _spent(link.game, link.seat, link.number)[0]:
+        return _page(link, token), 409
     move = link.move or request.form.get("move", "").strip()
     comment = request.form.get("comment", "").strip() or None
     if not move:

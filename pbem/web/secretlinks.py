@@ -11,9 +11,10 @@ outlive the mail it came in.  Two places would otherwise keep it:
   whose requests are logged too): the pages of these links are served with ``Referrer-Policy:
   no-referrer``.
 
-The links are known by their route: every URL rule with a ``<token>`` variable is one, so a new kind of
-link is covered without being listed here.  ``deploy/nginx.conf`` cuts the same paths out of nginx's
-own access log.
+The links are known by their route (:func:`pbem.core.redaction.secret_path_prefixes`): every URL rule with a
+``<token>`` variable is one, so a new kind of link is covered without being listed here.  What players
+write for each other is kept free of the same links by :func:`pbem.core.redaction.blank_secrets`.
+``deploy/nginx.conf`` cuts the same paths out of nginx's own access log.
 """
 
 from __future__ import annotations
@@ -26,18 +27,12 @@ from typing import Any
 from flask import Flask, request
 from werkzeug.wrappers import Response
 
-# What stands for the secret in a log.
-REDACTED = "[redacted]"
+from pbem.core import redaction
+from pbem.core.redaction import REDACTED
+
 # The loggers that write request paths: the development server's (werkzeug), gunicorn's access and
 # error logs, and the app's own (Flask logs the path of a request that raised).
 PATH_LOGGERS = ("werkzeug", "gunicorn.access", "gunicorn.error")
-
-
-def secret_prefixes(app: Flask) -> frozenset[str]:
-    """The paths, up to their secret, of the app's links that carry one: ``/verify/``, ``/m/``…"""
-    return frozenset(
-        rule.rule.split("<", 1)[0] for rule in app.url_map.iter_rules() if "token" in rule.arguments
-    )
 
 
 class RedactSecretLinks(logging.Filter):
@@ -54,10 +49,8 @@ class RedactSecretLinks(logging.Filter):
         prefixes = self._prefixes | frozenset(prefixes)
         if prefixes != self._prefixes:
             self._prefixes = prefixes
-            # Literal prefixes, then the secret up to whatever ends a path's segment: no nested
-            # repetition, so a long line is read once (a request line is at most a few kilobytes anyway).
-            alternatives = "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True))
-            self._pattern = re.compile(f"({alternatives})[^/?#\\s\"'\\x1b]+")
+            # Read in one pass, so a long line is read once (a request line is a few kilobytes anyway).
+            self._pattern = redaction.secret_path_pattern(prefixes)
 
     def redact(self, text: str) -> str:
         """``text`` with the secret of every secret link in it replaced by :data:`REDACTED`."""
@@ -92,7 +85,9 @@ def redact(text: str) -> str:
 
 def init_app(app: Flask) -> None:
     """Keep the app's secret links out of the web servers' logs and out of Referer headers."""
-    _FILTER.add_prefixes(secret_prefixes(app))
+    _FILTER.add_prefixes(redaction.secret_path_prefixes(app))
+    # Comments are kept free of the same links (and of every other secret of ours): see pbem.core.redaction.
+    redaction.init_app(app)
     for logger in (*map(logging.getLogger, PATH_LOGGERS), app.logger):
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)

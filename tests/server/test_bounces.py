@@ -10,7 +10,7 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem.accounts import accounts
+from pbem.accounts.accounts import accounts
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, OutboxMail, User, set_clock, utcnow
@@ -189,6 +189,29 @@ def test_a_bounce_with_a_forged_token_does_nothing(postman: Postman, players) ->
     assert row.status == "ignored" and "token is not ours" in row.note
     assert str(row_id) not in row.note
     assert not marked(bob)
+
+
+def test_a_bounce_address_acts_only_while_a_report_on_its_mail_can_come(postman: Postman,  # noqa: F811
+                                                                        players) -> None:
+    """A bounce address is made for the delivery of one mail: it is believed for the days a report on
+    that mail can take (mail.bounce_window_days) after the mail went out, and not before it went out.
+    One found later (quoted in a comment, kept in an old mail's headers) stops nobody's mail."""
+    _alice, bob, carol = players
+    queue(bob.email)
+    outbox.deliver_due()
+    verp = envelope_sender(postman, bob.email)
+    waiting = tokens.bounce_address(queue(carol.email))  # Not sent yet: no report can be about it.
+    row = report(postman, delivery_report(carol.email), waiting)
+    assert row.status == "ignored" and "never went out" in row.note and not marked(carol)
+    try:
+        set_clock(utcnow() + timedelta(days=8))
+        row = report(postman, delivery_report(bob.email, message_id="<dsn-2@mx.example.org>"), verp)
+        assert row.status == "ignored" and "too late" in row.note
+        assert not marked(bob)
+    finally:
+        set_clock(None)
+    report(postman, delivery_report(bob.email, message_id="<dsn-3@mx.example.org>"), verp)  # In time.
+    assert marked(bob)
 
 
 def _folded(value: bytes) -> bytes:

@@ -15,7 +15,7 @@ from flask import Flask
 from sqlalchemy import func, select
 
 from pbem import create_app
-from pbem.archive import records
+from pbem.archive.archive import records
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User
 from tests.server.archived import finished
@@ -163,3 +163,19 @@ def test_a_placeholder_is_claimed_only_by_confirming_the_address(app: Flask, ctx
     imported = db.session.scalar(select(Game.id).where(Game.import_key.is_not(None)))
     assert [s.game_id for s in zoe.seats] == [imported]
     assert "claimed already" in web.get(first_link).get_data(as_text=True)
+
+
+def test_an_imported_comment_keeps_no_link_or_address_of_ours(ctx: Flask, players) -> None:
+    """A record exported before comments were guarded (or made by hand) may carry a one-click link or a
+    reply address in a comment: imported, it is public, so they are blanked as a comment played here
+    would have them."""
+    data = good_record(ctx, players)
+    token = "eyJnIjoxLCJzIjowLCJ1IjoxLCJuIjozfQ.GRGnhyGq-K9-QvIP5KI-8J5RlIc"
+    data["moves"][0]["comment"] = (f"good luck\n> Or play with one click: http://127.0.0.1:5000/m/{token}\n"
+                                   "> Reply to: play+aaaaaaiaaaaaaai7ixvddseka4kpugq@pbem.localhost")
+    report = records.import_lines([json.dumps(data)])
+    assert report.added == 1, report.refused
+    db.session.rollback()
+    imported = db.session.scalars(select(Game).order_by(Game.id.desc())).first()
+    assert imported.moves[0].comment == ("good luck\n> Or play with one click: [link removed]\n"
+                                         "> Reply to: [address removed]")

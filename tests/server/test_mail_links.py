@@ -13,6 +13,7 @@ from pbem.core.models import Game, OutboxMail, User
 from pbem.game import play
 from pbem.mailout import tokens
 from tests.server.test_mail_play import moves_of
+from tests.server.webclient import WebClient
 
 
 def cambio(alice: User, bob: User) -> Game:
@@ -132,3 +133,46 @@ def test_a_single_legal_move_is_picked_already(ctx: Flask, players) -> None:
     # A browser sends a checked radio button with the form.
     played = client.post(url, data={"csrf_token": csrf(page.text), "move": "b1^"})
     assert "Your move <strong>b1^</strong> is played" in played.text and moves_of(game.id) == ["b1^"]
+
+
+def test_an_old_link_is_spent_once_its_seat_has_moved_and_hands_out_no_new_one(app: Flask, ctx: Flask,
+                                                                                 players) -> None:
+    """Issue #27: alice's link for her move 1 leaked (quoted into her comment, so into the public
+    record).  After she moved and bob answered, a stranger opening it was offered "choose your move 3"
+    (a fresh link for her current move) and played d4 for her.  The old link now shows the game and
+    says it is spent, carries no link that acts, and plays nothing; the link of the move at hand still
+    acts."""
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    old = link(game, 0, alice, 1)  # The choose page of her move 1, as every move request carries.
+    stranger = WebClient(app)
+    page = stranger.get(old)
+    assert page.status_code == 200 and "Your move 1" in page.text  # Still hers to act on: it acts.
+
+    play.submit(game.id, alice, "b3", "mail", expect=1)
+    play.submit(game.id, bob, "a2", "web", expect=2)
+    page = stranger.get(old)
+    text = page.get_data(as_text=True)
+    assert "/m/" not in text and "choose your move" not in text  # No working link is handed out…
+    assert page.status_code == 200 and "<svg" in text  # …the game is shown…
+    assert "This link was for move 1" in text and "it acts no more" in text  # …and the link is spent.
+    assert 'name="move"' not in text and notify_url(game) in text  # No form; the game page instead.
+
+    # Posted all the same (a form kept from before, a script): nothing is played, for no move number.
+    for move in ("c2", "b2"):
+        refused = stranger.post(old, {"move": move, "csrf_token": stranger.token("/login")})
+        assert refused.status_code == 409 and "it acts no more" in refused.get_data(as_text=True)
+    assert moves_of(game.id) == ["b3", "a2"]
+
+    # The link mailed for move 3 acts for move 3, once.
+    current = link(game, 0, alice, 3, "c2")
+    played = stranger.post(current, {"csrf_token": stranger.token("/login")})
+    assert "Your move <strong>c2</strong> is played" in played.get_data(as_text=True)
+    assert moves_of(game.id) == ["b3", "a2", "c2"]
+
+
+def notify_url(game: Game) -> str:
+    """The game page's address as the pages write it."""
+    from pbem.mailout import notify
+
+    return notify.game_url(game)

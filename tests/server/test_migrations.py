@@ -117,3 +117,31 @@ def test_carreaux_games_from_before_the_options_keep_the_sheets_rules(ctx, playe
                                                       "group_value": "smallest"}
     assert db.session.get(Game, other.id).options["when_stuck"] == "least-rise"
     assert list(replaycheck.check_all()) == []
+
+
+def test_comments_recorded_before_the_guard_lose_what_acts_for_a_player(app, ctx, players) -> None:
+    """Issue #27: comments stored before they were guarded may hold a one-click link, a reply address, a
+    player's mail key; the upgrade blanks them and keeps the rest of each comment as it was."""
+    from pbem.core.models import Move
+    from pbem.game import play
+    from pbem.mailout import tokens
+    from tests.server.conftest import give_mail_key
+
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3})
+    db.session.commit()
+    play.submit(game.id, alice, "b3", "web", comment="placeholder")
+    play.submit(game.id, bob, "a2", "web", comment="thanks")
+    key = give_mail_key(bob)
+    link = f"http://127.0.0.1:5000/m/{tokens.move_link_token(game.id, 0, alice, 1)}"
+    leaked = (f"good luck\n> Or play with one click: {link}\n"
+              f"> Reply to: {tokens.reply_address(game.id, 0, alice)}\nbob's key was {key}")
+    with db.engine.begin() as conn:  # As the server kept it then, before comments were guarded.
+        conn.execute(sa.text("UPDATE move SET comment = :c WHERE game_id = :g AND number = 1"),
+                     {"c": leaked, "g": game.id})
+    db.session.close()
+    _run_upgrade("0013_comments_without_secrets.py")
+    comments = db.session.scalars(db.select(Move.comment).where(Move.game_id == game.id)
+                                  .order_by(Move.number)).all()
+    assert comments == ["good luck\n> Or play with one click: [link removed]\n> Reply to: [address removed]\n"
+                        "bob's key was ********", "thanks"]
