@@ -10,7 +10,7 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import func, select
 
-from pbem.accounts.accounts import accounts
+from pbem.accounts import accounts
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, OutboxMail, User, set_clock, utcnow

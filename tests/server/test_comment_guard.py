@@ -26,7 +26,7 @@ from flask import Flask
 from sqlalchemy import select
 from werkzeug.test import TestResponse
 
-from pbem.accounts.accounts import accounts, apitokens
+from pbem.accounts import accounts, apitokens
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, User
 from pbem.core.redaction import blank_secrets
