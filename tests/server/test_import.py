@@ -15,7 +15,7 @@ from flask import Flask
 from sqlalchemy import func, select
 
 from pbem import create_app
-from pbem.archive.archive import records
+from pbem.archive import records
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User
 from tests.server.archived import finished
