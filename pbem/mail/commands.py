@@ -22,7 +22,7 @@ from games.words import quoted
 from pbem import challenges, clock, conditional, notify, play, results
 from pbem.accounts import check_mail_key, find_user
 from pbem.extensions import db
-from pbem.mail import keys, parse
+from pbem.mail import keys, parse, reading
 from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
 
@@ -100,21 +100,21 @@ def _split_expect(text: str) -> tuple[str, int | None]:
     return _without_marks(move), int(number)
 
 
-def take_conditionals(text: str) -> tuple[list[str], str]:
-    """The conditional lines of a mail's own words, and the text without them.
+def take_conditionals(words: list[str]) -> tuple[list[str], list[str]]:
+    """The conditional lines among a mail's own words (see :mod:`pbem.mail.quotes`), and the other words.
 
     A line of the sender's own words is a conditional line when its first word is ``if`` and it has the
     word ``then`` (``if c4 then d4 then e3 then f5``), wherever it stands: such a line must never reach
     the opponent as part of a comment.  Each line is read once, word by word."""
     lines, rest = [], []
-    for line in parse.own_words(text):
-        command = parse.command_line(line)
-        words = command.lower().split()
-        if words and words[0] == "if" and "then" in words:
+    for line in words:
+        command = reading.command_line(line)
+        found = command.lower().split()
+        if found and found[0] == "if" and "then" in found:
             lines.append(command)
         else:
             rest.append(line)
-    return lines, "\n".join(rest)
+    return lines, rest
 
 
 def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:

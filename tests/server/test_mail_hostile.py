@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from pbem import play, tokens
 from pbem.extensions import db
-from pbem.mail import commands, parse
+from pbem.mail import commands, parse, quotes, reading
 from pbem.models import InboundMail
 from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import COMMANDS, Postman, moves_of, start_postman, text_of
@@ -76,7 +76,7 @@ def test_the_worst_inputs_are_read_in_well_under_a_second(name: str) -> None:
     assert len(raw) <= LIMIT
     started = time.thread_time()
     mail = parse.read(raw, "pbem@pbem.localhost")
-    line, _comment = parse.command_and_comment(mail.text)
+    line = reading.read_reply(quotes.own_words(mail.text), None).command
     commands.redact(mail.subject)
     commands.redact(line)
     with contextlib.suppress(commands.CommandError):
