@@ -325,7 +325,7 @@ def outlook_plain(r: Reply) -> bytes:
                    with_attachment(r, text_part(r, text)))
 
 
-def _owa(r: Reply, footer: str = "", footer_html: str = "", sent: str = "") -> bytes:
+def _owa(r: Reply, footer: str = "", footer_html: str = "", sent: str = "", html_only: bool = False) -> bytes:
     labels = r.lang.outlook
     values = outlook_values(r)
     values[2] = f"{r.o.to_addr} <{r.o.to_addr}>"
@@ -342,14 +342,23 @@ def _owa(r: Reply, footer: str = "", footer_html: str = "", sent: str = "") -> b
             '<div id="divRplyFwdMsg" dir="ltr"><font face="Calibri, sans-serif" style="font-size:11pt" '
             f'color="#000000">{block_html}</font>\n<div>&nbsp;</div>\n</div>\n'
             f"<div>{r.o.html_body}</div>\n</body>\n</html>\n")
-    return message(headers(r, r.lang.reply_prefix, domain="namprd11.prod.outlook.com", to='"{addr}" <{addr}>'),
-                   with_attachment(r, alternative(r, text, html, f"_000_DM6PR11MB{r.uid()[:30]}namp_")))
+    head = headers(r, r.lang.reply_prefix, domain="namprd11.prod.outlook.com", to='"{addr}" <{addr}>')
+    if html_only:
+        return message(head, html_part(r, html))
+    return message(head, with_attachment(r, alternative(r, text, html, f"_000_DM6PR11MB{r.uid()[:30]}namp_")))
 
 
 @client("outlook-web", "Outlook on the web / Outlook.com", "multipart")
 def outlook_web(r: Reply) -> bytes:
     """Outlook on the web: a line of underscores, then the header block (divRplyFwdMsg in the HTML)."""
     return _owa(r)
+
+
+@client("outlook-web-html", "Outlook on the web (HTML only, as Exchange relays it)", "html")
+def outlook_web_html(r: Reply) -> bytes:
+    """Outlook on the web's HTML alone: appendonsend, the <hr> and divRplyFwdMsg, each header on a
+    source line of its own."""
+    return _owa(r, html_only=True)
 
 
 @client("outlook-ios", "Outlook for iOS", "multipart")
@@ -432,12 +441,16 @@ def ios_mail_wrapped(r: Reply) -> bytes:
 # Thunderbird and other desktop programs ----------------------------------------------------------------
 
 
+def _flowed_or_gt(r: Reply, lines: list[str]) -> str:
+    """The whole mail quoted flowed; a piece of it (inline replies) quoted "> " as it stands."""
+    return r.o.flowed() if lines == r.o.lines() else r.o.quoted("> ", ">", lines)
+
+
 @client("thunderbird", "Thunderbird (plain text, format=flowed)", "plain")
 def thunderbird(r: Reply) -> bytes:
     """Thunderbird in plain text: the cite prefix, the quote flowed at 72 (soft breaks end in a space),
     an optional signature under "-- "."""
-    flowed = lambda lines: r.o.flowed() if lines == r.o.lines() else r.o.quoted(">", ">", lines)  # noqa: E731
-    text = compose(r, r.when(r.lang.thunderbird), flowed)
+    text = compose(r, r.when(r.lang.thunderbird), lambda lines: _flowed_or_gt(r, lines))
     agent = ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Thunderbird/128.5.0")
     return message(headers(r, mailer=agent), with_attachment(r, text_part(r, text, "; format=flowed")))
 
@@ -745,7 +758,7 @@ def fastmail(r: Reply) -> bytes:
 def roundcube(r: Reply) -> bytes:
     """Roundcube: "Am 2026-11-25 17:46, schrieb pbem:", a flowed ">" quote, a signature under "-- "."""
     text = compose(r, r.when(r.lang.extra.get("roundcube") or LANGS["de"].extra["roundcube"]) + "\n",
-                   lambda lines: r.o.flowed() if lines == r.o.lines() else r.o.quoted(">", ">", lines))
+                   lambda lines: _flowed_or_gt(r, lines))
     return message(headers(r, domain="webmail.example.net", mailer=("User-Agent", "Roundcube Webmail/1.6.9")),
                    text_part(r, text, "; format=flowed"))
 
@@ -780,7 +793,7 @@ def mailru(r: Reply) -> bytes:
 def yandex(r: Reply) -> bytes:
     """Yandex Mail, HTML only: '25.11.2026, 17:46, "pbem" <…>:' over a blockquote."""
     attribution = r.when(r.extra("yandex"))
-    html = (f'<div>{html_lines(r, "<div>{}</div>", "<div> </div>")}</div><div> </div><div>----------------</div>'
+    html = (f'<div>{html_lines(r, "<div>{}</div>", "<div> </div>")}</div><div> </div><div>-- </div>'
             f"<div>{escape(r.name)}</div><div> </div><div> </div><div>{escape(attribution)}</div><blockquote>"
             f"{r.o.html_body}</blockquote>")
     return message(headers(r, domain="mail.yandex.ru"), html_part(r, html))

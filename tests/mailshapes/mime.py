@@ -24,12 +24,17 @@ class Part:
 
     def encoded(self) -> tuple[str, bytes]:
         """The part's transfer encoding and its bytes in it, CRLF line ends.  A part asked for as 7bit
-        that is not all ASCII goes quoted-printable, as mail programs do."""
+        that is not all ASCII, or as 7bit or 8bit with a line longer than SMTP carries, goes
+        quoted-printable, as mail programs do."""
         # HTML writes what its charset cannot hold as character references, as mail programs do.
         errors = "xmlcharrefreplace" if self.subtype == "html" else "strict"
         text = self.text.replace("\n", "\r\n")
         raw = self.data if self.data is not None else text.encode(self.charset, errors)
-        encoding = "quoted-printable" if self.encoding == "7bit" and not raw.isascii() else self.encoding
+        encoding = self.encoding
+        if encoding in ("7bit", "8bit") and (
+            (encoding == "7bit" and not raw.isascii()) or any(len(line) > 998 for line in raw.split(b"\r\n"))
+        ):
+            encoding = "quoted-printable"  # As programs do when a part is not 7bit, or a line too long.
         if encoding == "base64":
             return encoding, base64.encodebytes(raw).replace(b"\n", b"\r\n")
         if encoding == "quoted-printable":
