@@ -77,7 +77,13 @@ _FOOTERS = re.compile(
     r"|skickat från|skickades från|hämta outlook för|sendt fra|få outlook for|hent outlook til"
     r"|lähetetty (?!:)|wysłane z|wysłano z|pobierz outlook|odesláno z|odeslané z|отправлено с|отправлено из"
     r"|отправлено через|надіслано з|відправлено з|.{1,60}(?:dan|den|tan|ten) gönderildi|.{1,60}から送信"
-    r"|发自我的|發自我的|從我的.{1,60}傳送|从我的.{1,60}发送|.{1,60}에서 보냄)"
+    r"|发自我的|發自我的|從我的.{1,60}傳送|从我的.{1,60}发送|.{1,60}에서 보냄"
+    # "Get Outlook for Android", as Outlook says it in each language.
+    r"|outlook für .{1,20} herunterladen|télécharger outlook pour|descargar outlook para"
+    r"|baixe o outlook para|baixar o outlook para|outlook voor .{1,20} downloaden|skaffa outlook för"
+    r"|hanki outlook|pobierz program outlook|stáhnout outlook|получить outlook|отримати outlook"
+    r"|.{1,20} için outlook|.{1,20}outlook を入手|获取 .{1,20}outlook|取得 .{1,20}outlook"
+    r"|.{1,20}outlook 다운로드)"
 )
 _LONGEST_FOOTER = 150
 
