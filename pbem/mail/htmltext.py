@@ -44,6 +44,8 @@ _REST_QUOTED_IDS = ("divrplyfwdmsg", "appendonsend", "_persistentheader", "_orig
                     "outlookmessageheader")
 # Deeper nesting than this is not followed (it reads as this deep): hostile markup cannot grow the stacks.
 _MAX_NESTING = 1000
+# A line is marked quoted at most this many times (deeper is as deep), so marks never outgrow the text.
+_MOST_MARKS = 10
 
 # While the text is put together, a block's edge is SOFT (it ends a line that holds something; an empty
 # block is no line) and <br> a line break (it ends the line, empty or not: <div><br></div> is a blank
@@ -104,7 +106,7 @@ class _Containers:
                     _QUOTE_CONTAINER.search(f"{attributes.get('class', '')} {attributes.get('id', '')}"))
                 stack.append(quoting)
                 self.depth += quoting
-        return _SOFT + chr(_DEPTH + min(self.depth + self.rest, 1000))
+        return _SOFT + chr(_DEPTH + min(self.depth + self.rest, _MOST_MARKS))
 
 
 def html_to_text(html: str) -> str:
