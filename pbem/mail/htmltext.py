@@ -27,8 +27,9 @@ _WHITE = re.compile(r"\s+")
 # The tags that nest quotes (and a rule that may open the rest of the mail as the mail answered).
 _CONTAINER = re.compile(r"<(/?)(div|blockquote|hr)\b([^<>]*)>", re.IGNORECASE)
 _BR = re.compile(r"<br\b[^<>]*>", re.IGNORECASE)
-_BLOCK = re.compile(
-    r"</?(?:p|li|ul|ol|tr|h[1-6]|pre|table|dl|dt|dd|section|article|header|footer|body)\b[^<>]*>",
+_BLOCK = re.compile(  # (The look ahead at the first letter fails fast on markup of many "<".)
+    r"<(?=/?[PLUOTHDSAFBpluothdsafb])/?(?:p|li|ul|ol|tr|h[1-6]|pre|table|dl|dt|dd|section|article|header"
+    r"|footer|body)\b[^<>]*>",
     re.IGNORECASE,
 )
 _ANY_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
@@ -57,6 +58,8 @@ _DEPTH_BEFORE_DEPTH = re.compile(f"[{_DEPTHS}](?=[{_SOFT} ]*[{_DEPTHS}])")
 _SOFT_RUN = re.compile(f"{_SOFT}[{_SOFT} ]*(?:([{_DEPTHS}])[{_SOFT} ]*)?")
 _SOFT_AT_LINE_START = re.compile(f"(^|\n) *{_SOFT}")
 _DEPTH_MARK = re.compile(f"([{_DEPTHS}])")
+# The characters used as marks, should the mail hold them already.
+_MARKS = re.compile(f"[{_SOFT}{_DEPTHS}]")
 _LINE_EDGES = re.compile(r"^ +| +$", re.MULTILINE)
 _NON_EMPTY_LINE = re.compile(r"^(?=[^\n])", re.MULTILINE)
 
@@ -114,11 +117,20 @@ def html_to_text(html: str) -> str:
 
     Each step is one pass over the markup by a pattern that stops at the next ``<`` or is bounded, so
     hostile markup costs time in proportion to its size."""
-    html = _HIDDEN.sub("", _DECLARATIONS.sub("", html))
-    html = _PRE.sub(lambda pre: pre.group().replace("\n", "<br>"), html)
-    html = _WHITE.sub(" ", html).translate(_NO_MARKS)
-    html = _CONTAINER.sub(_Containers().mark, html)
-    html = _ANY_TAG.sub("", _BLOCK.sub(_SOFT, _BR.sub("\n", html)))
+    # A pass is skipped when the markup has nothing it looks for (hostile markup may be all "<").
+    lowered = html.lower()
+    if "<!" in html or "<?" in html:
+        html = _DECLARATIONS.sub("", html)
+    if any(f"<{name}" in lowered for name in ("script", "style", "head", "title")):
+        html = _HIDDEN.sub("", html)
+    if "<pre" in lowered:
+        html = _PRE.sub(lambda pre: pre.group().replace("\n", "<br>"), html)
+    html = _MARKS.sub("", _WHITE.sub(" ", html))
+    if "<div" in lowered or "<blockquote" in lowered or "<hr" in lowered:
+        html = _CONTAINER.sub(_Containers().mark, html)
+    if "<br" in lowered or "<pre" in lowered:
+        html = _BR.sub("\n", html)
+    html = _ANY_TAG.sub("", _BLOCK.sub(_SOFT, html))
     text = unescape(html)
     # Line breaks: a run of block edges is one; at the start of a line, none.  A depth mark stays where
     # its run was (the last of the run: the depth from there on).
@@ -132,7 +144,3 @@ def html_to_text(html: str) -> str:
             piece = _NON_EMPTY_LINE.sub("> " * depth, _LINE_EDGES.sub("", piece))
         lines.append(piece)
     return _LINE_EDGES.sub("", "".join(lines)).strip("\n")
-
-
-# The characters used as marks above, should the mail hold them already.
-_NO_MARKS = {ord(_SOFT): None, **{c: None for c in range(_DEPTH, _DEPTH + 0x400)}}
