@@ -45,13 +45,10 @@ _AFTER = ".,;:!?…"
 _SPACES = " \t" + INVISIBLE
 _EMOTICON = re.compile(r"(?:[:;=][-'^o]?[)(\]\[DPpOo3/\\|*]{1,3}|<3|\^\^|\^_\^|(?<![^\s])[xX]D)$")
 _EXPECT = re.compile(r"#(\d{1,9})")
-_WORD_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    # A verb, and the words that may follow it on a command line (() for none).
-    "resign": ((),), "accept": ((),), "decline": ((),), "show": ((),),
-    "draw": ((), ("offer",), ("accept",), ("decline",)),
-    "vacation": (("on",), ("off",)), "conditionals": ((), ("clear",)),
-}
-_OPEN_COMMANDS = ("help", "games")  # These take one word of any kind: a game's name, a handle.
+# The commands a line may be, by their verb: those that act at once are the verb alone; the others take
+# one word more (what is wrong with a wrong one is said when the command is read: "draw please").
+_ALONE = ("resign", "accept", "decline", "show")
+_WITH_A_WORD = ("draw", "vacation", "conditionals", "help", "games")
 
 
 def command_line(line: str) -> str:
@@ -161,10 +158,16 @@ def _verb_line(line: str) -> str | None:
     words = _command_words(line)
     if not words or len(words) > 2:
         return None
-    verb, rest = words[0].lower(), tuple(w.lower() for w in words[1:])
-    if verb in _OPEN_COMMANDS or rest in _WORD_COMMANDS.get(verb, ()):
+    verb = words[0].lower()
+    if verb in _WITH_A_WORD or (verb in _ALONE and len(words) == 1):
         return " ".join(words)
     return None
+
+
+def _starts_with_a_verb(line: str) -> bool:
+    """Whether the line's first word is a command's, in a sentence ("resign? never")."""
+    words = _command_words(line)
+    return bool(words) and words[0].lower().rstrip(_AFTER) in (*_ALONE, *_WITH_A_WORD)
 
 
 def _move_line(line: str, position: Position | None) -> tuple[str, str | None] | None:
@@ -265,8 +268,9 @@ def read_reply(words: list[str], position: Position | None) -> Reading:
             return Reading(named[0].command, comment_without(words, None))
         if named:
             return Reading("", "", [f.move for f in named])
-    # No move found: the first line is read as the command, as it was written (and refused, if it is none).
-    if not window:
+    # No move found: the first line is read as the command, as it was written (and refused, if it is none);
+    # but a command's word in a sentence is no command.
+    if not window or _starts_with_a_verb(words[window[0]]):
         return Reading("", "")
     return Reading(command_line(words[window[0]]), comment_without(words, window[0]))
 

@@ -290,6 +290,9 @@ READINGS = [
     # A command is a whole line, never a word in a sentence: nothing is found, and the first line is
     # read as written (and refused as no move).
     ("I resign from the club, not the game", "I resign from the club, not the game", ""),
+    ("Resign? Never.", "", ""),
+    ("accept it, you must", "", ""),
+    ("draw please", "draw please", ""),  # (Refused, saying how a draw offer is written.)
     # A line that is a move by its shape is the command, legal or not (the engine says what is wrong).
     ("b9\nb3 was my other idea", "b9", "b3 was my other idea"),
     # Moves are looked for in the first five lines with anything on them.

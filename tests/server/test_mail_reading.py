@@ -179,3 +179,14 @@ def test_a_german_gmail_attribution_wrapped_over_two_lines_is_not_read_as_the_mo
     postman.settle()
     assert moves_of(started.id) == ["b3"]
     assert _comment(started.id) == "Viel Glück!"
+
+
+def test_a_command_is_never_read_in_a_sentence(postman: Postman, players, game) -> None:
+    """"Resign now? Never." resigns nothing: a command is only ever a line of its own."""
+    alice, _, _ = players
+    started, request = game
+    postman.send(_reply(request, alice, plain=_gmail_above("Resign now? Never.\nStill thinking.", request)))
+    postman.settle()
+    db.session.rollback()
+    assert db.session.get(Game, started.id).status == "active" and moves_of(started.id) == []
+    assert "I found no command in your reply" in text_of(postman.last(alice.email, "Re: "))
