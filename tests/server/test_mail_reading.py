@@ -15,6 +15,7 @@ from sqlalchemy import select
 from pbem import play
 from pbem.extensions import db
 from pbem.models import Game, Move, User
+from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import Postman, html_of, moves_of, start_postman, text_of
 
 
@@ -190,3 +191,18 @@ def test_a_command_is_never_read_in_a_sentence(postman: Postman, players, game) 
     db.session.rollback()
     assert db.session.get(Game, started.id).status == "active" and moves_of(started.id) == []
     assert "I found no command in your reply" in text_of(postman.last(alice.email, "Re: "))
+
+
+def test_a_subject_commands_comment_is_read_as_a_replys(postman: Postman, players, game) -> None:
+    """The body under a pbmserv-style command is its comment: the player's own words, read the same way
+    (here over a mail pasted under German Outlook's header block)."""
+    alice, bob, _ = players
+    started, _ = game
+    body = ("Gutes Spiel!\n\nVon: pbem <pbem@pbem.localhost>\nGesendet: Mittwoch, 25. November 2026 17:46\n"
+            "An: alice@example.org\nBetreff: Re: cambio show\n\nCambio #1 is in play.\nOr play with one "
+            "click: http://127.0.0.1:5000/m/TOKEN\n")
+    postman.command(alice.email, f"cambio move {started.id} alice {give_mail_key(alice)} b3", body)
+    postman.settle()
+    assert moves_of(started.id) == ["b3"]
+    assert _comment(started.id) == "Gutes Spiel!"
+    assert "alice says: Gutes Spiel!\n" in _news_for(postman, bob)
