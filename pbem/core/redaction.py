@@ -5,8 +5,8 @@ words with an answer to a challenge) reaches their opponents' mail, the game's p
 and the API.  A mail program that quotes the move request where the server does not see a quote, or a
 player who pastes a link, would hand on what acts for the player: a one-click move link, the reply
 address, a bounce address, an API token, their mail key.  :func:`blank_secrets` is the last guard, run
-on every such text where it enters (:mod:`pbem.play` records it, :mod:`pbem.challenges` passes it on,
-:mod:`pbem.records` imports it), whatever channel it came by and however its quotes were (not) read:
+on every such text where it enters (:mod:`pbem.game.play` records it, :mod:`pbem.lobby.challenges` passes it on,
+:mod:`pbem.archive.records` imports it), whatever channel it came by and however its quotes were (not) read:
 
 - a link of ours that carries a secret (``<base_url>/m/…``, ``/verify/…``, ``/reset/…``,
   ``/settings/email/…``: every route with a ``<token>``, as the log filter knows them), with or without

@@ -26,7 +26,7 @@ from pbem.core.redaction import blank_key
 from pbem.game import clock, conditional, play, queries, queueing, results
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
-from pbem.mailin import parse
+from pbem.mailin import parse, reading
 from pbem.mailout import notify
 
 REPLY_VERBS = (
@@ -103,21 +103,21 @@ def _split_expect(text: str) -> tuple[str, int | None]:
     return _without_marks(move), int(number)
 
 
-def take_conditionals(text: str) -> tuple[list[str], str]:
-    """The conditional lines of a mail's own words, and the text without them.
+def take_conditionals(words: list[str]) -> tuple[list[str], list[str]]:
+    """The conditional lines among a mail's own words (see :mod:`pbem.mailin.quotes`), and the other words.
 
     A line of the sender's own words is a conditional line when its first word is ``if`` and it has the
     word ``then`` (``if c4 then d4 then e3 then f5``), wherever it stands: such a line must never reach
     the opponent as part of a comment.  Each line is read once, word by word."""
     lines, rest = [], []
-    for line in parse.own_words(text):
-        command = parse.command_line(line)
-        words = command.lower().split()
-        if words and words[0] == "if" and "then" in words:
+    for line in words:
+        command = reading.command_line(line)
+        found = command.lower().split()
+        if found and found[0] == "if" and "then" in found:
             lines.append(command)
         else:
             rest.append(line)
-    return lines, "\n".join(rest)
+    return lines, rest
 
 
 def parse_reply(line: str, conditionals: list[str] | None = None) -> Command:

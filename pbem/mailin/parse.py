@@ -17,44 +17,20 @@ from email.policy import EmailPolicy
 from email.policy import default as default_policy
 from email.utils import getaddresses
 from functools import lru_cache
-from html import unescape
 from typing import Any
 
-from pbem.core.models import MAX_COMMENT
+from pbem.mailin.htmltext import html_to_text
 
 log = logging.getLogger(__name__)
 
 # Limits that keep reading linear in the size of the message, whatever it holds.  A header longer than
-# MAX_HEADER characters is cut there (an address header that long is unreadable); a line is examined
-# for quote marks only up to MAX_LINE characters, and only the first MAX_LINES lines are examined; a
-# message with more than MAX_PARTS MIME parts, or parts nested deeper than MAX_DEPTH, is not read.
+# MAX_HEADER characters is cut there (an address header that long is unreadable); a message with more than
+# MAX_PARTS MIME parts, or parts nested deeper than MAX_DEPTH, is not read.  (How much of a text is read
+# for the player's words: pbem.mailin.quotes.)
 MAX_HEADER = 2000
-MAX_LINE = 1000
-MAX_LINES = 5000
 MAX_PARTS = 100
 MAX_DEPTH = 10
-# An attribution ("On Tuesday, alice <a@b> wrote:") is never longer than this, even wrapped.
-_MAX_ATTRIBUTION = 400
-
-# Lines that open the quoted part of a reply in the common mail clients, in several languages: "alice
-# wrote:", and "On <date>, alice <address> wrote:" / "Am <date> schrieb alice:", often wrapped.  The
-# patterns are literal alternatives without nested repetition, and only ever see lines cut to
-# _MAX_ATTRIBUTION characters, so they cannot backtrack their way into quadratic time.
-_VERBS = r"(wrote|writes|schrieb|a écrit|escribió|scrisse|schreef|skrev|napisał|написал\(а\)|написал)"
-_VERB_WORD = re.compile(rf"(?<!\w){_VERBS}(?!\w)", re.IGNORECASE)
-_VERB_AT_END = re.compile(rf"(?<!\w){_VERBS}[ \t]*:$", re.IGNORECASE)
-_OPENERS = re.compile(r"(on|am|le|el|il|op|den|w dniu)(?!\w)|\d{1,4}[./-]", re.IGNORECASE)
-_SEPARATORS = re.compile(
-    r"-{2,}[ \t]*(original message|forwarded message|ursprüngliche nachricht|message d'origine)[ \t]*-{2,}"
-    r"|_{10,}|-{10,}",
-    re.IGNORECASE,
-)
-_HEADER_BLOCK = re.compile(r"(from|von|de|sent|date|to|subject):\s", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-# The lines that open a signature: the standard delimiter "-- ", and "--", as mail programs that trim
-# trailing spaces send it.  Nothing else is guessed to be a signature.
-_SIGNATURE_MARKS = ("-- ", "--")
-_SENT_FROM = re.compile(r"(sent from my |get outlook for |envoyé de mon |von meinem )", re.IGNORECASE)
 
 
 # Header values are parsed by the modern policy, and each parsed value is kept: the parser and the search
@@ -334,148 +310,3 @@ def _decoded(part: Message) -> str:
         return payload.decode(charset, errors="replace")
     except (LookupError, ValueError):  # An unknown charset, or one with a NUL in its name.
         return payload.decode("utf-8", errors="replace")
-
-
-# HTML is turned into text by a few regular-expression passes that each run in linear time (every
-# pattern stops at the next "<", or is bounded), so hostile markup cannot make the reader slow.
-_DECLARATIONS = re.compile(r"<!--.*?(?:-->|\Z)|<[!?][^<>]*>", re.DOTALL)
-_HIDDEN = re.compile(r"<(script|style|head|title)\b[^<>]*>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
-# Quoted blocks: <blockquote>, and the <div class="…quote…"> some clients use (the class is looked for
-# among the tag's first 200 characters).
-_QUOTE_MARK = re.compile(r"<(/?)blockquote\b[^<>]*>|<div\b[^<>]{0,200}?quote[^<>]*>", re.IGNORECASE)
-_BLOCK_TAG = re.compile(r"</?(?:p|div|br|tr|li|h[1-6]|pre|table|hr)\b[^<>]*>", re.IGNORECASE)
-_ANY_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
-_SPACES = re.compile(r"[^\S\n]+")
-_LINE_EDGES = re.compile(r"^ | $", re.MULTILINE)
-_NON_EMPTY_LINE = re.compile(r"^(?=[^\n])", re.MULTILINE)
-
-
-def html_to_text(html: str) -> str:
-    """The text a person sees in ``html``, one block per line, quotes marked with ``>``."""
-    html = _HIDDEN.sub("", _DECLARATIONS.sub("", html))
-    pieces: list[str] = []
-    depth = pos = 0
-    for mark in _QUOTE_MARK.finditer(html):
-        pieces.append(_flat(html[pos : mark.start()], depth))
-        pos = mark.end()
-        depth = max(0, depth - 1) if mark.group(1) == "/" else depth + 1
-    pieces.append(_flat(html[pos:], depth))
-    return "\n".join(pieces)
-
-
-def _flat(html: str, depth: int) -> str:
-    """A stretch of HTML without quote marks as lines of text, each marked ``>`` ``depth`` times."""
-    text = _ANY_TAG.sub("", _BLOCK_TAG.sub("\n", html))
-    text = _LINE_EDGES.sub("", _SPACES.sub(" ", unescape(text)))
-    return _NON_EMPTY_LINE.sub("> " * depth, text) if depth else text
-
-
-def _line(lines: list[str], i: int) -> str:
-    """Line ``i`` as the quote detection sees it: stripped, and cut to MAX_LINE characters."""
-    return lines[i][:MAX_LINE].strip()
-
-
-def _is_attribution(text: str, wrapped: bool) -> bool:
-    """Whether ``text`` is an attribution such as "alice wrote:" or (possibly ``wrapped`` over several
-    lines) "On Tue, 3 May, alice <a@b> wrote:"."""
-    if len(text) > _MAX_ATTRIBUTION or not text.endswith(":"):
-        return False
-    if not wrapped and _VERB_AT_END.search(text):
-        return True
-    return _OPENERS.match(text) is not None and _VERB_WORD.search(text) is not None
-
-
-def _quote_starts(lines: list[str], i: int) -> bool:
-    """Whether line ``i`` opens the quoted part: a ``>`` line, an attribution ("On … wrote:", possibly
-    wrapped over three lines), a separator, an Outlook header block, or a signature ``-- ``."""
-    line = _line(lines, i)
-    if not line:
-        return False
-    first = line[0]
-    if first == ">" or lines[i] in _SIGNATURE_MARKS:
-        return True
-    if first in "-_" and _SEPARATORS.fullmatch(line):
-        return True
-    # An attribution ends with ":" on this line or one of the next two (cheap to rule out first).
-    end = min(i + 3, len(lines))
-    if any(lines[j].rstrip().endswith(":") for j in range(i, end)):
-        wrapped = ""
-        for j in range(i, end):
-            wrapped = f"{wrapped} {_line(lines, j)}".strip()
-            if len(wrapped) > _MAX_ATTRIBUTION:
-                break
-            if _is_attribution(wrapped, j > i):
-                return True
-    # Outlook quotes with a block of headers: "From: …" then "Sent: …".
-    if ":" not in line or i + 1 >= len(lines):
-        return False
-    return bool(_HEADER_BLOCK.match(line) and _HEADER_BLOCK.match(_line(lines, i + 1)))
-
-
-def own_words(text: str) -> list[str]:
-    """The lines the sender wrote above the quoted text (or, when they wrote under the quote, their
-    unquoted lines after it), without a signature or trailing "Sent from my phone" lines.
-
-    Only the first MAX_LINES lines are looked at: a command is never further down than that.
-    """
-    lines = text.split("\n", MAX_LINES)[:MAX_LINES]
-    above: list[str] = []
-    start = len(lines)
-    for i in range(len(lines)):
-        if _quote_starts(lines, i):
-            start = i
-            break
-        above.append(lines[i])
-    if not any(s.strip() for s in above):
-        # Written under the quote: the unquoted lines after it, up to a signature.  A signature before
-        # anything was written (a reply that is only a signature, or one sent above the quote) is no
-        # part of the player's words: it runs to the next quote, and only what follows that can be.
-        above = []
-        written = in_signature = False
-        for i in range(start, len(lines)):
-            if lines[i] in _SIGNATURE_MARKS:
-                if written:
-                    break
-                in_signature = True
-            elif _quote_starts(lines, i):
-                in_signature = False
-            elif not in_signature:
-                above.append(lines[i])
-                written = written or bool(lines[i].strip())
-    words = [s.rstrip() for s in above]
-    while words and (not words[-1].strip() or _SENT_FROM.match(words[-1][:MAX_LINE].strip())):
-        words.pop()
-    return words
-
-
-# A comment is read up to one character more than it may hold, so that the command it goes with knows
-# whether it was longer (and says so) while what is read stays bounded.
-COMMENT_READ = MAX_COMMENT + 1
-
-
-def own_text(text: str) -> str:
-    """The sender's own words (see :func:`own_words`) as one comment, cut to ``COMMENT_READ``."""
-    return "\n".join(own_words(text)).strip()[:COMMENT_READ]
-
-
-# Invisible format characters that mail programs and keyboards leave at the ends of a line: a byte-order
-# mark, zero-width spaces and joiners, the word joiner.  Python does not count them as white space.
-_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
-
-
-def command_line(line: str) -> str:
-    """``line`` as a command: its words separated by single spaces, without the invisible characters
-    (see ``_INVISIBLE``) at its ends."""
-    return " ".join(line.strip(_INVISIBLE + " \t").split()).strip(_INVISIBLE + " ")
-
-
-def command_and_comment(text: str) -> tuple[str, str]:
-    """The command (the first line of the sender's own words with anything visible on it) and the
-    comment (the rest)."""
-    words = own_words(text)
-    for i, line in enumerate(words):
-        command = command_line(line)
-        if command:
-            comment = "\n".join(words[i + 1 :]).strip()
-            return command, comment[:COMMENT_READ]
-    return "", ""

@@ -38,7 +38,7 @@ from pbem.core.database import begin_write, caller_commits, in_write_transaction
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 from pbem.game import play, queries
-from pbem.mailin import parse, reports
+from pbem.mailin import answered, parse, quotes, reading, reports
 from pbem.mailin.commands import (
     Answer,
     Command,
@@ -457,10 +457,14 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
         return Handling("rejected", f"no game #{token.game_id}", CommandError(
             f"Game #{token.game_id} no longer exists."), user)
     reply_to = tokens.reply_address(game.id, token.seat, user)
-    # The 'if' lines (conditional moves) come out first, so that none can reach a comment.
-    ifs, text = take_conditionals(mail.text)
-    line, comment = parse.command_and_comment(text)
+    # The player's own words; the 'if' lines (conditional moves) come out first, so that none can reach a
+    # comment; then the move as a person reads it.
+    ifs, words = take_conditionals(quotes.own_words(mail.text, answered.texts(mail, user, game)))
+    said = reading.read_reply(words, reading.Position.in_game(game, token.seat))
+    line, comment = said.command, said.comment
     try:
+        if said.moves:
+            raise CommandError(said.question())
         answer = run_reply(parse_reply(line, ifs), user, game, token.seat, comment)
     except CommandError as exc:
         if exc.game is None:
@@ -480,13 +484,13 @@ def _former_address(user: User, address: str) -> bool:
 def _subject_command(mail: parse.Incoming) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
-    ifs, text = take_conditionals(mail.text)
-    body_line, comment = parse.command_and_comment(text)
+    ifs, words = take_conditionals(quotes.own_words(mail.text, answered.texts(mail)))
+    body_line, comment = reading.first_line_and_rest(words)
     if looks_like_command(line):
         # The body under a command in the subject is the comment, read as a reply's is (without quotes
         # and signatures); a first line that repeats the command is no part of it.
         if not looks_like_command(body_line):
-            comment = parse.own_text(text)
+            comment = reading.comment_without(words, None)
     elif looks_like_command(body_line):
         line = body_line
     elif _answers_a_digest(mail):

@@ -9,7 +9,9 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pbem.mailin import commands, parse
+import games
+from pbem.mailin import commands, parse, quotes, reading
+from pbem.mailin.htmltext import html_to_text
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HEADERS = ["From", "To", "Cc", "Subject", "Message-ID", "Content-Type", "Content-Transfer-Encoding",
@@ -46,7 +48,7 @@ def test_the_mail_reader_reads_anything(raw: bytes, rcpt: str) -> None:
     mail = parse.read(raw, rcpt)
     assert isinstance(mail.text, str) and isinstance(mail.subject, str)
     assert mail.from_addr == "" or "@" in mail.from_addr
-    parse.command_and_comment(mail.text)
+    reading.read_reply(quotes.own_words(mail.text), None)
     _within_a_second(started)
 
 
@@ -99,3 +101,43 @@ def test_the_largest_inputs_are_quick() -> None:
                 parser(line)
         commands.redact(line)
     assert time.thread_time() - started < 4.0  # Four inputs of a megabyte, each well under a second.
+
+
+# The pieces replies are made of: quotes, attributions and header blocks in several languages, HTML quote
+# containers, footers, moves decorated and not, and lines of the mail answered.
+ANSWERED = ("It is your move in Cambio #12 (move 3).\n\n  3  . . .\n  2  X . .\n\n"
+            "Legal moves: a2, b1, b2, b3\nOr play with one click: https://pbem.example.org/m/TOKEN\n"
+            "Players: O alice, X bob")
+READING_PIECES = [
+    *ANSWERED.split("\n"), "b3", "b2", "*b3*", "ｂ３", "b3 :)", "(b3)", "b3 #3", "#3", "move", "resign",
+    "draw offer", "I'll play b3, good game", "Hi Bob,", "-- ", "--", "> ", ">:", "Sent from my iPhone",
+    "Von: pbem", "Gesendet: Mittwoch", "An: alice", "-----Original Message-----", "____________",
+    "On Wed, Nov 25, 2026 at 4:46 PM pbem <pbem@pbem.org> wrote:", "schrieb am Mi., 25.", "Nov. 2026 Uhr:",
+    "2026年11月25日 pbem <p@x>:", "写道：", "a écrit :", "\u200b", "\ufeff", "\u3000", " ", "\t", ":", "<",
+    "<div class=\"gmail_quote\">", "</div>", "<blockquote>", "</blockquote>", "<br>",
+    "<div id=divRplyFwdMsg>", "<hr id=stopSpelling>", "<pre>", "</pre>", "&nbsp;", "<p>",
+]
+ENGINE = games.get("cambio")
+POSITION = reading.Position.of(ENGINE, ENGINE.new(2, ENGINE.options.load({"size": 3}), 1), 0)
+
+
+@FUZZ
+@given(lines=st.lists(st.lists(st.sampled_from(READING_PIECES) | st.text(max_size=12), max_size=5)
+                      .map(" ".join), max_size=40),
+       answered=st.lists(st.sampled_from([ANSWERED, "", "b3", "x" * 30]) | st.text(max_size=60), max_size=3),
+       as_html=st.booleans())
+def test_the_reading_of_a_reply_never_raises(lines: list[str], answered: list[str], as_html: bool) -> None:
+    """Steps 1 and 2 on anything, quickly: the own words are lines, a comment is bounded and trimmed, and
+    moves asked about are two or more legal ones, with nothing to play and no comment."""
+    started = time.thread_time()
+    text = "\n".join(lines)
+    if as_html:
+        text = html_to_text(text)
+    words = quotes.own_words(text, answered)
+    assert all(isinstance(line, str) and "\n" not in line for line in words)
+    said = reading.read_reply(words, POSITION)
+    assert said.comment == said.comment.strip("\n") and len(said.comment) <= reading.COMMENT_READ
+    if said.moves:
+        assert len(said.moves) >= 2 and set(said.moves) <= set(POSITION.legal.values())
+        assert said.command == said.comment == ""
+    _within_a_second(started)

@@ -18,10 +18,12 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
+import games
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
 from pbem.game import play
-from pbem.mailin import commands, parse
+from pbem.mailin import commands, parse, quotes, reading
+from pbem.mailin.htmltext import html_to_text
 from pbem.mailout import tokens
 from tests.server.conftest import give_mail_key
 from tests.server.test_mail_play import COMMANDS, Postman, moves_of, start_postman, text_of
@@ -68,7 +70,31 @@ WORST: dict[str, Callable[[], bytes]] = {
     "many parts": lambda: HEAD + b"Content-Type: multipart/mixed; boundary=b\r\n\r\n"
     + _fill(b"--b\r\n\r\nx\r\n"),
     "base64 garbage": lambda: HEAD + b"Content-Transfer-Encoding: base64\r\n\r\n" + _fill(b"!@#$"),
+    # Against the reading of a reply (pbem.mailin.quotes, pbem.mailin.reading), with the mail answered.
+    "copies of the mail answered": lambda: HEAD + b"\r\nb3\r\n" + _fill(ANSWERED.encode() + b"\r\n"),
+    "near copies of the mail answered": lambda: HEAD + b"\r\nb3\r\n" + _fill(
+        "".join(f"{line}x\r\n" for line in ANSWERED.split("\n")).encode()),
+    "board lines": lambda: HEAD + b"\r\n" + _fill(b"3 . . . . . . . . . . x\r\n"),
+    "attributions": lambda: HEAD + b"\r\n" + _fill(b"On 2026-11-25 12:00, pbem <p@x>\r\nwrote:\r\n"),
+    "header lines over quotes": lambda: HEAD + b"\r\n" + _fill(b"Von: a\r\nAn: b\r\n> x\r\n"),
+    "footers": lambda: HEAD + b"\r\n" + _fill(b"von meinem " + b"x" * 50 + b"\r\n"),
+    "moves in words": lambda: HEAD + b"\r\n" + _fill(b"b3 b2 a2 #3 *b3* ") + b"\r\nb2",
+    "emoticons": lambda: HEAD + b"\r\nb3" + _fill(b" :)"),
+    "html quote containers": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(
+        b'<div class="gmail_quote"><blockquote>x', LIMIT // 2 - 4096) + _fill(b"</div>", LIMIT // 2 - 4096),
+    "html rest marks": lambda: HEAD + b"Content-Type: text/html\r\n\r\n" + _fill(
+        b'<div id="divRplyFwdMsg" style="border-top:solid">&nbsp;<br>'),
 }
+# A mail answered as large as a move request gets, with a board whose ranks are much alike.
+ANSWERED = "\n".join([
+    "[pbem] bob played a2 (move 2).", "", "It is your move in Cambio #12 (move 3); you play O.", "",
+    *[f"  {rank}  " + " ".join(".X"[(rank + file) % 5 == 0] for file in range(12))
+      for rank in range(12, 0, -1)],
+    "", "Legal moves: " + ", ".join(f"{f}{r}" for f in "abcdefghijkl" for r in range(1, 13)), "",
+    "Or play with one click: https://pbem.example.org/m/eyJnIjoxMiwicyI6MH0.TOKEN",
+])
+ENGINE = games.get("cambio")
+POSITION = reading.Position.of(ENGINE, ENGINE.new(2, ENGINE.options.load({"size": 5}), 1), 0)
 
 
 @pytest.mark.parametrize("name", sorted(WORST))
@@ -77,7 +103,8 @@ def test_the_worst_inputs_are_read_in_well_under_a_second(name: str) -> None:
     assert len(raw) <= LIMIT
     started = time.thread_time()
     mail = parse.read(raw, "pbem@pbem.localhost")
-    line, _comment = parse.command_and_comment(mail.text)
+    words = quotes.own_words(mail.text, [ANSWERED, html_to_text(ANSWERED)])
+    line = reading.read_reply(words, POSITION).command
     commands.redact(mail.subject)
     commands.redact(line)
     with contextlib.suppress(commands.CommandError):

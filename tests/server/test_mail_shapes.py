@@ -1,0 +1,174 @@
+"""The project's own corpus of replies as real mail programs write them (issue #27).
+
+For each row of ``tests/mailshapes/cases.py`` a real game is started, the server's move request lands
+in the real SMTP sink, and a reply is built from that very mail the way the row's mail program builds
+one (its MIME shape, charset and transfer encoding, where it puts the words, how it quotes and what
+it writes around the quote, in the player's language); it goes over SMTP to the real listener, and the
+test asserts what a person reading that reply would expect: the move played, the comment stored with
+it exactly, and the opponent's next mail carrying that comment and nothing of the quoted mail.  A reply
+naming two moves plays neither, and its answer names both.
+
+One app, listener and sink serve the whole module (per database backend); each row plays a game of
+its own between two players of its own.
+"""
+
+from __future__ import annotations
+
+import email
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.policy import default as default_policy
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+import games
+from pbem import create_app
+from pbem.accounts import create_user
+from pbem.core.extensions import db
+from pbem.core.models import Move, User
+from pbem.game import play
+from pbem.mailin import smtpd
+from tests.conftest import free_port
+from tests.mailshapes.cases import CASES, Case
+from tests.mailshapes.clients import CLIENTS, Reply
+from tests.mailshapes.langs import LANGS
+from tests.mailshapes.original import Original
+from tests.server.conftest import BACKENDS, Sink, create_pg_database, drop_pg_database
+from tests.server.test_mail_play import Postman, text_of
+
+
+class Mailbag:
+    """The sink's Maildir, read once per file: each mail is parsed the first time it is seen."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: dict[str, EmailMessage] = {}
+
+    def to(self, address: str) -> list[EmailMessage]:
+        """Every mail the sink kept for ``address``, oldest first."""
+        for folder in ("new", "cur"):
+            for file in sorted((self.path / folder).glob("*")) if (self.path / folder).exists() else []:
+                if file.name not in self.seen:
+                    self.seen[file.name] = email.message_from_bytes(file.read_bytes(), policy=default_policy)
+        found = [m for m in self.seen.values() if address in str(m["X-Pbem-Envelope-To"])]
+        return sorted(found, key=lambda m: email.utils.parsedate_to_datetime(str(m["Date"])))
+
+
+@dataclass
+class Corpus:
+    """The module's server, seen from the players' side."""
+
+    app: Flask
+    postman: Postman
+    bag: Mailbag
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
+    """An app on a fresh database, the real listener with its processor, and the outbound sink."""
+    tmp = tmp_path_factory.mktemp("mailshapes")
+    url = f"sqlite:///{tmp / 'pbem.db'}" if request.param == "sqlite" else create_pg_database("pbem_shapes")
+    sink_port, port = free_port(), free_port()
+    app = create_app({"server": {"instance_path": str(tmp / "instance")}, "database": {"url": url},
+                      "mail": {"smtp_port": sink_port}})
+    sink = Sink(tmp / "sink", sink_port)
+    with app.app_context():
+        db.create_all()
+        sink.start()
+        listener = smtpd.controller(app, "127.0.0.1", port)
+        listener.start()
+        try:
+            yield Corpus(app, Postman(sink, port), Mailbag(tmp / "sink"))
+        finally:
+            listener.stop()
+            sink.stop()
+            db.session.remove()
+            db.engine.dispose()
+            if request.param != "sqlite":
+                drop_pg_database(url)
+
+
+_numbers = itertools.count(1)
+# Commands a row may expect instead of a move: the record holds them as they are named here.
+COMMANDS = frozenset({"resign"})
+
+
+def _players(case: Case) -> tuple[User, User]:
+    """Two new players for the row's game (so that each row reads only its own mail)."""
+    n = next(_numbers)
+    first = create_user(f"alice{n}", f"alice{n}.{case.lang}@example.org", verified=True)
+    second = create_user(f"bob{n}", f"bob{n}.{case.lang}@example.org", verified=True)
+    db.session.commit()
+    return first, second
+
+
+def _record(game_id: int) -> list[Move]:
+    db.session.rollback()
+    return list(db.session.scalars(select(Move).where(Move.game_id == game_id).order_by(Move.number)))
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w<>^-]+", text.lower()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_a_reply_as_a_mail_program_writes_it(corpus: Corpus, case: Case) -> None:
+    postman, bag = corpus.postman, corpus.bag
+    alice, bob = _players(case)
+    game = play.create_game(case.game, [alice, bob], case.options, seed=case.seed)
+    db.session.commit()
+    mover, other = alice, bob
+    if case.first is not None:
+        play.submit(game.id, alice, case.first[0], "web", comment=case.first[1])
+        mover, other = bob, alice
+    postman.settle()
+    requests = [m for m in bag.to(mover.email) if "your move" in str(m["Subject"])]
+    assert requests, f"no move request reached {mover.email}"
+    original = Original.read(requests[-1])
+    expected = [case.move] if case.move and case.move not in COMMANDS else list(case.refused)
+    legal = original.legal_moves()
+    assert not legal or all(move in legal for move in expected), f"not legal here: {legal}"
+
+    reply = Reply(original, LANGS[case.lang], case.words, case.posting, mover.email, mover.handle.title(),
+                  case.charset, case.cte, case.threaded, case.attach)
+    raw = CLIENTS[case.client].build(reply)
+    others_before = len(bag.to(other.email))
+    postman.send_raw(raw, mover.email, original.reply_to)
+    postman.settle()
+
+    record = _record(game.id)
+    played = [m for m in record if m.user_id == mover.id]
+    answer = [m for m in bag.to(mover.email) if str(m["Subject"]).lower().startswith(("re:", "aw:", "sv:"))]
+    said = text_of(answer[-1]).strip() if answer else "(no answer)"
+    first_words = said.split("\n\n")[0]
+    news = bag.to(other.email)[others_before:]
+    if case.refused:
+        assert played == [], f"played {[m.text for m in played]}; the answer said: {first_words}"
+        message = said.split(f"\n{game_title(case)} #{game.id}")[0]
+        assert said.startswith("Not done") and _words(message) >= set(case.refused), said
+        assert news == [], "a refused reply still told the opponent something"
+        return
+    assert [m.text for m in played] == [case.move], f"the answer said: {first_words}"
+    assert (played[0].comment or "") == case.comment
+    if games.get(case.game).simultaneous and case.move not in COMMANDS:
+        return  # Each plays their own board: a move is news to nobody, and its comment waits in the record.
+    assert news, "the opponent heard nothing of the move"
+    told = text_of(news[-1])
+    if case.comment:
+        assert f"{mover.handle} says: {case.comment}\n" in told
+    else:
+        assert f"{mover.handle} says:" not in told
+    # Nothing of the mail answered reaches the opponent: not its link, its address, its opening line.
+    assert original.link() not in told and original.reply_to not in told
+    assert original.lines()[0] not in told
+
+
+def game_title(case: Case) -> str:
+    """The game's title as the answers write it."""
+    return games.get(case.game).title
