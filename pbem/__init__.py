@@ -33,6 +33,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         # headers the trusted proxies add, and from no one else.
         from werkzeug.middleware.proxy_fix import ProxyFix
 
+        # Flask's own way to add middleware is to replace this method; mypy calls any such assignment
+        # a mistake.
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies
         )

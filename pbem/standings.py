@@ -36,7 +36,7 @@ def table(engine: str, limit: int = SHOWN) -> list[Standing]:
     if not ratings:
         return []
     ids = [r.user_id for r, _u in ratings]
-    counts: dict[tuple[int, str], int] = {
+    counts: dict[tuple[int | None, str | None], int] = {
         (user_id, result): n for user_id, result, n in db.session.execute(
             select(Seat.user_id, Seat.result, func.count())
             .join(Game, Game.id == Seat.game_id)

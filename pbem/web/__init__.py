@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import Flask, g, jsonify, render_template, request
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from jinja2 import pass_context
@@ -108,7 +109,7 @@ def init_app(app: Flask) -> None:
         return response
 
     @app.errorhandler(CSRFError)
-    def csrf_refused(exc: CSRFError) -> tuple[object, int]:
+    def csrf_refused(exc: CSRFError) -> ResponseReturnValue:
         message = ("This form has expired or did not come from this site, so nothing was done. "
                    "Reload the page and try again.")
         if wants_json():
@@ -116,7 +117,7 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Form refused", message=message), 400
 
     @app.errorhandler(OperationalError)
-    def database_busy(exc: OperationalError) -> tuple[object, int, dict[str, str]]:
+    def database_busy(exc: OperationalError) -> ResponseReturnValue:
         # A database too busy to answer in time (or away for a moment) is the server's trouble, not a
         # fault in the request: say so, and when to try again, rather than answer 500.
         db.session.rollback()
@@ -130,7 +131,7 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Busy, try again", message=message), 503, headers
 
     @app.errorhandler(429)
-    def too_many(exc: HTTPException) -> tuple[object, int]:
+    def too_many(exc: HTTPException) -> ResponseReturnValue:
         if is_api_request():
             return http_error(exc)
         message = ("Too many attempts from here or for this account in a short time, so this was not done. "
@@ -142,18 +143,18 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Too many attempts", message=message), 429, headers
 
     @app.errorhandler(405)
-    def wrong_method(exc: HTTPException) -> object:
+    def wrong_method(exc: HTTPException) -> ResponseReturnValue:
         return http_error(exc) if is_api_request() else exc
 
     @app.errorhandler(500)
-    def server_error(exc: HTTPException) -> object:
+    def server_error(exc: HTTPException) -> ResponseReturnValue:
         if is_api_request():
             return error_response(500, "server-error",
                                   "Something went wrong on the server; it has been logged.")
         return exc
 
     @app.errorhandler(404)
-    def not_found(exc: HTTPException) -> tuple[object, int]:
+    def not_found(exc: HTTPException) -> ResponseReturnValue:
         if is_api_request():
             return http_error(exc)
         return render_template("error.html", title="Not found",

@@ -72,7 +72,7 @@ def _page(link: MoveLink, token: str, **extra: Any) -> str:
     now = play.next_move_number(game, seat) if game.status == "active" else None
     moved_on = game.status != "active" or now != link.number or seat.number not in play.seats_to_move(game)
     fresh = None
-    if game.status == "active" and seat.number in play.seats_to_move(game) and now != link.number:
+    if now is not None and seat.number in play.seats_to_move(game) and now != link.number:
         fresh = notify.move_link(game, seat, now)
     return render_template(
         "links/move.html",
