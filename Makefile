@@ -1,5 +1,6 @@
 # `make run`: the whole server on this machine (SQLite under instance/).  `make test`: the test suite.
-# Both create .venv and install what they need on first use.
+# `make lint`: ruff, the type check and the import contracts (what CI runs before the suite).
+# Each creates .venv and installs what it needs on first use.
 
 PYTHON ?= python3
 VENV := .venv
@@ -23,9 +24,11 @@ run: $(STAMP)
 test: $(STAMP)
 	PBEM_CONFIG=config/testing.toml $(BIN)/python -m pytest -q -n auto --durations=15
 
-# ruff, and the import contract of pyproject.toml: each layer imports only those below it.
+# Lint: ruff, the type check (mypy, configured in pyproject.toml: pbem/ and games/) and the import
+# contracts (import-linter, [tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
 
 bench: $(STAMP)
@@ -40,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/web.py
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) instance .pytest_cache .hypothesis .import_linter_cache .mypy_cache .ruff_cache

@@ -530,9 +530,11 @@ def _refusal(choice: Choice, tile: int, name: str, can: str) -> str:
 
 def _choice(state: State) -> Choice:
     """The legal slides of the position under its options (worked out once per state)."""
-    if state.choice is None:
-        object.__setattr__(state, "choice", _work_out_choice(state))
-    return state.choice  # type: ignore[return-value]
+    choice = state.choice
+    if choice is None:
+        choice = _work_out_choice(state)
+        object.__setattr__(state, "choice", choice)
+    return choice
 
 
 def _work_out_choice(state: State) -> Choice:
@@ -673,8 +675,8 @@ Rulings:
 
     def play(self, state: State, seat: int, text: str) -> State:
         """Slide the named tile into the bubble, if the rules allow it (see :func:`_choice`)."""
-        if state.over:
-            raise IllegalMove(f"The game is over: {self.outcome(state).reason}.")  # type: ignore[union-attr]
+        if state.over and (outcome := self.outcome(state)) is not None:  # Over, it always has an outcome.
+            raise IllegalMove(f"The game is over: {outcome.reason}.")
         if seat != state.turn:
             raise IllegalMove(f"It is {NAMES[state.turn]}'s turn, not {NAMES[seat]}'s.")
         n = state.size

@@ -328,7 +328,7 @@ class MoveGen:
     def static_moves(self) -> list[str]:
         """Splits and merges without a pre-step: these do not depend on the tiles."""
         geo, stacks, sign = self.geo, self.stacks, self.sign
-        out = []
+        out: list[str] = []
         for s in self.own:
             name = geo.names[s]
             out.extend(f"{name}>{x}" for x in self.split_suffixes(s, stacks[s] * sign))

@@ -79,11 +79,16 @@ def run_migrations_online():
     # when there are no changes to the schema
     # reference: http://alembic.zzzcomputing.com/en/latest/cookbook.html
     def process_revision_directives(context, revision, directives):
+        script = directives[0]
         if getattr(config.cmd_opts, 'autogenerate', False):
-            script = directives[0]
             if script.upgrade_ops.is_empty():
                 directives[:] = []
                 logger.info('No changes in schema detected.')
+                return
+        # A new revision's id is its step in the chain, in four digits ("0013"): alembic.ini's
+        # file_template starts its file's name with it, so the files sort in the order they run
+        # (tests/server/test_migrations.py checks that they do).
+        script.rev_id = f"{len(list(context.script.walk_revisions())) + 1:04d}"
 
     conf_args = current_app.extensions['migrate'].configure_args
     if conf_args.get("process_revision_directives") is None:

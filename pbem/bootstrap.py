@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -85,20 +86,20 @@ def _answer_errors(app: Flask) -> None:
     pages for the rest."""
 
     @app.errorhandler(429)
-    def too_many(exc: HTTPException) -> object:
+    def too_many(exc: HTTPException) -> ResponseReturnValue:
         return api_errors.http_error(exc) if api_errors.is_api_request() else web.too_many_page(exc)
 
     @app.errorhandler(405)
-    def wrong_method(exc: HTTPException) -> object:
+    def wrong_method(exc: HTTPException) -> ResponseReturnValue:
         return api_errors.http_error(exc) if api_errors.is_api_request() else exc
 
     @app.errorhandler(500)
-    def server_error(exc: HTTPException) -> object:
+    def server_error(exc: HTTPException) -> ResponseReturnValue:
         if api_errors.is_api_request():
             return api_errors.error_response(500, "server-error",
                                              "Something went wrong on the server; it has been logged.")
         return exc
 
     @app.errorhandler(404)
-    def not_found(exc: HTTPException) -> object:
+    def not_found(exc: HTTPException) -> ResponseReturnValue:
         return api_errors.http_error(exc) if api_errors.is_api_request() else web.not_found_page(exc)

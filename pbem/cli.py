@@ -13,6 +13,7 @@ from typing import TextIO
 
 import click
 from flask import Flask
+from flask.cli import ScriptInfo
 
 from pbem import create_app
 from pbem.core.config import ConfigError
@@ -23,6 +24,12 @@ EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
 
 
 def _app() -> Flask:
+    """The app a command works on: built from the configuration, as a worker process builds it, unless
+    the command runs under Flask's test runner (``app.test_cli_runner()``), which hands in its app."""
+    context = click.get_current_context(silent=True)
+    info = context.find_object(ScriptInfo) if context is not None else None
+    if info is not None and info.create_app is not None:
+        return info.create_app()
     try:
         return create_app()
     except ConfigError as exc:
@@ -325,6 +332,8 @@ def _set_time(at: str | None) -> None:
             raise click.BadParameter(
                 f"{at!r} is not a time; write it as ISO 8601, e.g. 2025-03-03T12:00 (UTC).", param_hint="--at"
             ) from None
+        # Only for this command: the process may go on (a test runs commands in its own process).
+        click.get_current_context().call_on_close(lambda: set_clock(None))
 
 
 @main.command()

@@ -476,8 +476,7 @@ def regenerate_mail_key(user: User) -> str:
     """Give ``user`` a new mail key (the old one stops working at once) and mail it to them; commits
     and returns it, to be shown once."""
     begin_write()
-    user = db.session.get(User, user.id)
-    assert user is not None
+    user = db.session.get_one(User, user.id)
     key = mail_new_key(user, "replaced")
     db.session.commit()
     return key

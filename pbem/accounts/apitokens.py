@@ -85,7 +85,7 @@ def authenticate(token: str) -> ApiToken | None:
     if row.last_used_at is None or now - row.last_used_at > _USE_GRANULARITY:
         token_id = row.id
         begin_write()
-        db.session.get(ApiToken, token_id).last_used_at = now
+        db.session.get_one(ApiToken, token_id).last_used_at = now
         db.session.commit()
         row = db.session.get(ApiToken, token_id)
     return row

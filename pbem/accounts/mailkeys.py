@@ -80,8 +80,7 @@ def record_failure(user: User, sender: str) -> None:
         return
     # The account's row is locked too (FOR UPDATE on PostgreSQL), so two wrong keys counted at once
     # cannot both find the account unpaused and both tell its owner.
-    user = db.session.get(User, user.id, with_for_update=True, populate_existing=True)
-    assert user is not None
+    user = db.session.get_one(User, user.id, with_for_update=True, populate_existing=True)
     now = utcnow()
     db.session.add(MailKeyFailure(user_id=user.id, sender=sender, at=now))
     db.session.flush()

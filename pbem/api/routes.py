@@ -56,10 +56,10 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     status = query.get("status", "finished" if finished_only else None)
     if status == "finished":
         try:
-            page = archive.search(filters, after=query.get("after"), limit=query["limit"])
+            archived = archive.search(filters, after=query.get("after"), limit=query["limit"])
         except archive.ArchiveError as exc:
             raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
-        return {"games": [present.summary(g, user) for g in page.games], "next": page.older}
+        return {"games": [present.summary(g, user) for g in archived.games], "next": archived.older}
     if finished_only:
         message = f"Only finished games can be filtered by {', '.join(finished_only)}."
         raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})

@@ -24,7 +24,9 @@ RESULTS = ("win", "draw", "loss")
 class UtcDateTime(fields.DateTime):
     """A time in ISO 8601 with its zone, as RFC 3339 wants: the server keeps naive UTC times."""
 
-    def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+    def _serialize(
+        self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any
+    ) -> str | float | None:
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         return super()._serialize(value, attr, obj, **kwargs)

@@ -133,13 +133,14 @@ def parse_filters(args: Mapping[str, str]) -> Filters:
     max_moves = _count(values["max_moves"], "max_moves", errors)
     if min_moves is not None and max_moves is not None and min_moves > max_moves:
         errors["max_moves"] = "The most moves is fewer than the fewest."
-    rated = {"": None, "yes": True, "no": False}.get(values["rated"].lower(), "bad")
-    if rated == "bad":
+    rated_words: dict[str, bool | None] = {"": None, "yes": True, "no": False}
+    rated_word = values["rated"].lower()
+    if rated_word not in rated_words:
         errors["rated"] = "Rated is yes or no."
     if errors:
         raise ArchiveError(errors)
     return Filters(engine, tuple(players), result, ending, since, until, min_moves, max_moves,
-                   rated)  # type: ignore[arg-type]
+                   rated_words[rated_word])
 
 
 def _date(text: str, name: str, errors: dict[str, str]) -> date | None:
@@ -184,7 +185,7 @@ _UNDRAWN = aliased(Seat, name="undrawn_seat")
 _SOME = aliased(Seat, name="result_seat")
 
 
-def archive_query(filters: Filters) -> tuple[Select[tuple[Game]], tuple[Any, Any]]:
+def archive_query(filters: Filters) -> tuple[Select[Game], tuple[Any, Any]]:
     """The SELECT of the games matching ``filters`` (unordered, unpaged) and the two columns of its
     order key: (finish time, game id)."""
     query = select(Game).where(Game.status == "finished", Game.public == true())
@@ -228,7 +229,7 @@ def archive_query(filters: Filters) -> tuple[Select[tuple[Game]], tuple[Any, Any
 
 
 def page_query(filters: Filters, after: int | None = None, before: int | None = None,
-               limit: int | None = None) -> tuple[Select[tuple[Game]], int]:
+               limit: int | None = None) -> tuple[Select[Game], int]:
     """The SELECT of a page of the archive (see :func:`search`), ordered as its games are read, with
     one game more than the page shows (whether there are more), and the page's size."""
     limit = max(1, min(limit or PAGE_SIZE, MAX_PAGE_SIZE))

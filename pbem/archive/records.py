@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -374,13 +374,13 @@ class ImportReport:
 
     added: int = 0
     already: int = 0
-    refused: list[tuple[int, str]] | None = None
+    refused: list[tuple[int, str]] = field(default_factory=list)
 
 
 def import_lines(lines: Iterable[str]) -> ImportReport:
     """Import the records of a JSON-lines file (blank lines skipped); each record stands alone, so a
     refused one does not stop the others.  ``refused`` holds (line number, reason)."""
-    report = ImportReport(refused=[])
+    report = ImportReport()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

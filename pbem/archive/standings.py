@@ -37,7 +37,7 @@ def table(engine: str, limit: int = SHOWN) -> list[Standing]:
     if not best:
         return []
     ids = [r.user_id for r, _u in best]
-    counts: dict[tuple[int, str], int] = {
+    counts: dict[tuple[int | None, str | None], int] = {
         (user_id, result): n for user_id, result, n in db.session.execute(
             select(Seat.user_id, Seat.result, func.count())
             .join(Game, Game.id == Seat.game_id)

@@ -17,6 +17,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.default import DefaultDialect
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -168,7 +169,9 @@ class DirectWrite:
 
         Read as SQLAlchemy reads it: from the driver's last row id where the database offers one
         (SQLite, where a RETURNING clause cost 40 µs more), else by RETURNING (PostgreSQL)."""
-        if connection.dialect.postfetch_lastrowid and not connection.dialect.favor_returning_over_lastrowid:
+        dialect = connection.dialect  # Every dialect is a DefaultDialect; the interface lacks the flag.
+        if (isinstance(dialect, DefaultDialect) and dialect.postfetch_lastrowid
+                and not dialect.favor_returning_over_lastrowid):
             return self._run(connection, values, False).lastrowid
         return self._run(connection, values, True).scalar_one()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
@@ -9,7 +11,7 @@ from flask_mail import Mail
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, Table
 from sqlalchemy.orm import DeclarativeBase
 
 
@@ -26,9 +28,18 @@ class Base(DeclarativeBase):
             "pk": "pk_%(table_name)s",
         }
     )
+    if TYPE_CHECKING:
+        # Every model is mapped to a Table (DeclarativeBase says only FromClause): Core statements take it.
+        __table__: ClassVar[Table]
 
 
 db = SQLAlchemy(model_class=Base)
+# The models' base class.  A type checker cannot take an attribute (db.Model) as a base class; what it
+# needs to know of it is what Base declares (the typed mapping), so it is shown Base.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
 migrate = Migrate()
 mail = Mail()
 login_manager = LoginManager()

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from pbem.core.extensions import db
+from pbem.core.extensions import Model
 
 _clock_override: datetime | None = None
 
@@ -90,7 +90,7 @@ def new_token_secret() -> str:
     return secrets.token_hex(16)
 
 
-class User(db.Model):
+class User(Model):
     """A player.  ``handle_key`` is the handle folded for look-alike checks (case and similar glyphs)."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -166,7 +166,7 @@ class User(db.Model):
         return f"<User {self.handle}>"
 
 
-class Game(db.Model):
+class Game(Model):
     """One game: the engine and its options, the seed, the stored state, and how it stands.
 
     ``version`` is the optimistic lock: every change to a game bumps it, and an UPDATE made from a stale
@@ -228,7 +228,7 @@ class Game(db.Model):
         return f"<Game {self.engine} #{self.id} {self.status}>"
 
 
-class Seat(db.Model):
+class Seat(Model):
     """A player's place in a game.  ``number`` counts from 0 as the engines do (people read it +1).
 
     ``next_event_at`` is when the scheduler next has something to do for this seat (a reminder or the
@@ -273,7 +273,7 @@ class Seat(db.Model):
 MAX_COMMENT = 2000
 
 
-class Move(db.Model):
+class Move(Model):
     """One entry of a game's record: an engine move, or a server action (resign, draw, timeout).
 
     ``number`` orders the record within the game.  Only ``kind == "move"`` entries (and timeouts of
@@ -296,7 +296,7 @@ class Move(db.Model):
     __table_args__ = (UniqueConstraint("game_id", "number", name="uq_move_game_number"),)
 
 
-class Challenge(db.Model):
+class Challenge(Model):
     """An invitation of a named player to a seat of a waiting game."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -314,7 +314,7 @@ class Challenge(db.Model):
     challenged: Mapped[User] = relationship(foreign_keys=[challenged_id])
 
 
-class Watch(db.Model):
+class Watch(Model):
     """A player following a game they do not play in: they get a notice of each move and the result."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -327,7 +327,7 @@ class Watch(db.Model):
     __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_watch_game_user"),)
 
 
-class OutboxMail(db.Model):
+class OutboxMail(Model):
     """A mail waiting to be sent, written in the same transaction as the change it reports.
 
     The deliverer claims a row by setting ``claimed_until`` with a conditional UPDATE, sends it, and
@@ -366,7 +366,7 @@ class OutboxMail(db.Model):
     )
 
 
-class InboundMail(db.Model):
+class InboundMail(Model):
     """A received message, stored raw before anything is done with it.
 
     ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
@@ -393,7 +393,7 @@ class InboundMail(db.Model):
     acted_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
-class MailKeyFailure(db.Model):
+class MailKeyFailure(Model):
     """A mail command with a wrong mail key: counted per account and per sender to stop guessing."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -402,7 +402,7 @@ class MailKeyFailure(db.Model):
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
-class ApiToken(db.Model):
+class ApiToken(Model):
     """A key a program uses for the JSON API in a player's name (``Authorization: Bearer …``).
 
     Only the SHA-256 of the token is stored: it is shown once when made, and a stolen database does not
@@ -421,7 +421,7 @@ class ApiToken(db.Model):
     user: Mapped[User] = relationship()
 
 
-class Rating(db.Model):
+class Rating(Model):
     """A player's Glicko-2 rating in one game, updated when a rated two-player game ends (see
     :mod:`pbem.game.ratings`).  ``deviation`` is as of ``last_game_at``; it grows with inactivity
     (:func:`pbem.game.ratings.deviation_now` and :func:`~pbem.game.ratings.display` read it as it is now)."""
@@ -445,7 +445,7 @@ class Rating(db.Model):
     )
 
 
-class RatingHistory(db.Model):
+class RatingHistory(Model):
     """A player's rating in one game after one rated game: the points of their rating history."""
 
     id: Mapped[int] = mapped_column(primary_key=True)

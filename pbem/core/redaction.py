@@ -5,8 +5,9 @@ words with an answer to a challenge) reaches their opponents' mail, the game's p
 and the API.  A mail program that quotes the move request where the server does not see a quote, or a
 player who pastes a link, would hand on what acts for the player: a one-click move link, the reply
 address, a bounce address, an API token, their mail key.  :func:`blank_secrets` is the last guard, run
-on every such text where it enters (:mod:`pbem.game.play` records it, :mod:`pbem.lobby.challenges` passes it on,
-:mod:`pbem.archive.records` imports it), whatever channel it came by and however its quotes were (not) read:
+on every such text where it enters (:mod:`pbem.game.play` records it, :mod:`pbem.lobby.challenges`
+passes it on, :mod:`pbem.archive.records` imports it), whatever channel it came by and however its
+quotes were (not) read:
 
 - a link of ours that carries a secret (``<base_url>/m/…``, ``/verify/…``, ``/reset/…``,
   ``/settings/email/…``: every route with a ``<token>``, as the log filter knows them), with or without
@@ -28,6 +29,7 @@ in well under a millisecond).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -130,11 +132,16 @@ def _marker(found: str, marker: str) -> str:
     return marker if len(marker) <= len(found) else "*" * len(found)
 
 
+def _marked(found: re.Match[str], marker: str) -> str:
+    """The marker for one match of a loose pattern (see :func:`_marker`)."""
+    return _marker(found.group(0), marker)
+
+
 def _blank_loose(text: str, folded: str) -> str:
     """``text`` (``folded``, in lower case) without the tokens and addresses of ours that stand alone."""
     for triggers, pattern, marker in _LOOSE:
         if any(trigger in folded for trigger in triggers):
-            text = pattern.sub(lambda found, marker=marker: _marker(found.group(0), marker), text)
+            text = pattern.sub(functools.partial(_marked, marker=marker), text)
     return text
 
 

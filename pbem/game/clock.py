@@ -286,7 +286,7 @@ def status(seat: Seat, zone: str | None = None) -> str:
     left = time_left(seat)
     if left is None:
         return "no clock running"
-    if _vacation_since(seat) is not None:
+    if seat.user is not None and seat.user.vacation_since is not None:
         return f"{describe(left)} left; the clock is stopped while {seat.user.handle} is on vacation"
     text = f"{describe(left)} left (until {format_time(seat.deadline, zone)})"
     if weekend_pause(seat.game) and _is_weekend(utcnow().date()):
@@ -380,6 +380,7 @@ def restart_clocks(user: User, away_since: datetime, back_at: datetime) -> None:
     Each seat is updated only if its deadline is still the one read, so a move made meanwhile (which
     stops or restarts that clock itself) is never undone."""
     for seat in _running_seats(user):
+        assert seat.deadline is not None  # A running clock has a deadline (see _running_seats).
         pause = weekend_pause(seat.game)
         left = max(0.0, counting_seconds(away_since, seat.deadline, pause))
         deadline = after_counting(back_at, left, pause)

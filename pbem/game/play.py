@@ -309,7 +309,8 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
     # batch's writes first and finds the entry).
     if "moves" in game.__dict__:
         if move.id is None:
-            db.session.expire(game, ["moves"])
+            # A batched entry has no id yet (typed int, it is None until the batch is written).
+            db.session.expire(game, ["moves"])  # type: ignore[unreachable]
         else:
             set_committed_value(game, "moves", [*game.moves, move])
     return move

@@ -221,10 +221,10 @@ def rated_players(game: Game) -> list[int] | None:
     be marked rated and be between two different accounts."""
     if not game.rated or game.players != 2:
         return None
-    users = [s.user_id for s in game.seats]
-    if None in users or users[0] == users[1]:
+    first, second = (s.user_id for s in game.seats)
+    if first is None or second is None or first == second:
         return None
-    return users  # type: ignore[return-value]
+    return [first, second]
 
 
 def rate(game: Game, outcome: Outcome) -> list[Rating]:

@@ -288,9 +288,7 @@ def seat_states(game: Game, challenges: Iterable[Challenge] | None = None) -> li
     ``challenges`` are the game's challenges when the caller has read them already."""
     if challenges is None:
         challenges = db.session.scalars(select(Challenge).where(Challenge.game_id == game.id))
-    latest: dict[int, Challenge] = {}
-    for challenge in sorted(challenges, key=lambda c: c.id):
-        latest[challenge.seat] = challenge
+    latest = {c.seat: c for c in sorted(challenges, key=lambda c: c.id)}
     words = {"pending": "challenged", "declined": "declined", "withdrawn": "challenge withdrawn"}
     states = []
     for seat in game.seats:

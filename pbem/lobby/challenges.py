@@ -71,9 +71,9 @@ def new_game(
         rated=rated,
     )
     db.session.flush()
-    for number, user in enumerate(seats):
-        if user is not None and user.id != creator.id:
-            challenge = Challenge(game=game, seat=number, challenger_id=creator.id, challenged_id=user.id)
+    for number, seated in enumerate(seats):
+        if seated is not None and seated.id != creator.id:
+            challenge = Challenge(game=game, seat=number, challenger_id=creator.id, challenged_id=seated.id)
             db.session.add(challenge)
     db.session.flush()
     # Every challenge is written before the mails, so that each mail lists who else is challenged.

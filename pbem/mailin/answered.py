@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
 
 from pbem.core.extensions import db
@@ -21,7 +23,7 @@ def texts(mail: Incoming, user: User | None = None, game: Game | None = None) ->
     those its In-Reply-To and References name, and the latest sent to ``user`` about ``game``."""
     named = f"{mail.header('In-Reply-To')} {mail.header('References')}".split()
     ids = [ref for ref in named if ref.startswith("<") and ref.endswith(">") and len(ref) <= 255]
-    rows = []
+    rows: list[Any] = []
     if ids:
         rows += db.session.execute(
             select(OutboxMail.body_text, OutboxMail.body_html)

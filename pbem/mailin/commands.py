@@ -246,9 +246,9 @@ def parse_subject(line: str) -> Command:
                        expect=expect)
     if verb == "conditionals":
         clear = [w.lower() for w in tail] == ["clear"]
-        line = [] if clear or not tail else [" ".join(tail)]
+        queued = [] if clear or not tail else [" ".join(tail)]
         return Command("conditionals", said, slug=slug, game_id=game_id, handle=handle, key=key,
-                       args=["clear"] if clear else ["add"] if line else [], conditionals=line)
+                       args=["clear"] if clear else ["add"] if queued else [], conditionals=queued)
     if verb == "draw":
         if tail[0].lower() not in DRAW_ANSWERS:
             raise CommandError(f"A draw command ends with offer, accept or decline: {forms['draw']}")
@@ -447,8 +447,7 @@ def _move(
         elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
             message = f"{said} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
-    game = db.session.get(Game, game.id)
-    assert game is not None
+    game = db.session.get_one(Game, game.id)
     seat = _seat(game, user, move.seat)
     number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
@@ -529,8 +528,7 @@ def _answer_challenge(verb: str, user: User, game: Game, comment: str = "", cut:
         return Answer(f"You declined the challenge to {engine.title} #{game.id}; the game is called off."
                       + passed_on)
     challenges.accept(game.id, user, comment)
-    game = db.session.get(Game, game.id)
-    assert game is not None
+    game = db.session.get_one(Game, game.id)
     if game.status == "active":
         movers = queries.seats_to_move(game)
         return Answer(

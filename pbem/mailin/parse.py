@@ -293,7 +293,7 @@ def _first_text_part(message: Message) -> Message | None:
 def _decoded(part: Message) -> str:
     """The part's text, decoded from its transfer encoding and charset, replacing what will not decode."""
     try:
-        content = part.get_content()
+        content = part.get_content() if isinstance(part, EmailMessage) else None
         if isinstance(content, str):
             return content
     except Exception:  # Unknown charset, broken base64: fall back to the bytes.

@@ -29,8 +29,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import bindparam, event, func, inspect, select, text, update
+from sqlalchemy import bindparam, event, func, select, text, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import instance_state
 
 import games
 from pbem.accounts import mailkeys
@@ -178,7 +179,7 @@ def _take(statement: Any, **params: object) -> bool:
     if row is None:
         session.rollback()
         return False
-    claimed = _Claimed(*row, token=token)
+    claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
     mail: parse.Incoming | None = None
     # What an action that commits by itself (a vacation, a challenge sent) wrote is what the answer shows:
     # the objects keep it through the commit instead of being read back, in the next transaction, row by
@@ -213,7 +214,7 @@ def _identity(obj: User | Game | None) -> int | None:
     """The id of a loaded object without reading it again (a commit since has expired its attributes)."""
     if obj is None:
         return None
-    identity = inspect(obj).identity
+    identity = instance_state(obj).identity
     return identity[0] if identity else obj.id
 
 

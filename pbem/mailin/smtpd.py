@@ -86,6 +86,7 @@ class _Cheaper:
     """
 
     _dir_names: ClassVar[dict[type, list[str]]] = {}
+    local_part_limit: int  # aiosmtpd's setting, of the server class this is mixed into (0: no limit).
 
     def __dir__(self) -> list[str]:
         # Only the names aiosmtpd looks up this way (the commands, "smtp_…", and the AUTH mechanisms,
@@ -99,7 +100,8 @@ class _Cheaper:
     def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
         plain = _PLAIN_PATH.match(arg)
         rest = arg[plain.end():] if plain is not None else ""
-        if plain is None or not rest.isprintable() or "(" in rest or getattr(self, "local_part_limit", 0):
+        if plain is None or not rest.isprintable() or "(" in rest or self.local_part_limit:
+            # The server class this is mixed into has _getaddr; the mixin's own base (object) has not.
             return super()._getaddr(arg)  # type: ignore[misc]
         # The parameters after the address, without the white space before them (a comment is the
         # parser's to read).

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, time
-from typing import Any
+from typing import Any, cast
 
 from flask import current_app, render_template
-from sqlalchemy import or_, select, update
+from sqlalchemy import CursorResult, or_, select, update
 
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
@@ -54,10 +54,12 @@ def todays_digest_time(now: datetime) -> datetime:
 def _claim(user_id: int, last: datetime | None, now: datetime) -> bool:
     """Take this player's digest for this scheduler, unless another has sent it meanwhile."""
     same = User.last_digest_at.is_(None) if last is None else User.last_digest_at == last
-    result = db.session.execute(
+    # An UPDATE's result is a CursorResult (with its row count); the session's execute is typed for any
+    # statement.
+    result = cast(CursorResult[Any], db.session.execute(
         update(User).where(User.id == user_id, same).values(last_digest_at=now)
         .execution_options(synchronize_session=False)
-    )
+    ))
     return result.rowcount == 1
 
 

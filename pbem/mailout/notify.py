@@ -65,8 +65,9 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
     """
     number = seat.number if seat is not None else None
     movers = engine.to_move(state) if game.status == "active" else frozenset()
-    to_move = number is not None and number in movers
-    legal = engine.moves(state, number) if to_move else []
+    mover = number if number is not None and number in movers else None
+    to_move = mover is not None
+    legal = engine.moves(state, mover) if mover is not None else []
     listed = legal if len(legal) <= MAX_LISTED_MOVES else None
     move_number = queries.next_move_number(game, seat) if seat is not None else game.ply + 1
     links = Markup()
@@ -80,7 +81,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
     last = queries.last_move(game)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
-    note = turn_note(engine, state, number) if to_move else None
+    note = turn_note(engine, state, mover) if mover is not None else None
     return {
         "game": game,
         "engine": engine,
@@ -300,7 +301,8 @@ def game_over(event: events.GameOver) -> None:
     last = queries.last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     said_by = last_word.seat if last_word is not None and last_word.comment else None
-    said = {"said": last_word.comment, "said_by": _player(game, said_by)} if said_by is not None else {}
+    said = ({"said": last_word.comment, "said_by": _player(game, last_word.seat)}
+            if last_word is not None and last_word.comment else {})
     for seat in game.seats:
         if seat.user is None:
             continue

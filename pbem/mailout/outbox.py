@@ -78,7 +78,8 @@ def enqueue(
     all_headers = dict(headers or {})
     if game is not None:
         if game.id is None:
-            db.session.flush()  # A game created in this transaction gets its id.
+            # A game created in this transaction gets its id (typed int, it is None until the flush).
+            db.session.flush()  # type: ignore[unreachable]
         all_headers.setdefault("In-Reply-To", thread_id(game))
         all_headers.setdefault("References", thread_id(game))
     now = utcnow()

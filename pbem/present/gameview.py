@@ -142,8 +142,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     engine = queries.engine_of(game)
     state = queries.state_of(game) if game.state is not None else None
     movers = engine.to_move(state) if state is not None and game.status == "active" else frozenset()
-    signed_in = viewer is not None and viewer.is_authenticated
-    mine = [s for s in game.seats if signed_in and s.user_id == viewer.id]
+    reader = viewer if viewer is not None and viewer.is_authenticated else None
+    mine = [s for s in game.seats if reader is not None and s.user_id == reader.id]
     viewer_seat = next((s for s in mine if s.number == seat_number), None) or next(
         (s for s in mine if s.number in movers), mine[0] if mine else None)
     pending = _pending_challenges(game) if game.status == "waiting" else {}
@@ -179,7 +179,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         viewer_seat=viewer_seat,
         my_turn=my_turn,
         expect=queries.next_move_number(game, viewer_seat) if my_turn and viewer_seat else None,
-        legal=legal_moves(engine, state, viewer_seat.number, game.state) if my_turn and viewer_seat else [],
+        legal=legal_moves(engine, state, viewer_seat.number, game.state)
+        if my_turn and viewer_seat and game.state is not None else [],
         draw_offered_by=game.draw_offered_by,
         time_control=clock.describe_time_control(game.time_control),
     )
@@ -191,29 +192,30 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     else:
         # The page shows the replay's boards in place of these, so they are drawn only when shown.
         view.boards = _boards(game, engine, state, viewer_seat, my_turn)
-    active_player = viewer_seat is not None and game.status == "active"
+    player_seat = viewer_seat if game.status == "active" else None  # The viewer's seat in a game going on.
+    active_player = player_seat is not None
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
     view.can_hint = my_turn and hasattr(engine, "clearable")
     view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
     view.can_offer_draw = active_player and queries.draws_allowed(game) and game.draw_offered_by is None
-    view.can_answer_draw = (active_player and game.draw_offered_by is not None
-                            and game.draw_offered_by != viewer_seat.number)
-    if active_player and conditional.allowed(game, engine):
+    view.can_answer_draw = (player_seat is not None and game.draw_offered_by is not None
+                            and game.draw_offered_by != player_seat.number)
+    if player_seat is not None and conditional.allowed(game, engine):
         # Only ever the viewer's own lines: the opponent's are never read here.
-        view.conditionals = [conditional.describe(line) for line in viewer_seat.conditionals or []]
+        view.conditionals = [conditional.describe(line) for line in player_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
-        view.opponent = player_name(game, 1 - viewer_seat.number)
-    if signed_in and game.status == "waiting":
-        view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
+        view.opponent = player_name(game, 1 - player_seat.number)
+    if reader is not None and game.status == "waiting":
+        view.my_challenge = next((c for c in pending.values() if c.challenged_id == reader.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
-        view.can_withdraw = game.created_by_id == viewer.id
+        view.can_withdraw = game.created_by_id == reader.id
         open_seats = [s for s in game.seats if s.user_id is None and s.number not in pending]
         view.can_take_seat = bool(open_seats) and not mine and game.public
     # A player challenged to the game answers the challenge rather than watching it.
-    if (signed_in and not mine and view.my_challenge is None and game.public
+    if (reader is not None and not mine and view.my_challenge is None and game.public
             and game.status in ("waiting", "active")):
-        view.watching = watching.is_watching(game, viewer)
+        view.watching = watching.is_watching(game, reader)
         view.can_watch = not view.watching
     return view
 

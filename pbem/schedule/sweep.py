@@ -20,9 +20,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import CursorResult, Row, select, update
 from sqlalchemy.orm import joinedload
 
 from pbem.accounts import vacation
@@ -59,7 +59,7 @@ class SweepReport:
         )
 
 
-def due_seats(now: datetime) -> list[Row[Any]]:
+def due_seats(now: datetime) -> list[Row]:
     """The seats whose next event has come, with what the sweep needs to claim them."""
     rows = db.session.execute(
         select(
@@ -119,9 +119,9 @@ def _unchanged(row: Row[Any]) -> Any:
 def _set_aside(row: Row[Any]) -> int:
     """Stop the clock of a seat whose player went on vacation after its turn began."""
     begin_write()
-    result = db.session.execute(
+    result = cast(CursorResult[Any], db.session.execute(  # An UPDATE's result has its row count.
         update(Seat).where(_unchanged(row)).values(next_event_at=None).execution_options(synchronize_session=False)
-    )
+    ))
     db.session.commit()
     return result.rowcount
 

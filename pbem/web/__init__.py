@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import Flask, g, jsonify, render_template, request
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from jinja2 import pass_context
@@ -115,7 +116,7 @@ def init_app(app: Flask) -> None:
         return response
 
     @app.errorhandler(CSRFError)
-    def csrf_refused(exc: CSRFError) -> tuple[object, int]:
+    def csrf_refused(exc: CSRFError) -> ResponseReturnValue:
         message = ("This form has expired or did not come from this site, so nothing was done. "
                    "Reload the page and try again.")
         if wants_json():
@@ -123,7 +124,7 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Form refused", message=message), 400
 
     @app.errorhandler(OperationalError)
-    def database_busy(exc: OperationalError) -> tuple[object, int, dict[str, str]]:
+    def database_busy(exc: OperationalError) -> ResponseReturnValue:
         # A database too busy to answer in time (or away for a moment) is the server's trouble, not a
         # fault in the request: say so, and when to try again, rather than answer 500.
         db.session.rollback()
@@ -137,7 +138,7 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", title="Busy, try again", message=message), 503, headers
 
 
-def too_many_page(exc: HTTPException) -> tuple[object, int, dict[str, str]]:
+def too_many_page(exc: HTTPException) -> ResponseReturnValue:
     """The answer to a rate limit reached on a page or a form post."""
     message = ("Too many attempts from here or for this account in a short time, so this was not done. "
                "Wait a while (an hour at most) and try again.")
@@ -148,7 +149,7 @@ def too_many_page(exc: HTTPException) -> tuple[object, int, dict[str, str]]:
     return render_template("error.html", title="Too many attempts", message=message), 429, headers
 
 
-def not_found_page(exc: HTTPException) -> tuple[object, int]:
+def not_found_page(exc: HTTPException) -> ResponseReturnValue:
     """The page for an address that names nothing (or nothing the reader may see)."""
     return render_template("error.html", title="Not found",
                            message="There is nothing here (or it is not yours to see)."), 404

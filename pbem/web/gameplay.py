@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
@@ -223,7 +224,7 @@ def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
     draw and resign form), so that nothing written is lost; ``show_legal`` opens the list of legal
     moves."""
     db.session.rollback()
-    view = gameview.build(db.session.get(Game, game_id), current_user, _seat_arg())
+    view = gameview.build(db.session.get_one(Game, game_id), current_user, _seat_arg())
     fields = {"typed": "", "comment": "", "said": "", **kept}
     return render_template("games/game.html", view=view, error=error.message, show_legal=show_legal,
                            **fields), error.http_status
@@ -283,7 +284,7 @@ def _comment_too_long() -> PlayError:
 
 @bp.post("/games/<int:game_id>/accept")
 @login_required
-def accept(game_id: int) -> Response | tuple[Response, int]:
+def accept(game_id: int) -> ResponseReturnValue:
     """Accept a challenge, with a comment to the challenger if the player wrote one; the game starts
     when every seat is taken."""
     comment = _answer_comment()
@@ -292,7 +293,7 @@ def accept(game_id: int) -> Response | tuple[Response, int]:
 
 @bp.post("/games/<int:game_id>/decline")
 @login_required
-def decline(game_id: int) -> Response | tuple[Response, int]:
+def decline(game_id: int) -> ResponseReturnValue:
     """Decline a challenge, with a comment to the challenger if the player wrote one; the game is
     called off."""
     comment = _answer_comment()
@@ -302,21 +303,21 @@ def decline(game_id: int) -> Response | tuple[Response, int]:
 
 @bp.post("/games/<int:game_id>/withdraw")
 @login_required
-def withdraw(game_id: int) -> Response | tuple[Response, int]:
+def withdraw(game_id: int) -> ResponseReturnValue:
     """The creator calls off a game still waiting for players."""
     return _act(game_id, lambda g: challenges.withdraw(g.id, _me()), "You withdrew the game.")
 
 
 @bp.post("/games/<int:game_id>/take")
 @login_required
-def take(game_id: int) -> Response | tuple[Response, int]:
+def take(game_id: int) -> ResponseReturnValue:
     """Take an open seat; taking the last one starts the game."""
     return _act(game_id, lambda g: challenges.take_seat(g.id, _me()), "You took a seat.")
 
 
 @bp.post("/games/<int:game_id>/watch")
 @login_required
-def watch(game_id: int) -> Response | tuple[Response, int]:
+def watch(game_id: int) -> ResponseReturnValue:
     """Start watching a game (its move notices and result by mail), or stop with ``stop``."""
     if request.form.get("stop"):
         return _act(game_id, lambda g: watching.unwatch(g, _me()), "You no longer watch this game.")
@@ -349,7 +350,7 @@ def hint(game_id: int) -> Response:
 
 @bp.post("/games/<int:game_id>/conditionals")
 @login_required
-def queue_conditional(game_id: int) -> Response | tuple[Response, int]:
+def queue_conditional(game_id: int) -> ResponseReturnValue:
     """Queue a conditional line, typed or built by clicking: ``if c4 then d4 [then e3 then f5]``."""
     line = request.form.get("line", "")
     return _act(game_id, lambda g: queueing.queue(g.id, _me(), [line], seat=_seat_arg()),
@@ -358,7 +359,7 @@ def queue_conditional(game_id: int) -> Response | tuple[Response, int]:
 
 @bp.post("/games/<int:game_id>/conditionals/delete")
 @login_required
-def delete_conditional(game_id: int) -> Response | tuple[Response, int]:
+def delete_conditional(game_id: int) -> ResponseReturnValue:
     """Delete one of the player's conditional lines (``line``), or all of them."""
     line = None if request.form.get("all") else request.form.get("line", "")
     return _act(game_id, lambda g: queueing.delete(g.id, _me(), line, seat=_seat_arg()),

@@ -401,7 +401,8 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
                 setattr(g, _TOKEN_IN_G, FORM_TOKEN)
             try:
                 response = current_app.make_response(view(**kwargs))
-                keep = _keepable(response) and (signed_in is None or _rendered_for(signed_in[0], reader))
+                keep = _keepable(response) and (
+                    signed_in is None or (reader is not None and _rendered_for(signed_in[0], reader)))
             finally:
                 if signed_in is not None:
                     g.pop(_TOKEN_IN_G, None)
@@ -455,7 +456,7 @@ _READERS_GAME = _GAME.add_columns(
 _IN_SNAPSHOT = "pbem_stamp_in_snapshot"
 
 
-def _read(statement: Select[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
+def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None = None) -> list[Any]:
     """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
     model object is made.
 
@@ -515,7 +516,7 @@ def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
     return (rows, clocks), reader
 
 
-def list_statement(*queries: Select[Any]) -> CompoundSelect:
+def list_statement(*queries: Select) -> CompoundSelect:
     """The one statement reading what lists of games are made of, for :func:`list_stamp`: each listed
     game's id and version (each query selects ``Game.id`` and ``Game.version``; its seats and players
     follow from its version, see the module's docstring), and the row of the reader whose id is bound

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 from flask import Flask
+from flask.testing import FlaskCliRunner
 
 from pbem import create_app
 from pbem.core.extensions import db
@@ -92,6 +93,15 @@ def app(settings: dict) -> Iterator[Flask]:
             with db.engine.begin() as conn:
                 conn.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
         db.engine.dispose()
+
+
+@pytest.fixture
+def runner(app: Flask) -> FlaskCliRunner:
+    """Flask's runner of commands, for the `pbem` command on the test's app in the test's own process:
+    ``runner.invoke(main, ["verify"])`` runs `pbem verify` (its commands take the runner's app, see
+    ``pbem.cli._app``).  A test that needs a real process (a listener, signals, what an MTA's pipe
+    sees) starts one instead."""
+    return app.test_cli_runner()
 
 
 @pytest.fixture

@@ -14,15 +14,16 @@ from collections.abc import Iterator
 
 import pytest
 from flask import Flask
+from flask.testing import FlaskCliRunner
 from werkzeug.serving import make_server
 
 from pbem import create_app
 from pbem.accounts import apitokens
+from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import ApiToken, Game, User
 from pbem.mailout import outbox
 from tests.conftest import ROOT
-from tests.server.test_cli import pbem
 from tests.server.test_sweep import text_of
 from tests.server.test_web_games import signed_in
 
@@ -173,13 +174,14 @@ def test_tokens_wrong_missing_and_revoked_are_refused(app: Flask, server: str, t
     assert web.get("/api/v1/me/turn").status_code == 401
 
 
-def test_pbem_user_token_prints_a_working_token(ctx: Flask, players, server: str) -> None:
-    made = pbem(ctx, "user", "token", "bob", "--name", "tournament")
-    assert made.returncode == 0, made.stderr
+def test_pbem_user_token_prints_a_working_token(ctx: Flask, runner: FlaskCliRunner, players,
+                                                server: str) -> None:
+    made = runner.invoke(main, ["user", "token", "bob", "--name", "tournament"])
+    assert made.exit_code == 0, made.output
     token = made.stdout.strip()
     status, turn = Client(server, token).call("GET", "/api/v1/me/turn")
     assert status == 200 and turn == {"games": []}
-    assert "no player called" in pbem(ctx, "user", "token", "zed").stderr
+    assert "no player called" in runner.invoke(main, ["user", "token", "zed"]).stderr
 
 
 def test_bad_requests_get_json_errors(server: str, tokens, ctx: Flask) -> None:

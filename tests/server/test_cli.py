@@ -1,4 +1,5 @@
-"""The `pbem` command as an operator uses it: verify, user add, and `pbem run` serving the site."""
+"""The `pbem` command as an operator uses it: verify, user add, sweep and outbox (run by Flask's runner
+in the test's process), and `pbem run` serving the site (a real process: serving is the point)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,27 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from flask import Flask
+from flask.testing import FlaskCliRunner
 
+from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, utcnow
 from pbem.game import play, queries
 from tests.conftest import free_port
 
 
-def pbem(app: Flask, *args: str, timeout: int = 60, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env or {})}
-    env["PBEM_DATABASE_URL"] = app.config["SQLALCHEMY_DATABASE_URI"]
-    env["PBEM_SERVER_INSTANCE_PATH"] = app.instance_path
-    return subprocess.run(
-        [sys.executable, "-m", "pbem", *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def test_verify_catches_a_tampered_game(ctx: Flask, players) -> None:
+def test_verify_catches_a_tampered_game(ctx: Flask, runner: FlaskCliRunner, players) -> None:
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
     for i, text in enumerate(["b3", "a2", "c2"]):
         play.submit(game.id, alice if i % 2 == 0 else bob, text, "web")
-    clean = pbem(ctx, "verify")
-    assert clean.returncode == 0, clean.stderr
+    clean = runner.invoke(main, ["verify"])
+    assert clean.exit_code == 0, clean.output
     assert "Every game matches its record" in clean.stdout
 
     # Store a position no recorded move led to: the state after an extra, unrecorded reply.
@@ -44,23 +37,24 @@ def test_verify_catches_a_tampered_game(ctx: Flask, players) -> None:
     honest = play.replay(tampered)
     tampered.state = engine.dump(engine.play(honest, 1, engine.moves(honest, 1)[0]))
     db.session.commit()
-    caught = pbem(ctx, "verify")
-    assert caught.returncode == 1
+    caught = runner.invoke(main, ["verify"])
+    assert caught.exit_code == 1
     assert f"game #{game.id}: the stored state differs" in caught.stdout
 
 
-def test_user_add_prints_the_mail_key(ctx: Flask) -> None:
-    result = pbem(ctx, "user", "add", "dora", "dora@example.org")
-    assert result.returncode == 0, result.stderr
+def test_user_add_prints_the_mail_key(runner: FlaskCliRunner) -> None:
+    result = runner.invoke(main, ["user", "add", "dora", "dora@example.org"])
+    assert result.exit_code == 0, result.output
     assert "Added dora <dora@example.org>. Mail key: " in result.stdout
-    again = pbem(ctx, "user", "add", "D0RA", "other@example.org")
-    assert again.returncode != 0 and "too like 'dora'" in again.stderr
-    reserved = pbem(ctx, "user", "add", "postmaster", "pm@example.org")
-    assert reserved.returncode != 0 and "'postmaster' is a word the server reads itself" in reserved.stderr
+    again = runner.invoke(main, ["user", "add", "D0RA", "other@example.org"])
+    assert again.exit_code != 0 and "too like 'dora'" in again.stderr
+    reserved = runner.invoke(main, ["user", "add", "postmaster", "pm@example.org"])
+    assert reserved.exit_code != 0 and "'postmaster' is a word the server reads itself" in reserved.stderr
 
 
 def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:
-    """What `make run` does, on free ports: upgrade the database, start everything, answer HTTP 200."""
+    """What `make run` does, on free ports: upgrade the database, start everything, answer HTTP 200.
+    Real processes, since a server that starts and answers on its ports is what is tested."""
     env = dict(os.environ)
     env.update(
         PBEM_CONFIG=str(Path(__file__).resolve().parents[2] / "config" / "development.toml"),
@@ -96,20 +90,22 @@ def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:
             server.stdout.close()
 
 
-def test_mail_written_by_a_sweep_at_a_later_time_goes_out_now(ctx: Flask, players, sink) -> None:
+def test_mail_written_by_a_sweep_at_a_later_time_goes_out_now(ctx: Flask, runner: FlaskCliRunner, players,
+                                                               sink) -> None:
     """`pbem sweep --at` a future time times out absent players; their mails are due at once, so
     `pbem outbox deliver` sends them now rather than when that time comes."""
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3}, time_control={"kind": "per_move", "days": 1})
     db.session.commit()
     later = (utcnow() + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M")
-    swept = pbem(ctx, "sweep", "--at", later)
-    assert swept.returncode == 0, swept.stderr
+    swept = runner.invoke(main, ["sweep", "--at", later])
+    assert swept.exit_code == 0, swept.output
     assert "1 timed out" in swept.stdout
     db.session.rollback()
     assert db.session.get(Game, game.id).status == "finished"
-    delivered = pbem(ctx, "outbox", "deliver", env={"PBEM_MAIL_SMTP_PORT": str(sink.port)})
-    assert delivered.returncode == 0, delivered.stderr
+    assert utcnow() < datetime.fromisoformat(later)  # The clock is the real one again after the sweep.
+    delivered = runner.invoke(main, ["outbox", "deliver"])
+    assert delivered.exit_code == 0, delivered.output
     assert ", 0 waiting." in delivered.stdout
     for player in (alice, bob):
         assert [m["Subject"] for m in sink.messages(player.email) if "game over" in m["Subject"]]

@@ -18,8 +18,10 @@ from collections import Counter
 from email.message import EmailMessage, Message
 
 from flask import Flask, current_app
+from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select
 
+from pbem.cli import main
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, Move, utcnow
@@ -36,6 +38,7 @@ GAMES = 30
 
 
 def _listener(port: int) -> subprocess.Popen:
+    # A real `pbem smtpd` process: what is tested is a listener killed with SIGKILL mid-way.
     env = dict(os.environ, PBEM_DATABASE_URL=current_app.config["SQLALCHEMY_DATABASE_URI"],
                PBEM_SERVER_INSTANCE_PATH=current_app.instance_path)
     with open(os.path.join(current_app.instance_path, "listener.log"), "ab") as log:
@@ -138,13 +141,11 @@ def _stuck_row(acted: bool) -> int:
     return row.id
 
 
-def test_messages_left_processing_are_resolved_at_restart(app: Flask, ctx: Flask, sink) -> None:
+def test_messages_left_processing_are_resolved_at_restart(app: Flask, ctx: Flask, runner: FlaskCliRunner,
+                                                          sink) -> None:
     idle, acted = _stuck_row(False), _stuck_row(True)
-    env = dict(os.environ, PBEM_DATABASE_URL=current_app.config["SQLALCHEMY_DATABASE_URI"],
-               PBEM_SERVER_INSTANCE_PATH=current_app.instance_path)
-    listed = subprocess.run([sys.executable, "-m", "pbem", "mail", "process", "--stuck"], env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert listed.returncode == 0 and "0 message(s) need an operator" in listed.stdout  # Not stuck yet.
+    listed = runner.invoke(main, ["mail", "process", "--stuck"])
+    assert listed.exit_code == 0 and "0 message(s) need an operator" in listed.stdout  # Not stuck yet.
 
     time.sleep(0.01)
     assert process.recover_interrupted(utcnow()) == (1, 1)
@@ -157,6 +158,5 @@ def test_messages_left_processing_are_resolved_at_restart(app: Flask, ctx: Flask
     assert len(answers) == 2
     assert any("stopped before it could answer" in a for a in answers)
 
-    listed = subprocess.run([sys.executable, "-m", "pbem", "mail", "process", "--stuck"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    listed = runner.invoke(main, ["mail", "process", "--stuck"])
     assert f"#{acted} interrupted" in listed.stdout and "1 message(s) need an operator" in listed.stdout

@@ -4,28 +4,21 @@ move, imported once, and their players as placeholder accounts claimed by confir
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 from flask import Flask
+from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select
 
 from pbem import create_app
 from pbem.archive import records
+from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
-
-
-def pbem(database_url: str, instance: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PBEM_DATABASE_URL=database_url, PBEM_SERVER_INSTANCE_PATH=instance)
-    return subprocess.run([sys.executable, "-m", "pbem", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
 
 
 def comparable(data: dict) -> dict:
@@ -34,7 +27,7 @@ def comparable(data: dict) -> dict:
 
 
 def test_export_then_import_into_a_fresh_database_gives_the_same_games(
-        ctx: Flask, players, tmp_path: Path) -> None:
+        ctx: Flask, runner: FlaskCliRunner, players, tmp_path: Path) -> None:
     alice, bob, carol = players
     made = [
         finished("truchet", [alice, bob], seed=2, comment="a long think", at=datetime(2026, 2, 1)),
@@ -44,25 +37,26 @@ def test_export_then_import_into_a_fresh_database_gives_the_same_games(
         finished("easyslider", [alice, bob], seed=6, at=datetime(2026, 2, 5)),
         finished("boxoff", [carol], seed=5, at=datetime(2026, 2, 6)),
     ]
-    url, instance = ctx.config["SQLALCHEMY_DATABASE_URI"], ctx.instance_path
-    exported = pbem(url, instance, "export")
-    assert exported.returncode == 0, exported.stderr
+    exported = runner.invoke(main, ["export"])
+    assert exported.exit_code == 0, exported.output
     lines = exported.stdout.splitlines()
     assert [json.loads(line)["id"] for line in lines] == [g.id for g in made]
-    only = pbem(url, instance, "export", "--game", "cambio", "--since", "2026-02-04").stdout.splitlines()
+    only = runner.invoke(main, ["export", "--game", "cambio", "--since", "2026-02-04"]).stdout.splitlines()
     assert [json.loads(line)["id"] for line in only] == [made[3].id]
     dump = tmp_path / "games.jsonl"
     dump.write_text(exported.stdout)
 
+    # The other server: a database of its own, its schema made by `pbem db upgrade`.
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
-    assert pbem(fresh, str(tmp_path / "fresh"), "db", "upgrade").returncode == 0
-    first = pbem(fresh, str(tmp_path / "fresh"), "import", str(dump))
-    assert first.returncode == 0, first.stderr
+    other = create_app({"database": {"url": fresh}, "server": {"instance_path": str(tmp_path / "fresh")}})
+    on_other = other.test_cli_runner()
+    assert on_other.invoke(main, ["db", "upgrade"]).exit_code == 0
+    first = on_other.invoke(main, ["import", str(dump)])
+    assert first.exit_code == 0, first.output
     assert "6 game(s) imported, 0 already here, 0 refused." in first.stdout
-    again = pbem(fresh, str(tmp_path / "fresh"), "import", str(dump))
+    again = on_other.invoke(main, ["import", str(dump)])
     assert "0 game(s) imported, 6 already here, 0 refused." in again.stdout
 
-    other = create_app({"database": {"url": fresh}, "server": {"instance_path": str(tmp_path / "fresh")}})
     with other.app_context():
         imported = db.session.scalars(select(Game).order_by(Game.id)).all()
         assert len(imported) == 6
@@ -118,14 +112,15 @@ def test_a_tampered_record_is_refused_naming_the_first_bad_move(ctx: Flask, play
     assert db.session.scalar(select(func.count(Game.id))) == count  # Nothing of any was stored.
 
 
-def test_the_cli_reports_refusals_and_exits_65(ctx: Flask, players, tmp_path: Path) -> None:
+def test_the_cli_reports_refusals_and_exits_65(ctx: Flask, runner: FlaskCliRunner, players,
+                                               tmp_path: Path) -> None:
     data = good_record(ctx, players)
     bad = json.loads(json.dumps(data))
     bad["moves"][0]["text"] = "z9"
     dump = tmp_path / "mixed.jsonl"
     dump.write_text(json.dumps(bad) + "\n\n" + json.dumps(data) + "\n")
-    done = pbem(ctx.config["SQLALCHEMY_DATABASE_URI"], ctx.instance_path, "import", str(dump))
-    assert done.returncode == 65
+    done = runner.invoke(main, ["import", str(dump)])
+    assert done.exit_code == 65
     assert "line 1: refused: move 1 ('z9' by seat 1) is illegal" in done.stderr
     # The good record was exported from this very database, but only imported games carry a digest.
     assert "1 game(s) imported, 0 already here, 1 refused." in done.stdout

@@ -86,6 +86,8 @@ def test_garbage_is_refused_with_a_status_not_a_crash(ctx: Flask, listener: int)
 
 
 def run_ingest(app: Flask, raw: bytes) -> subprocess.CompletedProcess:
+    """`pbem ingest` as an MTA's pipe runs it: a real process, fed the raw bytes on its standard input,
+    whose exit code (0, 65 or 75) is what the MTA reads."""
     env = dict(os.environ)
     env["PBEM_DATABASE_URL"] = app.config["SQLALCHEMY_DATABASE_URI"]
     env["PBEM_SERVER_INSTANCE_PATH"] = app.instance_path
@@ -104,6 +106,7 @@ def test_ingest_stores_and_answers_with_exit_codes(ctx: Flask) -> None:
 
 
 def test_ingest_reports_a_temporary_failure_when_the_database_is_away(ctx: Flask, tmp_path) -> None:
+    # A real process, as for run_ingest: exit code 75 is what makes the MTA try again later.
     env = dict(os.environ)
     env["PBEM_DATABASE_URL"] = f"sqlite:///{tmp_path}/missing/dir/pbem.db"
     env["PBEM_SERVER_INSTANCE_PATH"] = str(tmp_path / "instance")

@@ -3,20 +3,19 @@ and a message piped in by `pbem ingest` is processed and answered too."""
 
 from __future__ import annotations
 
-import os
 import smtplib
 import socket
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 import sqlalchemy as sa
 from flask import Flask
+from flask.testing import FlaskCliRunner
 from sqlalchemy import event, func, select, text
 from sqlalchemy.orm import Session
 
+from pbem.cli import main
 from pbem.core.database import begin_write, caller_commits, is_postgresql, write_left_open
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User
@@ -64,17 +63,14 @@ def test_ingest_processes_and_answers(ctx: Flask, sink, players) -> None:
     assert "Your move b3" in text_of(Postman(sink, 0).last(alice.email, "Re: "))
 
 
-def test_pbem_mail_process_takes_up_what_waits(ctx: Flask, players) -> None:
+def test_pbem_mail_process_takes_up_what_waits(ctx: Flask, runner: FlaskCliRunner, players) -> None:
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
     to = tokens.reply_address(game.id, 0, alice)
     receive.store(reply_mail(alice.email, to, "b3").as_bytes(), alice.email, [to])
-    env = dict(os.environ, PBEM_DATABASE_URL=ctx.config["SQLALCHEMY_DATABASE_URI"],
-               PBEM_SERVER_INSTANCE_PATH=ctx.instance_path)
-    result = subprocess.run([sys.executable, "-m", "pbem", "mail", "process"], env=env, capture_output=True,
-                            timeout=60, text=True)
-    assert result.returncode == 0 and "1 message(s) processed" in result.stdout
+    result = runner.invoke(main, ["mail", "process"])
+    assert result.exit_code == 0 and "1 message(s) processed" in result.stdout
     assert moves_of(game.id) == ["b3"]
 
 

@@ -7,16 +7,15 @@ the moves recorded and the mails that arrive.
 from __future__ import annotations
 
 import base64
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from email.message import EmailMessage
 
 import pytest
-from flask import Flask, current_app
+from flask import Flask
+from flask.testing import FlaskCliRunner
 from sqlalchemy import select
 
+from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, User
 from pbem.game import play
@@ -115,7 +114,8 @@ def _with_payload(token: str, game_id: int | None = None, seat: int | None = Non
     return base64.b32encode(payload + parsed.mac).decode().rstrip("=").lower()
 
 
-def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: Game, players) -> None:
+def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: Game, players,
+                                                        runner: FlaskCliRunner) -> None:
     alice, bob, _ = players
     other = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
@@ -141,11 +141,8 @@ def test_forged_tampered_and_revoked_tokens_are_refused(postman: Postman, game: 
 
     # Renewing alice's token secret (the operator's command) revokes every reply address she was sent.
     old_address = tokens.reply_address(game.id, 0, alice)
-    env = dict(os.environ, PBEM_DATABASE_URL=current_app.config["SQLALCHEMY_DATABASE_URI"],
-               PBEM_SERVER_INSTANCE_PATH=current_app.instance_path)
-    renewed = subprocess.run([sys.executable, "-m", "pbem", "user", "renew-tokens", "alice"], env=env,
-                             capture_output=True, text=True, timeout=60)
-    assert renewed.returncode == 0 and "revoked" in renewed.stdout
+    renewed = runner.invoke(main, ["user", "renew-tokens", "alice"])
+    assert renewed.exit_code == 0 and "revoked" in renewed.stdout
     db.session.rollback()
     user = db.session.get(User, alice.id)
     revoked = reply_mail(alice.email, old_address, "b3")

@@ -11,10 +11,14 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from pbem import create_app
 from pbem.core.extensions import db
+from tests.conftest import ROOT
 from tests.server.conftest import BACKENDS, create_pg_database, drop_pg_database
+
+MIGRATIONS = ROOT / "migrations"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -42,7 +46,6 @@ def test_migrations_match_the_models(empty_database: str, tmp_path: Path) -> Non
 def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path) -> None:
     """Upgrading keeps each Elo rating as the Glicko-2 rating, with a new player's deviation; the
     two-player games of before (all of them counted) are marked rated."""
-    from alembic.script import ScriptDirectory
 
     app = create_app({"database": {"url": empty_database}, "server": {"instance_path": str(tmp_path)}})
     at = datetime(2026, 1, 1)
@@ -77,17 +80,23 @@ def test_elo_ratings_become_glicko2_ratings(empty_database: str, tmp_path: Path)
         db.engine.dispose()
 
 
-def _run_upgrade(revision_file: str) -> None:
-    """Run one migration's upgrade on the app's database, whatever revision the rest is at."""
-    import importlib.util
+def test_migration_files_are_named_in_the_order_they_run() -> None:
+    """Each file's name starts with its step in the one chain of revisions (0001 for the first), so the
+    files sort in the order they run, whatever their revision ids (kept, so databases upgrade as ever)."""
+    scripts = ScriptDirectory(str(MIGRATIONS))
+    assert len(scripts.get_heads()) == 1, "the migrations must form one chain"
+    chain = [Path(script.path).name for script in reversed(list(scripts.walk_revisions()))]
+    assert sorted(path.name for path in (MIGRATIONS / "versions").glob("*.py")) == chain
+    for step, name in enumerate(chain, 1):
+        assert name.startswith(f"{step:04d}_"), f"{name} is step {step} of the chain"
 
+
+def _run_upgrade(revision: str) -> None:
+    """Run one migration's upgrade (by its revision id) on the app's database, whatever revision the rest
+    is at."""
     from alembic.operations import Operations
 
-    path = Path(__file__).resolve().parents[2] / "migrations" / "versions" / revision_file
-    spec = importlib.util.spec_from_file_location("revision", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = ScriptDirectory(str(MIGRATIONS)).get_revision(revision).module
     with db.engine.begin() as conn, Operations.context(MigrationContext.configure(conn)):
         module.upgrade()
 
@@ -112,7 +121,7 @@ def test_carreaux_games_from_before_the_options_keep_the_sheets_rules(ctx, playe
     assert [m.game_id for m in replaycheck.check_all()] == [game.id]  # replayed under least-rise: it differs
 
     db.session.close()  # the upgrade runs on a connection of its own, as `pbem db upgrade` would
-    _run_upgrade("0008_carreaux_rules.py")
+    _run_upgrade("0008")
     assert db.session.get(Game, game.id).options == {"size": 4, "position": "", "when_stuck": "draw",
                                                       "group_value": "smallest"}
     assert db.session.get(Game, other.id).options["when_stuck"] == "least-rise"

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from flask import Flask
+from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select, update
 
 from pbem import cli
@@ -20,12 +21,12 @@ from tests.server.test_mail_security import reply_mail
 
 
 @pytest.fixture
-def pbem(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    """Run the `pbem` command as an operator would, on the test's app (its database and outbound sink)."""
-    monkeypatch.setattr(cli, "_app", lambda: app)
+def pbem(runner: FlaskCliRunner) -> Callable[..., Result]:
+    """Run the `pbem` command as an operator would, on the test's app (its database and outbound sink);
+    the test's own session then reads afresh, holding nothing the next command must wait for."""
 
     def run(*args: str) -> Result:
-        result = CliRunner().invoke(cli.main, list(args))
+        result = runner.invoke(cli.main, list(args))
         db.session.rollback()
         return result
 

@@ -8,18 +8,19 @@ from datetime import datetime, timedelta
 
 import pytest
 from flask import Flask
+from flask.testing import FlaskCliRunner
 from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
 from pbem.accounts import vacation
 from pbem.archive import records
+from pbem.cli import main
 from pbem.core.database import batched_writes, begin_write, writes_batched
 from pbem.core.extensions import db
-from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
+from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock, utcnow
 from pbem.game import clock, play, queries, results
 from pbem.mailout import outbox, tokens
 from pbem.schedule import sweep
-from tests.server.test_cli import pbem
 
 T0 = datetime(2025, 3, 3, 12, 0)  # a Monday
 CAMBIO = {"size": 3, "placements": 2}
@@ -282,16 +283,17 @@ def test_time_control_choices_and_refusals() -> None:
         "3 days per move; weekends (Saturday and Sunday, UTC) do not count")
 
 
-def test_pbem_sweep_at_times_out_and_refuses_a_bad_time(ctx: Flask, players) -> None:
+def test_pbem_sweep_at_times_out_and_refuses_a_bad_time(ctx: Flask, runner: FlaskCliRunner, players) -> None:
     alice, bob, _ = players
     game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
     deadline = fresh(game).seats[0].deadline
-    result = pbem(ctx, "sweep", "--at", (deadline + timedelta(minutes=1)).isoformat())
-    assert result.returncode == 0, result.stderr
+    result = runner.invoke(main, ["sweep", "--at", (deadline + timedelta(minutes=1)).isoformat()])
+    assert result.exit_code == 0, result.output
     assert "Sweep: 0 reminded, 1 timed out" in result.stdout
     assert fresh(game).status == "finished"
-    bad = pbem(ctx, "sweep", "--at", "next tuesday")
-    assert bad.returncode == 2 and "'next tuesday' is not a time" in bad.stderr
+    assert utcnow() < deadline  # The server's clock is the real one again once the command is over.
+    bad = runner.invoke(main, ["sweep", "--at", "next tuesday"])
+    assert bad.exit_code == 2 and "'next tuesday' is not a time" in bad.stderr
 
 
 def test_one_broken_game_does_not_hold_back_the_other_reminders(ctx: Flask, players, at) -> None:
