@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 import games
 from pbem import create_app
-from pbem.accounts import create_user
+from pbem.accounts.accounts import create_user
 from pbem.core.extensions import db
 from pbem.core.models import Move, User
 from pbem.game import play
