@@ -44,7 +44,7 @@ from pbem.extensions import db
 from pbem.models import Game, InboundMail, User
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "bench-mail-secret"
+SECRET = "bench-mail-secret-not-for-any-real-server"
 FLOOR_CPU_MS = 10.0  # Richard's PBeM server, per accepted move with both mails delivered.
 GAMES = 64
 

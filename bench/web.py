@@ -45,7 +45,7 @@ from pbem.extensions import db
 from pbem.models import Game, User
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "bench-web-secret"
+SECRET = "bench-web-secret-not-for-any-real-server"
 PLAYERS = 40
 FINISHED = 120
 ACTIVE = 60
