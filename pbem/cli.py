@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import TextIO
@@ -198,25 +200,34 @@ def import_records(path: TextIO) -> None:
 
 @main.command()
 @click.option("--inbound-minutes", default=10, show_default=True, type=click.IntRange(1),
-              help="Inbound mail waiting or stuck longer than this is a problem.")
+              help="Inbound mail waiting or stuck longer than this (here or in the MTA's queue) is a "
+                   "problem.")
 @click.option("--outbox-minutes", default=30, show_default=True, type=click.IntRange(1),
               help="An unsent mail older than this is a problem.")
 @click.option("--sweep-minutes", default=10, show_default=True, type=click.IntRange(1),
               help="A reminder or deadline due longer than this is a problem.")
+@click.option("--silent-minutes", default=3, show_default=True, type=click.IntRange(1),
+              help="A listener or scheduler without a heartbeat for this long is a problem.")
+@click.option("--mta-queue/--no-mta-queue", default=True, show_default=True,
+              help="Read the local Postfix's queue (`postqueue -j`) for mail to the mail domain, where "
+                   "Postfix is installed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, as_json: bool) -> None:
-    """Print what to monitor: stuck inbound mail, the outbox's age, the sweep's lag (exit 1 on a problem)."""
+def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, silent_minutes: int,
+           mta_queue: bool, as_json: bool) -> None:
+    """Print what to monitor: stuck inbound mail, the outbox's age, the sweep's lag, silent listeners and
+    schedulers, mail waiting in the local MTA (exit 1 on a problem)."""
     import json
     from datetime import timedelta
 
     from pbem import status as health
 
     app = _app()
+    queue = health.postfix_queue(app.config["PBEM"]["mail"]["domain"]) if mta_queue else None
     with app.app_context():
         found = health.check(health.Limits(
             inbound=timedelta(minutes=inbound_minutes), outbox=timedelta(minutes=outbox_minutes),
-            sweep=timedelta(minutes=sweep_minutes),
-        ))
+            sweep=timedelta(minutes=sweep_minutes), silent=timedelta(minutes=silent_minutes),
+        ), queue)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else "\n".join(found.lines()))
     if found.problems:
         sys.exit(1)
@@ -237,10 +248,14 @@ def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
     app = _app()
     cfg = app.config["PBEM"]["smtpd"]
     server = listener.controller(app, host or cfg["host"], port or cfg["port"], lmtp=lmtp)
+    stop = _stop_signals()  # Before starting: a SIGTERM while starting stops the listener cleanly too.
     server.start()
-    click.echo(f"Listening for {'LMTP' if lmtp else 'SMTP'} on {server.hostname}:{server.port}")
-    _wait_for_signal()
+    log.info("listening for %s on %s:%s (pid %s)", "LMTP" if lmtp else "SMTP", server.hostname, server.port,
+             os.getpid())
+    received = stop()
+    log.info("%s: no longer listening; finishing the messages in hand", received)
     server.stop()
+    log.info("listener stopped")
 
 
 @main.command()
@@ -355,7 +370,10 @@ def digest(at: str | None) -> None:
 
 
 @main.command()
-def scheduler() -> None:
+@click.option("--name", default="scheduler", show_default=True,
+              help="This scheduler's name in `pbem status`, after the host's: give each of several on one "
+                   "host its own.")
+def scheduler(name: str) -> None:
     """Run the scheduler: outbox delivery, deadline sweeps (reminders, timeouts, vacations) and digests."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -364,10 +382,18 @@ def scheduler() -> None:
     _logging()
     app = _app()
     blocking = BlockingScheduler(timezone="UTC")
-    jobs.add_jobs(blocking, app)
-    click.echo("Scheduler running; Ctrl-C stops it.")
+    jobs.add_jobs(blocking, app, name)
+    jobs.started(app, name)
+    log.info("scheduler %r running (pid %s); SIGTERM or Ctrl-C stops it", name, os.getpid())
+    # SIGTERM (systemd's stop) ends the loop as Ctrl-C does; a job in hand is let finish.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with contextlib.suppress(KeyboardInterrupt, SystemExit):
         blocking.start()
+    log.info("scheduler %r stopping: letting the job in hand finish", name)
+    with contextlib.suppress(Exception):
+        blocking.shutdown(wait=True)
+    jobs.stopped(app, name)
+    log.info("scheduler %r stopped", name)
 
 
 @main.command()
@@ -409,21 +435,36 @@ def run(host: str, port: int) -> None:
     click.echo(f"Mail listener: SMTP on {inbound.hostname}:{inbound.port}")
     background = BackgroundScheduler(timezone="UTC")
     jobs.add_jobs(background, app)
+    jobs.started(app, "scheduler")
     background.start()
     click.echo(f"Web: http://{host}:{port}/")
     try:
         app.run(host=host, port=port, threaded=True, use_reloader=False)
     finally:
         background.shutdown(wait=False)
+        jobs.stopped(app, "scheduler")
         for controller in reversed(started):
             controller.stop()
 
 
-def _wait_for_signal() -> None:
+def _stop_signals() -> Callable[[], str]:
+    """Catch SIGTERM (systemd's stop) and SIGINT (Ctrl-C) from now on; returns the wait for one of them,
+    which answers the name of the signal that came."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    received: list[str] = []
+
+    def note(number: int, _frame: object) -> None:
+        received.append(signal.Signals(number).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)
+
+    def wait() -> str:
+        stop.wait()
+        return received[0]
+
+    return wait
 
 
 def parse_time(text: str) -> datetime:

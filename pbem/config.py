@@ -201,6 +201,8 @@ def _check(settings: Settings) -> None:
             raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
     if settings["database"]["sqlite_synchronous"].lower() not in ("full", "normal"):
         raise ConfigError('database.sqlite_synchronous must be "full" or "normal".')
+    if not 1 <= settings["monitoring"]["heartbeat_seconds"] <= 3600:
+        raise ConfigError("monitoring.heartbeat_seconds must be between 1 and 3600.")
     if not 1 <= settings["smtpd"]["workers"] <= 64:
         raise ConfigError(f"smtpd.workers must be between 1 and 64, not {settings['smtpd']['workers']}.")
 

@@ -15,7 +15,8 @@ SECRET = "3f9c2a7be41d8056c9e2f17a4b3d6e80"
 
 def test_defaults_then_file_then_environment(tmp_path: Path) -> None:
     path = tmp_path / "site.toml"
-    path.write_text(f'[server]\nsecret_key = "{SECRET}"\n[mail]\ndomain = "games.example.org"\nsmtp_port = 2500\n')
+    path.write_text(f'[server]\nsecret_key = "{SECRET}"\n'
+                    '[mail]\ndomain = "games.example.org"\nsmtp_port = 2500\n')
     settings = config.load(environ={"PBEM_CONFIG": str(path), "PBEM_MAIL_SMTP_PORT": "2600"})
     assert settings["mail"]["domain"] == "games.example.org"
     assert settings["mail"]["smtp_port"] == 2600  # The environment wins, and is typed.
@@ -52,7 +53,7 @@ def test_the_shipped_files_take_their_own_secrets_only() -> None:
     testing = str(config.CONFIG_DIR / "testing.toml")
     assert config.load(environ={"PBEM_CONFIG": testing})["server"]["secret_key"]
     development_key = config._read_toml(config.CONFIG_DIR / "development.toml")["server"]["secret_key"]
-    with pytest.raises(ConfigError, match="published in development.toml"):
+    with pytest.raises(ConfigError, match=r"published in development\.toml"):
         config.load(environ={"PBEM_CONFIG": testing, "PBEM_SERVER_SECRET_KEY": development_key})
 
 
