@@ -259,27 +259,40 @@ def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
 
 
 @main.command()
-def ingest() -> None:
-    """Store one message read from standard input (for an MTA pipe).
+@click.option("--sender", metavar="ADDRESS",
+              help="The envelope sender (Postfix's pipe: --sender=${sender}, with null_sender= for bounces).")
+@click.option("--recipient", "recipients", metavar="ADDRESS", multiple=True,
+              help="An envelope recipient (Postfix's pipe: --recipient=${recipient}); may be repeated.")
+def ingest(sender: str | None, recipients: tuple[str, ...]) -> None:
+    """Store one message read from standard input (for an MTA pipe), then process what waits.
 
-    Exits 0 when stored (or already stored), 65 for a message that is not mail, 75 on a temporary
-    failure, so the MTA retries.
+    Exits 0 when stored (or already stored), 65 for a message that is not mail or is too large, 75 on a
+    temporary failure (settings that cannot be read included), so the MTA keeps the message and retries.
+    Without --sender and --recipient the envelope is read from the Return-Path and Delivered-To headers.
     """
     from pbem.mail import process, receive
 
-    raw = sys.stdin.buffer.read()
     try:
-        app = _app()
+        app = create_app()
+    except ConfigError as exc:
+        # A setting missing where the MTA runs us (the pipe passes no environment): the operator can fix
+        # it, and the mail must wait for that rather than bounce back to the player.
+        click.echo(f"Temporary failure: the settings cannot be read: {exc}", err=True)
+        sys.exit(EX_TEMPFAIL)
+    limit = app.config["PBEM"]["smtpd"]["max_message_bytes"]
+    raw = sys.stdin.buffer.read(limit + 1)
+    if len(raw) > limit:
+        click.echo(f"Rejected: the message is larger than {limit} bytes (smtpd.max_message_bytes).", err=True)
+        sys.exit(EX_DATAERR)
+    try:
         with app.app_context():
-            receive.store(raw)
+            receive.store(raw, sender or "", list(recipients))
             process.after_store()
     except receive.MalformedMessage as exc:
         click.echo(f"Rejected: {exc}", err=True)
         sys.exit(EX_DATAERR)
-    except click.ClickException:
-        raise
     except Exception as exc:
-        click.echo(f"Temporary failure: {exc}", err=True)
+        click.echo(f"Temporary failure: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EX_TEMPFAIL)
 
 
