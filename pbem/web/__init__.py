@@ -109,6 +109,11 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_refused(exc: CSRFError) -> tuple[object, int]:
+        # Said in the log, for the operator: a proxy that changes the Host (drops its port, say) makes
+        # every form fail this way, and the page cannot tell the player why.
+        app.logger.warning("form refused: %s (%s %s, Host %s, Referer %s)", exc.description, request.method,
+                           secretlinks.redact(request.path), request.host,
+                           secretlinks.redact(request.referrer or "-"))
         message = ("This form has expired or did not come from this site, so nothing was done. "
                    "Reload the page and try again.")
         if wants_json():

@@ -16,7 +16,6 @@ import email
 import fcntl
 import json
 import os
-import re
 import shutil
 import smtplib
 import socket
@@ -25,25 +24,28 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from email.message import EmailMessage, Message
 from email.policy import default as default_policy
 from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 from flask import Flask
 from sqlalchemy import select
 
+from pbem import cli
 from pbem.extensions import db
-from pbem.models import Game, InboundMail, OutboxMail
-from tests.conftest import ROOT, free_port
+from pbem.models import Game, InboundMail, OutboxMail, set_clock, utcnow
+from tests.conftest import free_port
 from tests.server.conftest import PG_ADMIN_URL
-from tests.server.processes import PBEM, Processes, environment, wait_for_port
+from tests.server.deploy_doc import commands, deploy_block
+from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME, moves_of, text_of
 
 DOMAIN = "pbem.test"
 COMMANDS = f"pbem@{DOMAIN}"
-DEPLOY_MD = ROOT / "docs" / "DEPLOY.md"
 # Concurrent test runs on one machine take turns: there is one port 25.
 LOCK = Path(tempfile.gettempdir()) / "pbem-postfix-test.lock"
 POSTFIX = shutil.which("postfix") or "/usr/sbin/postfix"
@@ -53,13 +55,6 @@ pytestmark = [
                        reason="Postfix is not installed (`.ci/run` installs Debian's postfix package)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Postfix's master process must be started as root"),
 ]
-
-
-def deploy_block(name: str) -> str:
-    """The text of the block marked ``<!-- name -->`` in docs/DEPLOY.md: what an operator copies."""
-    found = re.search(rf"<!-- {re.escape(name)} -->\s*```[a-z]*\n(.*?)```", DEPLOY_MD.read_text(), re.S)
-    assert found, f"docs/DEPLOY.md has no block marked <!-- {name} -->"
-    return found.group(1)
 
 
 class Postfix:
@@ -106,15 +101,38 @@ maximal_backoff_time = 2s
 """)
         self.run("postconf", "-c", str(self.etc), "-F", "*/*/chroot = n")
 
-        def ours(text: str) -> str:
-            text = text.replace("pbem.example.org", DOMAIN).replace("/etc/postfix", str(self.etc))
-            return text.replace("127.0.0.1:2525", f"127.0.0.1:{listener_port}")
-
-        lines = [line for line in deploy_block("postfix-main.cf").splitlines() if line.strip()
-                 and not line.startswith("#")]
-        self.run("postconf", "-c", str(self.etc), "-e", *(ours(line) for line in lines))
-        (self.etc / "transport").write_text(ours(deploy_block("postfix-transport")))
+        self.main_cf(deploy_block("postfix-main.cf"))
+        (self.etc / "transport").write_text(self.ours(deploy_block("postfix-transport"), listener_port))
         self.run("postmap", "-c", str(self.etc), str(self.etc / "transport"))
+
+    def main_cf(self, block: str) -> None:
+        """Add the lines of a main.cf block of docs/DEPLOY.md to this instance's main.cf."""
+        lines = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+        self.run("postconf", "-c", str(self.etc), "-e", *(self.ours(line) for line in lines))
+
+    def env(self) -> dict[str, str]:
+        """The environment in which Postfix's commands (postqueue, postmap, postfix) mean this instance."""
+        return dict(os.environ, MAIL_CONFIG=str(self.etc))
+
+    def ours(self, text: str, *ports: int) -> str:
+        """A block of docs/DEPLOY.md for this instance: its domain, its configuration directory, and the
+        listeners' ports 2525, 2526 as ``ports``."""
+        text = text.replace("pbem.example.org", DOMAIN).replace("/etc/postfix", str(self.etc))
+        for documented, port in zip((2525, 2526), ports, strict=False):
+            text = text.replace(f"127.0.0.1:{documented}", f"127.0.0.1:{port}")
+        return text
+
+    def reload_as_documented(self) -> None:
+        """The `postmap` and `postfix reload` block of docs/DEPLOY.md, for this instance."""
+        for command in commands(self.ours(deploy_block("postfix-reload"))):
+            self.run_documented(command)
+
+    def run_documented(self, command: list[str]) -> str:
+        """One command of docs/DEPLOY.md, run for this instance (MAIL_CONFIG names it); its output."""
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=self.env(),
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{' '.join(command)}: {done.stdout}{done.stderr}\n{self.log()}"
+        return done.stdout
 
     def start(self) -> None:
         """Start the instance and wait for its SMTP service on port 25."""
@@ -346,3 +364,74 @@ def wait_until(condition: Callable[[], bool], what: str | Callable[[], str], sec
         )
         time.sleep(0.2)
     return True
+
+
+def status_report(app: Flask, postfix: Postfix, monkeypatch: pytest.MonkeyPatch,
+                  later: timedelta = timedelta(0)) -> Result:
+    """`pbem status` run on this host, where this Postfix is the local MTA, as if ``later`` had passed."""
+    monkeypatch.setattr(cli, "_app", lambda: app)
+    monkeypatch.setenv("MAIL_CONFIG", str(postfix.etc))
+    set_clock(utcnow() + later if later else None)
+    try:
+        return CliRunner().invoke(cli.main, ["status"])
+    finally:
+        set_clock(None)
+        db.session.rollback()
+
+
+def test_two_listeners_fail_over_and_status_sees_the_mail_waiting_when_both_are_down(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two-listener transport line of DEPLOY.md, with the first listener down, the second, then none:
+    each mail reaches the one that answers; with none, the mail waits in Postfix and `pbem status` goes
+    red naming it, until a listener is back and `postqueue -f` delivers it."""
+    alice = players[0]
+    first, second = postfix.listener_port, free_port()
+    (postfix.etc / "transport").write_text(postfix.ours(deploy_block("postfix-transport-two"), first, second))
+    postfix.reload_as_documented()
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1", PBEM_MONITORING_HEARTBEAT_SECONDS="1")
+    smtpd = exec_start("pbem-smtpd.service")
+    post = Players(sink)
+    try:
+        procs.start("scheduler", [*PBEM, "scheduler"], env)
+        # Only the second listener runs: the first refuses the connection, and Postfix goes on to it.
+        two = procs.start("listener-2", option(smtpd, "--port", str(second)), env)
+        wait_for_port(second, two)
+        asked = post.command(alice.email, "help")
+        assert "commands" in text_of(post.answer_to(alice.email, asked)).lower()
+        # Then only the first.
+        one = procs.start("listener-1", option(smtpd, "--port", str(first)), env)
+        wait_for_port(first, one)
+        procs.stop(two)
+        asked = post.command(alice.email, "games")
+        post.answer_to(alice.email, asked)
+        assert "fatal" not in postfix.log()
+        db.session.rollback()
+        assert {r.status for r in db.session.scalars(select(InboundMail))} == {"processed"}
+
+        # Both down: a move waits in Postfix's queue, where the database cannot see it.
+        procs.stop(one)
+        waiting = post.command(alice.email, "games")
+        wait_until(lambda: any(r.get("delay_reason") for m in postfix.queue() for r in m["recipients"]),
+                   "Postfix to defer the mail")
+        report = status_report(app, postfix, monkeypatch, later=timedelta(minutes=15))
+        assert report.exit_code == 1, report.output
+        assert "MTA queue: 1 mail(s) for us, the oldest 15 minutes old (connect to 127.0.0.1" in report.output
+        assert "1 mail(s) for us have waited up to 15 minutes in the MTA's queue" in report.output
+        assert "no listener is running (the last stopped 15 minutes ago)" in report.output
+
+        # A listener back, and `postqueue -f`: the mail is delivered and answered, and all is well.
+        again = procs.start("listener-2-again", option(smtpd, "--port", str(second)), env)
+        wait_for_port(second, again)
+        postfix.run_documented(["postqueue", "-f"])
+        post.answer_to(alice.email, waiting)
+        wait_until(lambda: not postfix.queue() and not unsent(), "the queues to empty")
+        well = status_report(app, postfix, monkeypatch)
+        assert well.exit_code == 0 and "MTA queue: 0 mail(s) for us" in well.output, well.output
+    except BaseException:
+        print(procs.logs())
+        print(postfix.log())
+        raise
+    finally:
+        procs.stop_all()
