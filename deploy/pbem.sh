@@ -3,8 +3,9 @@
 # Run by root (an operator: `pbem status`, `pbem db upgrade`, `pbem import records.jsonl`) it becomes
 # pbem; run as pbem (Postfix's pipe to `pbem ingest`) it goes on as it is.
 # It stays in the directory it was started in, so relative paths work, unless pbem may not read there
-# (root's home, say): then it runs in the data directory and says so.  When the settings cannot be read
-# it exits 75 (EX_TEMPFAIL): an MTA keeps the mail and tries again later, instead of bouncing it.
+# (root's home, say): then it runs in the data directory and says so.  For `pbem ingest`, whatever keeps
+# the message from being stored or refused (settings that cannot be read, a program that cannot start)
+# ends in exit 75 (EX_TEMPFAIL): the MTA keeps the mail and tries again later, instead of bouncing it.
 PBEM_USER=pbem
 PBEM_ENV=/etc/pbem/pbem.env
 PBEM_HOME=/var/lib/pbem
@@ -29,4 +30,12 @@ if [ ! -r . ] || [ ! -x . ]; then
         "paths $PBEM_USER can read, or give them on standard input (pbem import - < FILE)" >&2
     cd "$PBEM_HOME" || exit 75
 fi
-exec "$PBEM_BIN" "$@"
+if [ "$1" != ingest ]; then
+    exec "$PBEM_BIN" "$@"
+fi
+"$PBEM_BIN" "$@"
+status=$?
+case $status in
+    0|65) exit $status ;;
+    *) exit 75 ;;
+esac

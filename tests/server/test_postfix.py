@@ -16,10 +16,13 @@ import email
 import fcntl
 import json
 import os
+import re
+import secrets
 import shutil
 import smtplib
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -38,9 +41,9 @@ from sqlalchemy import select
 from pbem import cli
 from pbem.extensions import db
 from pbem.models import Game, InboundMail, OutboxMail, set_clock, utcnow
-from tests.conftest import free_port
+from tests.conftest import ROOT, free_port
 from tests.server.conftest import PG_ADMIN_URL
-from tests.server.deploy_doc import commands, deploy_block
+from tests.server.deploy_doc import commands, deploy_block, substituted
 from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME, moves_of, text_of
 
@@ -435,3 +438,99 @@ def test_two_listeners_fail_over_and_status_sees_the_mail_waiting_when_both_are_
         raise
     finally:
         procs.stop_all()
+
+
+# The machine's own Python, which any user may run (the pipe's user runs pbem with it).
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def site_packages() -> str:
+    """Where this test run's packages are installed."""
+    return next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+
+
+@pytest.mark.skipif(not PG_ADMIN_URL, reason="the pipe runs as another user, who reaches the database "
+                    "over the network: PostgreSQL (PBEM_TEST_DATABASE_URL) is needed")
+@pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists() or subprocess.run(
+    [SYSTEM_PYTHON, "-c", f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"],
+    check=False).returncode != 0, reason=f"{SYSTEM_PYTHON} is not the tests' Python {sys.version_info[:2]}")
+def test_the_pipe_as_documented_waits_for_a_missing_setting_and_never_bounces(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
+) -> None:
+    """Postfix's pipe to `pbem ingest` through the wrapper, with the settings in pbem.env as DEPLOY.md
+    says: while the secret key is still the example's placeholder the mail waits in Postfix's queue (exit
+    75, deferred) and nothing bounces to the player; once the key is set, `postqueue -f` brings it in,
+    stored with its envelope, and it is answered."""
+    alice = players[0]
+    shared = Path(tempfile.mkdtemp(prefix="pbem-pipe-"))  # Where the pipe's user may read and write.
+    try:
+        shared.chmod(0o755)
+        (shared / "instance").mkdir()
+        shutil.chown(shared / "instance", "nobody")
+        site = shared / "pbem.toml"
+        site.write_text(f'[server]\nbase_url = "http://127.0.0.1:5000"\ninstance_path = "{shared}/instance"\n'
+                        f'[mail]\ndomain = "{DOMAIN}"\nsmtp_host = "127.0.0.1"\nsmtp_port = 25\n')
+        settings = shared / "pbem.env"
+        settings.write_text(substituted((ROOT / "deploy" / "pbem.env.example").read_text(), [
+            ("PBEM_CONFIG=/etc/pbem/pbem.toml", f"PBEM_CONFIG={site}"),
+            ("PBEM_DATABASE_URL=postgresql+psycopg://pbem:change-me@db.internal/pbem",
+             f"PBEM_DATABASE_URL={app.config['SQLALCHEMY_DATABASE_URI']}"),
+        ]) + f"PYTHONPATH={ROOT}:{site_packages()}\n")
+        shutil.chown(settings, group="nogroup")
+        settings.chmod(0o640)  # root:pbem, 0640, as DEPLOY.md installs it.
+        # /opt/pbem/.venv/bin/pbem: this test's code, run by the machine's Python with the test's packages
+        # (the test's own Python may live where the pipe's user cannot run it, such as under /root).
+        launcher = shared / "launch"
+        launcher.write_text(f"#!/bin/sh\nexec {SYSTEM_PYTHON} -m pbem \"$@\"\n")
+        launcher.chmod(0o755)
+        wrapper = shared / "pbem"
+        wrapper.write_text(substituted((ROOT / "deploy" / "pbem.sh").read_text(), [
+            ("PBEM_USER=pbem", "PBEM_USER=nobody"), ("PBEM_ENV=/etc/pbem/pbem.env", f"PBEM_ENV={settings}"),
+            ("PBEM_HOME=/var/lib/pbem", f"PBEM_HOME={shared}"), ("PBEM_BIN=/opt/pbem/.venv/bin/pbem",
+                                                               f"PBEM_BIN={launcher}"),
+        ]))
+        wrapper.chmod(0o755)
+        master = substituted(deploy_block("postfix-pipe-master.cf"),
+                             [("user=pbem", "user=nobody"), ("/usr/local/bin/pbem", str(wrapper))])
+        with (postfix.etc / "master.cf").open("a") as f:
+            f.write(master)
+        postfix.main_cf(deploy_block("postfix-pipe-main.cf"))
+        (postfix.etc / "transport").write_text(postfix.ours(deploy_block("postfix-pipe-transport")))
+        postfix.reload_as_documented()
+
+        post = Players(sink)
+        asked = post.command(alice.email, "help")
+        wait_until(lambda: any("the settings cannot be read" in str(r.get("delay_reason"))
+                               for m in postfix.queue() for r in m["recipients"]),
+                   lambda: f"Postfix to defer the mail: {postfix.queue()}\n{postfix.log()}")
+        assert "status=bounced" not in postfix.log() and not post.mails(alice.email)
+        db.session.rollback()
+        assert not db.session.scalars(select(InboundMail)).all()
+
+        # The operator sets the key (as the example file asks) and lets Postfix try again.
+        placeholder = re.search(r"^PBEM_SERVER_SECRET_KEY=change-me.*$", settings.read_text(), re.M).group(0)
+        key = f"PBEM_SERVER_SECRET_KEY={secrets.token_hex(32)}"
+        settings.write_text(settings.read_text().replace(placeholder, key))
+        postfix.run_documented(["postqueue", "-f"])
+        wait_until(lambda: not postfix.queue(), lambda: f"the mail to go in\n{postfix.log()}")
+        db.session.rollback()
+        stored = db.session.scalars(select(InboundMail)).one()
+        assert (stored.message_id, stored.mail_from, stored.rcpt_to) == (asked, alice.email, COMMANDS)
+        assert stored.status == "processed", stored.note
+        outbox = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == alice.email)).one()
+        assert outbox.headers["In-Reply-To"] == asked
+
+        # The same wrapper, run by root, reads a relative path where it was started; from a directory the
+        # pbem user may not read (the test's own, 0700) it says where it runs instead.
+        (shared / "records.jsonl").write_text("\n")
+        done = subprocess.run([str(wrapper), "import", "records.jsonl"], cwd=shared, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and "0 game(s) imported, 0 already here, 0 refused." in done.stdout, done
+        denied = subprocess.run([str(wrapper), "status", "--no-mta-queue"], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert f"nobody may not read {tmp_path}, so this runs in {shared}" in denied.stderr, denied
+    except BaseException:
+        print(postfix.log())
+        raise
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
