@@ -534,3 +534,73 @@ def test_the_pipe_as_documented_waits_for_a_missing_setting_and_never_bounces(
         raise
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_the_upgrade_as_documented_loses_no_mail_that_arrives_meanwhile(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
+) -> None:
+    """The upgrade block of DEPLOY.md, run line by line (systemctl as the units would start and stop the
+    processes), with Postfix's own retry timers (minutes, not the seconds of the other tests): a mail
+    sent while the listener is stopped waits in Postfix, and the block's `postqueue -f` brings it in at
+    once; `pbem status` at its end finds all well."""
+    import flask_migrate
+
+    alice = players[0]
+    with app.app_context():
+        flask_migrate.stamp()  # The test's tables are the newest schema: `pbem db upgrade` has none to add.
+    postfix.main_cf("minimal_backoff_time = 300s\nmaximal_backoff_time = 4000s\nqueue_run_delay = 300s\n")
+    postfix.run_documented(["postfix", "reload"])
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1", MAIL_CONFIG=str(postfix.etc))
+    units = {
+        "pbem-smtpd": option(exec_start("pbem-smtpd.service"), "--port", str(postfix.listener_port)),
+        "pbem-scheduler": exec_start("pbem-scheduler.service"),
+    }
+    running: dict[str, object] = {}
+    post = Players(sink)
+    ran: list[str] = []
+    try:
+        for unit, argv in units.items():
+            running[unit] = procs.start(unit, argv, env)
+        wait_for_port(postfix.listener_port, running["pbem-smtpd"])
+        post.answer_to(alice.email, post.command(alice.email, "help"))
+        meanwhile = None
+        for command in commands(deploy_block("upgrade")):
+            ran.append(" ".join(command))
+            if command[:2] in (["cd", "/opt/pbem"], ["git", "pull"]) or command[1:3] == ["install", "-e"]:
+                continue  # The new code: it is the code under test already.
+            if command[:2] == ["systemctl", "stop"]:
+                for unit in command[2:]:
+                    procs.stop(running.pop(unit))
+                meanwhile = post.command(alice.email, "games")  # A player's mail, while the listener is down.
+                wait_until(lambda: any(r.get("delay_reason") for m in postfix.queue()
+                                       for r in m["recipients"]), "Postfix to defer the mail sent meanwhile")
+            elif command[:2] == ["systemctl", "start"]:
+                for unit in command[2:]:
+                    running[unit] = procs.start(unit, units[unit], env)
+                wait_for_port(postfix.listener_port, running["pbem-smtpd"])
+            elif command[:2] == ["systemctl", "reload"]:
+                assert command[2:] == ["pbem-web"]  # No web server in this test.
+            elif command[0] == "pbem":
+                done = subprocess.run([*PBEM, *command[1:]], env=env, capture_output=True, text=True,
+                                      timeout=120)
+                assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+                if command[1] == "status":
+                    assert "All well." in done.stdout and "MTA queue:" in done.stdout
+            else:
+                assert command == ["postqueue", "-f"], command
+                postfix.run_documented(command)
+                flushed_at = time.monotonic()
+        assert meanwhile is not None and ran.index("postqueue -f") < ran.index("pbem status")
+        # Not the minutes of Postfix's backoff: the flush brought it in.
+        post.answer_to(alice.email, meanwhile)
+        assert time.monotonic() - flushed_at < 60
+        db.session.rollback()
+        assert {r.status for r in db.session.scalars(select(InboundMail))} == {"processed"}
+        assert len(post.mails(alice.email)) == 2
+    except BaseException:
+        print(procs.logs())
+        print(postfix.log())
+        raise
+    finally:
+        procs.stop_all()
