@@ -8,12 +8,13 @@ Each test is skipped only when what it runs (nginx, openssl, pg_dump, a PostgreS
 from __future__ import annotations
 
 import http.client
-import os
 import re
 import shutil
 import ssl
 import stat
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from pbem import accounts
 from pbem.extensions import db
 from tests.conftest import ROOT, free_port
 from tests.server.conftest import PG_ADMIN_URL
+from tests.server.deploy_doc import deploy_block, substituted
 from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
@@ -151,3 +153,148 @@ class Browser:
         response = Response(answer)
         connection.close()
         return response
+
+
+PG_DUMP = shutil.which("pg_dump")
+RUNUSER = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+
+
+def _has_user(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+# Stand-ins for what a test machine has no unit of: each `systemctl` line is noted, `pbem` is this
+# checkout's command (run as the wrapper would, with the test's settings), `postqueue` is noted.
+_PRELUDE = """\
+systemctl() { echo "systemctl $*" >> "$DEPLOY_LOG"; }
+postqueue() { echo "postqueue $*" >> "$DEPLOY_LOG"; }
+pbem() { "$TEST_PYTHON" -m pbem "$@"; }
+"""
+
+
+def tables() -> dict[str, list[tuple]]:
+    """Every row of every table of the models, in primary-key order."""
+    found = {}
+    for table in db.metadata.sorted_tables:
+        query = sa.select(table).order_by(*table.primary_key.columns)
+        found[table.name] = [tuple(row) for row in db.session.execute(query)]
+    db.session.rollback()
+    return found
+
+
+@pytest.mark.skipif(not PG_ADMIN_URL or PG_DUMP is None or RUNUSER is None or not _has_user("postgres"),
+                    reason="PostgreSQL on this machine (PBEM_TEST_DATABASE_URL, pg_dump, the postgres user) "
+                           "is needed")
+def test_backup_and_restore_as_documented_give_back_every_row(tmp_path: Path) -> None:
+    """The backup block of DEPLOY.md makes a dump only postgres can read; the restore block, run after
+    a change, gives back every row of every table as it was at the backup, and `pbem verify` agrees."""
+    import flask_migrate
+
+    from pbem import create_app
+    from tests.server.archived import finished
+    from tests.server.conftest import create_pg_database, drop_pg_database
+
+    url = create_pg_database("pbem_backup")
+    name = sa.make_url(url).database
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:  # The database's owner, as DEPLOY.md's createuser makes it.
+        if not conn.exec_driver_sql("SELECT 1 FROM pg_roles WHERE rolname = 'pbem'").first():
+            conn.exec_driver_sql("CREATE ROLE pbem")
+    admin.dispose()
+    shared = Path(tempfile.mkdtemp(prefix="pbem-backup-"))
+    shared.chmod(0o755)  # postgres makes its directory in here.
+    backups = shared / "backups"
+    app = create_app({"database": {"url": url}, "server": {"instance_path": str(tmp_path / "instance")}})
+    try:
+        with app.app_context():
+            flask_migrate.upgrade()
+            players = [accounts.create_user(h, f"{h}@example.org", verified=True) for h in ("ann", "ben")]
+            db.session.commit()
+            finished("cambio", players, seed=4)
+            finished("truchet", players, end="resign", moves=3)
+            before = tables()
+            db.engine.dispose()
+        env = dict(environment(app), DEPLOY_LOG=str(tmp_path / "deploy.log"), TEST_PYTHON=sys.executable)
+
+        def run(block: str) -> str:
+            done = subprocess.run(["sh", "-e", "-c", _PRELUDE + block], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            assert done.returncode == 0, f"{block}\n{done.stdout}{done.stderr}"
+            return done.stdout
+
+        run(substituted(deploy_block("backup-postgresql"), [
+            ("/var/backups/pbem", str(backups)), (" pbem'", f" {name}'")]))
+        dumps = list(backups.iterdir())
+        assert len(dumps) == 1 and dumps[0].name.startswith("pbem-") and dumps[0].suffix == ".dump"
+        for path, mode in ((backups, 0o700), (dumps[0], 0o600)):  # Password and key hashes are in it.
+            assert stat.S_IMODE(path.stat().st_mode) == mode and path.owner() == "postgres", path
+
+        with app.app_context():  # A player signs up after the backup: the restore forgets them.
+            accounts.create_user("cat", "cat@example.org", verified=True)
+            db.session.commit()
+            assert tables() != before
+            db.engine.dispose()
+        said = run(substituted(deploy_block("restore-postgresql"), [
+            ("dump=/var/backups/pbem/pbem-2025-03-03.dump", f"dump={dumps[0]}"),
+            ("dropdb pbem", f"dropdb {name}"), ("--dbname=pbem", f"--dbname={name}"),
+            ("createdb --owner pbem pbem", f"createdb --owner pbem {name}"),
+        ]))
+        assert "The database is up to date." in said and "Every game matches its record." in said
+        assert (tmp_path / "deploy.log").read_text().splitlines() == [
+            "systemctl stop pbem-scheduler pbem-smtpd pbem-web",
+            "systemctl start pbem-web pbem-smtpd pbem-scheduler", "postqueue -f"]
+        with app.app_context():
+            assert tables() == before
+            db.engine.dispose()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+        drop_pg_database(url)
+
+
+SQLITE3 = shutil.which("sqlite3")
+
+
+@pytest.mark.skipif(SQLITE3 is None or RUNUSER is None, reason="sqlite3 (apt-get install sqlite3) is needed")
+def test_the_sqlite_backup_as_documented_copies_every_row_while_the_server_runs(tmp_path: Path) -> None:
+    """The SQLite backup block of DEPLOY.md, run as the data's owner while the database is open in WAL
+    mode: the copy, readable by that owner alone, holds every row."""
+    from pbem import create_app
+    from tests.server.archived import finished
+
+    shared = Path(tempfile.mkdtemp(prefix="pbem-sqlite-backup-"))
+    shared.chmod(0o755)
+    data, backups = shared / "data", shared / "backups"
+    data.mkdir()
+    app = create_app({"database": {"url": f"sqlite:///{data / 'pbem.db'}"},
+                      "server": {"instance_path": str(data)}})
+    try:
+        with app.app_context():
+            db.create_all()
+            players = [accounts.create_user(h, f"{h}@example.org", verified=True) for h in ("ann", "ben")]
+            db.session.commit()
+            finished("cambio", players, seed=4)
+            before = tables()  # The server keeps its connection open, in WAL mode, meanwhile.
+            for path in [data, *data.iterdir()]:
+                shutil.chown(path, "nobody", "nogroup")  # The pbem user's, as /var/lib/pbem is.
+            done = subprocess.run(["sh", "-e", "-c", substituted(deploy_block("backup-sqlite"), [
+                ("/var/backups/pbem", str(backups)), ("/var/lib/pbem/pbem.db", str(data / "pbem.db")),
+                ("-o pbem -g pbem", "-o nobody -g nogroup"), ("runuser -u pbem", "runuser -u nobody"),
+            ])], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            db.engine.dispose()
+        copies = list(backups.iterdir())
+        assert len(copies) == 1 and stat.S_IMODE(copies[0].stat().st_mode) == 0o600
+        assert stat.S_IMODE(backups.stat().st_mode) == 0o700
+        copy = create_app({"database": {"url": f"sqlite:///{copies[0]}"},
+                           "server": {"instance_path": str(shared / "copy")}})
+        with copy.app_context():
+            assert tables() == before
+            db.engine.dispose()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
