@@ -25,8 +25,10 @@ EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
 
 
 def _app() -> Flask:
+    """The app, named to the database after the command that runs it ("pbem smtpd", "pbem mail process")."""
+    context = click.get_current_context(silent=True)
     try:
-        return create_app()
+        return create_app(role=context.command_path if context is not None else "pbem")
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -273,7 +275,7 @@ def ingest(sender: str | None, recipients: tuple[str, ...]) -> None:
     from pbem.mail import process, receive
 
     try:
-        app = create_app()
+        app = create_app(role="pbem ingest")
     except ConfigError as exc:
         # A setting missing where the MTA runs us (the pipe passes no environment): the operator can fix
         # it, and the mail must wait for that rather than bounce back to the player.
@@ -315,6 +317,27 @@ def outbox_deliver() -> None:
 @main.group("mail")
 def inbound() -> None:
     """The inbound mail queue."""
+
+
+@inbound.command("test")
+@click.argument("address")
+def mail_test(address: str) -> None:
+    """Send a test mail to ADDRESS now, the way the scheduler sends every mail, and print what the
+    outbound MTA answered (exit 1 if it did not take it)."""
+    from pbem import outbox as queue
+
+    _logging()
+    if not address.isascii() or address.count("@") != 1 or any(c.isspace() for c in address):
+        raise click.BadParameter(f"{address!r} is not a mail address in plain ASCII.", param_hint="ADDRESS")
+    app = _app()
+    cfg = app.config["PBEM"]["mail"]
+    with app.app_context():
+        taken, answer, message_id = queue.send_test(address)
+    through = f"{cfg['smtp_host']}:{cfg['smtp_port']}"
+    if not taken:
+        click.echo(f"Not sent to {address} through {through}: {answer}", err=True)
+        sys.exit(1)
+    click.echo(f"Sent to {address} through {through}, Message-ID {message_id}. The MTA answered: {answer}")
 
 
 @inbound.command("process")

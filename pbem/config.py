@@ -7,6 +7,7 @@ names the setting and where it came from, rather than failing later in the middl
 from __future__ import annotations
 
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -222,10 +223,20 @@ def _check_limits(limits: dict[str, Any]) -> None:
             ) from None
 
 
-def flask_config(settings: Settings) -> dict[str, Any]:
-    """The Flask and extension keys that follow from the settings."""
+def application_name(role: str) -> str:
+    """How a process names itself to PostgreSQL: its role, host and process id (at most the 63 bytes
+    PostgreSQL keeps), so that ``pg_stat_activity`` says whose each connection is."""
+    return f"{role} {socket.gethostname()} pid {os.getpid()}".encode("ascii", "replace")[:63].decode()
+
+
+def flask_config(settings: Settings, role: str = "pbem web") -> dict[str, Any]:
+    """The Flask and extension keys that follow from the settings (``role``: see :func:`application_name`)."""
     mail = settings["mail"]
+    engine_options: dict[str, Any] = {}
+    if settings["database"]["url"].startswith("postgresql"):
+        engine_options["connect_args"] = {"application_name": application_name(role)}
     return {
+        "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SECRET_KEY": settings["server"]["secret_key"],
         "SQLALCHEMY_DATABASE_URI": settings["database"]["url"],
         # Sign-in cookies: never sent by another site's links or forms (SameSite=Lax), never read by

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner, Result
 from flask import Flask
 from sqlalchemy import func, select, update
@@ -126,6 +127,13 @@ def test_status_sees_a_listener_and_a_scheduler_that_died_hang_or_stopped(
             time.sleep(0.2)
         report = pbem("status", "--no-mta-queue")
         assert report.exit_code == 0, report.output
+        if db.engine.dialect.name == "postgresql":  # Each connection says whose it is.
+            names = set(db.session.scalars(sa.text(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = current_database()")))
+            db.session.rollback()
+            host = socket.gethostname()
+            assert f"pbem smtpd {host} pid {listener.popen.pid}" in names, names
+            assert f"pbem scheduler {host} pid {scheduler.popen.pid}" in names, names
         host = socket.gethostname()
         assert f"Listener {host} LMTP 127.0.0.1:{port}: pid {listener.popen.pid}" in report.output
         assert f"Scheduler {host} scheduler: pid {scheduler.popen.pid}" in report.output
