@@ -70,7 +70,18 @@ def init_app(app: Flask) -> None:
     """Register the web-play blueprints and the sign-in and error behaviour they rely on."""
     # Before any route is added: the routes read the converter when they are registered.
     app.url_map.converters["int"] = RowIdConverter
-    from pbem.web import archive, auth, gameplay, gameview, links, mailbox, main, players, secretlinks
+    from pbem.web import (
+        archive,
+        auth,
+        gameplay,
+        gameview,
+        links,
+        mailbox,
+        main,
+        monitoring,
+        players,
+        secretlinks,
+    )
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
@@ -92,6 +103,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(links.bp)
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(archive.bp)
+    app.register_blueprint(monitoring.bp)
     api.init_app(app)
     # After every route is added: the links that carry a secret are found among them.
     secretlinks.init_app(app)
