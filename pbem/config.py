@@ -202,6 +202,9 @@ def _check(settings: Settings) -> None:
             raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
     if settings["database"]["sqlite_synchronous"].lower() not in ("full", "normal"):
         raise ConfigError('database.sqlite_synchronous must be "full" or "normal".')
+    if settings["mail"]["require_dmarc"] and not settings["mail"]["authserv_id"].strip():
+        raise ConfigError("mail.require_dmarc needs mail.authserv_id: the name your MTA writes in the "
+                          "Authentication-Results header it adds (see docs/DEPLOY.md).")
     if not 1 <= settings["monitoring"]["heartbeat_seconds"] <= 3600:
         raise ConfigError("monitoring.heartbeat_seconds must be between 1 and 3600.")
     if not 1 <= settings["smtpd"]["workers"] <= 64:

@@ -391,6 +391,11 @@ def test_two_listeners_fail_over_and_status_sees_the_mail_waiting_when_both_are_
     alice = players[0]
     first, second = postfix.listener_port, free_port()
     (postfix.etc / "transport").write_text(postfix.ours(deploy_block("postfix-transport-two"), first, second))
+    # And the line that strips a verdict naming this MTA from a mail that brings one (its name here is
+    # mta.pbem.test).
+    (postfix.etc / "header_checks").write_text(substituted(deploy_block("postfix-header-checks"),
+                                                           [("mta\\.example\\.org", "mta\\.pbem\\.test")]))
+    postfix.main_cf(f"header_checks = regexp:{postfix.etc}/header_checks")
     postfix.reload_as_documented()
     procs = Processes(tmp_path)
     env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1", PBEM_MONITORING_HEARTBEAT_SECONDS="1")
@@ -401,8 +406,17 @@ def test_two_listeners_fail_over_and_status_sees_the_mail_waiting_when_both_are_
         # Only the second listener runs: the first refuses the connection, and Postfix goes on to it.
         two = procs.start("listener-2", option(smtpd, "--port", str(second)), env)
         wait_for_port(second, two)
-        asked = post.command(alice.email, "help")
+        forged = EmailMessage()
+        forged["From"], forged["To"], forged["Subject"] = alice.email, COMMANDS, "help"
+        forged["Authentication-Results"] = "mta.pbem.test; dmarc=pass header.from=example.org"
+        forged["Authentication-Results"] = "elsewhere.example; dmarc=pass header.from=example.org"
+        forged.set_content("\n")
+        asked = post.send(forged)
         assert "commands" in text_of(post.answer_to(alice.email, asked)).lower()
+        db.session.rollback()
+        stored = db.session.scalars(select(InboundMail)).one().raw
+        assert b"Authentication-Results: mta.pbem.test" not in stored
+        assert b"Authentication-Results: elsewhere.example" in stored
         # Then only the first.
         one = procs.start("listener-1", option(smtpd, "--port", str(first)), env)
         wait_for_port(first, one)
