@@ -284,7 +284,8 @@ def _processes(status: Status, now: datetime, limits: Limits) -> None:
     )
     status.processes = [ProcessBeat(r.kind, r.name, r.pid, r.started_at, r.beat_at, r.stopped_at)
                         for r in rows]
-    for kind, title in PROCESS_KINDS.items():
+    for kind in sorted({beat.kind for beat in status.processes}):  # Any kind that beats, bots to come too.
+        title = PROCESS_KINDS.get(kind, kind)
         beats = [beat for beat in status.processes if beat.kind == kind]
         silent = [beat for beat in beats if beat.stopped_at is None and now - beat.beat_at > limits.silent]
         for beat in silent:
@@ -297,7 +298,7 @@ def _processes(status: Status, now: datetime, limits: Limits) -> None:
             last = max(beat.stopped_at for beat in beats if beat.stopped_at is not None)
             status.problems.append(
                 f"no {title.lower()} is running (the last stopped {describe(now - last)} ago): "
-                f"{_REMEDY[kind]}."
+                f"{_REMEDY.get(kind, 'start it again')}."
             )
 
 
