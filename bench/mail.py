@@ -46,7 +46,7 @@ from pbem.game import play
 from pbem.mailout import outbox, tokens
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "bench-mail-secret"
+SECRET = "bench-mail-secret-not-for-any-real-server"
 FLOOR_CPU_MS = 10.0  # Richard's PBeM server, per accepted move with both mails delivered.
 GAMES = 64
 

@@ -45,7 +45,8 @@ WRITES = ("INSERT", "UPDATE", "DELETE")
 
 def _app(url: str):
     return create_app({
-        "server": {"secret_key": "bench", "instance_path": tempfile.mkdtemp(prefix="pbem-bench-")},
+        "server": {"secret_key": "bench-secret-not-for-any-real-server",
+                   "instance_path": tempfile.mkdtemp(prefix="pbem-bench-")},
         "database": {"url": url},
     })
 

@@ -46,7 +46,7 @@ from pbem.core.models import Game, User
 from pbem.game import play, queries
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "bench-web-secret"
+SECRET = "bench-web-secret-not-for-any-real-server"
 PLAYERS = 40
 FINISHED = 120
 ACTIVE = 60

@@ -2,4 +2,4 @@
 
 from pbem.cli import main
 
-main()
+main(prog_name="pbem")

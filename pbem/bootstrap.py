@@ -40,8 +40,9 @@ EVENT_HANDLERS: events.Handlers = {
 }
 
 
-def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section."""
+def create_app(config: dict[str, Any] | None = None, role: str = "pbem web") -> Flask:
+    """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section.
+    ``role`` names the process to the database (PostgreSQL's ``application_name``)."""
     settings = config_module.load(config)
     instance_path = Path(settings["server"]["instance_path"]).resolve()
     instance_path.mkdir(parents=True, exist_ok=True)
@@ -51,7 +52,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         template_folder=str(PROJECT_ROOT / "templates"),
         static_folder=str(PROJECT_ROOT / "pbem" / "static"),
     )
-    app.config.update(config_module.flask_config(settings))
+    app.config.update(config_module.flask_config(settings, role))
     proxies = settings["server"]["trusted_proxies"]
     if proxies:
         # Behind a reverse proxy the peer is the proxy: take the client's address and scheme from the

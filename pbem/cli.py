@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import TextIO
@@ -31,7 +33,7 @@ def _app() -> Flask:
     if info is not None and info.create_app is not None:
         return info.create_app()
     try:
-        return create_app()
+        return create_app(role=context.command_path if context is not None else "pbem")
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -205,25 +207,34 @@ def import_records(path: TextIO) -> None:
 
 @main.command()
 @click.option("--inbound-minutes", default=10, show_default=True, type=click.IntRange(1),
-              help="Inbound mail waiting or stuck longer than this is a problem.")
+              help="Inbound mail waiting or stuck longer than this (here or in the MTA's queue) is a "
+                   "problem.")
 @click.option("--outbox-minutes", default=30, show_default=True, type=click.IntRange(1),
               help="An unsent mail older than this is a problem.")
 @click.option("--sweep-minutes", default=10, show_default=True, type=click.IntRange(1),
               help="A reminder or deadline due longer than this is a problem.")
+@click.option("--silent-minutes", default=3, show_default=True, type=click.IntRange(1),
+              help="A listener or scheduler without a heartbeat for this long is a problem.")
+@click.option("--mta-queue/--no-mta-queue", default=True, show_default=True,
+              help="Read the local Postfix's queue (`postqueue -j`) for mail to the mail domain, where "
+                   "Postfix is installed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, as_json: bool) -> None:
-    """Print what to monitor: stuck inbound mail, the outbox's age, the sweep's lag (exit 1 on a problem)."""
+def status(inbound_minutes: int, outbox_minutes: int, sweep_minutes: int, silent_minutes: int,
+           mta_queue: bool, as_json: bool) -> None:
+    """Print what to monitor: stuck inbound mail, the outbox's age, the sweep's lag, silent listeners and
+    schedulers, mail waiting in the local MTA (exit 1 on a problem)."""
     import json
     from datetime import timedelta
 
     from pbem.schedule import status as health
 
     app = _app()
+    queue = health.postfix_queue(app.config["PBEM"]["mail"]["domain"]) if mta_queue else None
     with app.app_context():
         found = health.check(health.Limits(
             inbound=timedelta(minutes=inbound_minutes), outbox=timedelta(minutes=outbox_minutes),
-            sweep=timedelta(minutes=sweep_minutes),
-        ))
+            sweep=timedelta(minutes=sweep_minutes), silent=timedelta(minutes=silent_minutes),
+        ), queue)
     click.echo(json.dumps(found.to_dict(), indent=2) if as_json else "\n".join(found.lines()))
     if found.problems:
         sys.exit(1)
@@ -244,34 +255,51 @@ def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
     app = _app()
     cfg = app.config["PBEM"]["smtpd"]
     server = listener.controller(app, host or cfg["host"], port or cfg["port"], lmtp=lmtp)
+    stop = _stop_signals()  # Before starting: a SIGTERM while starting stops the listener cleanly too.
     server.start()
-    click.echo(f"Listening for {'LMTP' if lmtp else 'SMTP'} on {server.hostname}:{server.port}")
-    _wait_for_signal()
+    log.info("listening for %s on %s:%s (pid %s)", "LMTP" if lmtp else "SMTP", server.hostname, server.port,
+             os.getpid())
+    received = stop()
+    log.info("%s: no longer listening; finishing the messages in hand", received)
     server.stop()
+    log.info("listener stopped")
 
 
 @main.command()
-def ingest() -> None:
-    """Store one message read from standard input (for an MTA pipe).
+@click.option("--sender", metavar="ADDRESS",
+              help="The envelope sender (Postfix's pipe: --sender=${sender}, with null_sender= for bounces).")
+@click.option("--recipient", "recipients", metavar="ADDRESS", multiple=True,
+              help="An envelope recipient (Postfix's pipe: --recipient=${recipient}); may be repeated.")
+def ingest(sender: str | None, recipients: tuple[str, ...]) -> None:
+    """Store one message read from standard input (for an MTA pipe), then process what waits.
 
-    Exits 0 when stored (or already stored), 65 for a message that is not mail, 75 on a temporary
-    failure, so the MTA retries.
+    Exits 0 when stored (or already stored), 65 for a message that is not mail or is too large, 75 on a
+    temporary failure (settings that cannot be read included), so the MTA keeps the message and retries.
+    Without --sender and --recipient the envelope is read from the Return-Path and Delivered-To headers.
     """
     from pbem.mailin import process, receive
 
-    raw = sys.stdin.buffer.read()
     try:
-        app = _app()
+        app = create_app(role="pbem ingest")
+    except ConfigError as exc:
+        # A setting missing where the MTA runs us (the pipe passes no environment): the operator can fix
+        # it, and the mail must wait for that rather than bounce back to the player.
+        click.echo(f"Temporary failure: the settings cannot be read: {exc}", err=True)
+        sys.exit(EX_TEMPFAIL)
+    limit = app.config["PBEM"]["smtpd"]["max_message_bytes"]
+    raw = sys.stdin.buffer.read(limit + 1)
+    if len(raw) > limit:
+        click.echo(f"Rejected: the message is larger than {limit} bytes (smtpd.max_message_bytes).", err=True)
+        sys.exit(EX_DATAERR)
+    try:
         with app.app_context():
-            receive.store(raw)
+            receive.store(raw, sender or "", list(recipients))
             process.after_store()
     except receive.MalformedMessage as exc:
         click.echo(f"Rejected: {exc}", err=True)
         sys.exit(EX_DATAERR)
-    except click.ClickException:
-        raise
     except Exception as exc:
-        click.echo(f"Temporary failure: {exc}", err=True)
+        click.echo(f"Temporary failure: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EX_TEMPFAIL)
 
 
@@ -294,6 +322,27 @@ def outbox_deliver() -> None:
 @main.group("mail")
 def inbound() -> None:
     """The inbound mail queue."""
+
+
+@inbound.command("test")
+@click.argument("address")
+def mail_test(address: str) -> None:
+    """Send a test mail to ADDRESS now, the way the scheduler sends every mail, and print what the
+    outbound MTA answered (exit 1 if it did not take it)."""
+    from pbem.mailout import outbox as queue
+
+    _logging()
+    if not address.isascii() or address.count("@") != 1 or any(c.isspace() for c in address):
+        raise click.BadParameter(f"{address!r} is not a mail address in plain ASCII.", param_hint="ADDRESS")
+    app = _app()
+    cfg = app.config["PBEM"]["mail"]
+    with app.app_context():
+        taken, answer, message_id = queue.send_test(address)
+    through = f"{cfg['smtp_host']}:{cfg['smtp_port']}"
+    if not taken:
+        click.echo(f"Not sent to {address} through {through}: {answer}", err=True)
+        sys.exit(1)
+    click.echo(f"Sent to {address} through {through}, Message-ID {message_id}. The MTA answered: {answer}")
 
 
 @inbound.command("process")
@@ -364,7 +413,10 @@ def digest(at: str | None) -> None:
 
 
 @main.command()
-def scheduler() -> None:
+@click.option("--name", default="scheduler", show_default=True,
+              help="This scheduler's name in `pbem status`, after the host's: give each of several on one "
+                   "host its own.")
+def scheduler(name: str) -> None:
     """Run the scheduler: outbox delivery, deadline sweeps (reminders, timeouts, vacations) and digests."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -373,10 +425,18 @@ def scheduler() -> None:
     _logging()
     app = _app()
     blocking = BlockingScheduler(timezone="UTC")
-    jobs.add_jobs(blocking, app)
-    click.echo("Scheduler running; Ctrl-C stops it.")
+    jobs.add_jobs(blocking, app, name)
+    jobs.started(app, name)
+    log.info("scheduler %r running (pid %s); SIGTERM or Ctrl-C stops it", name, os.getpid())
+    # SIGTERM (systemd's stop) ends the loop as Ctrl-C does; a job in hand is let finish.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with contextlib.suppress(KeyboardInterrupt, SystemExit):
         blocking.start()
+    log.info("scheduler %r stopping: letting the job in hand finish", name)
+    with contextlib.suppress(Exception):
+        blocking.shutdown(wait=True)
+    jobs.stopped(app, name)
+    log.info("scheduler %r stopped", name)
 
 
 @main.command()
@@ -418,21 +478,36 @@ def run(host: str, port: int) -> None:
     click.echo(f"Mail listener: SMTP on {inbound.hostname}:{inbound.port}")
     background = BackgroundScheduler(timezone="UTC")
     jobs.add_jobs(background, app)
+    jobs.started(app, "scheduler")
     background.start()
     click.echo(f"Web: http://{host}:{port}/")
     try:
         app.run(host=host, port=port, threaded=True, use_reloader=False)
     finally:
         background.shutdown(wait=False)
+        jobs.stopped(app, "scheduler")
         for controller in reversed(started):
             controller.stop()
 
 
-def _wait_for_signal() -> None:
+def _stop_signals() -> Callable[[], str]:
+    """Catch SIGTERM (systemd's stop) and SIGINT (Ctrl-C) from now on; returns the wait for one of them,
+    which answers the name of the signal that came."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    received: list[str] = []
+
+    def note(number: int, _frame: object) -> None:
+        received.append(signal.Signals(number).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)
+
+    def wait() -> str:
+        stop.wait()
+        return received[0]
+
+    return wait
 
 
 def parse_time(text: str) -> datetime:

@@ -2,10 +2,12 @@
 export and import of records as JSON lines.
 
 An import replays every entry of a record through the game's engine and refuses the record, naming the
-first entry that does not fit, unless it replays to the result the record states.  Each imported game
-keeps the digest of what it was replayed from (``Game.import_key``), so importing a record twice adds it
-once.  Players unknown here become placeholder accounts (``User.placeholder``): they have no address and
-cannot sign in until someone signs up with the handle and confirms their address (see
+first entry that does not fit, unless it replays to the result the record states.  A record names the
+server the game was played on (``origin``, its base URL) and its number there (``id``): a game of
+this server's own, or one imported before from the same origin, is "already here" and not added again.
+Each imported game also keeps the digest of what it was replayed from (``Game.import_key``), for records
+that name no origin.  Players unknown here become placeholder accounts (``User.placeholder``): they have
+no address and cannot sign in until someone signs up with the handle and confirms their address (see
 :func:`pbem.accounts.accounts.sign_up`).
 """
 
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
+from flask import current_app
 from marshmallow import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
@@ -37,7 +40,8 @@ MAX_LINE = 2_000_000
 MAX_ENTRIES = 20_000
 MAX_TEXT = 500
 KINDS = ("move", "resign", "draw-offer", "draw-accept", "draw-decline", "timeout")
-VIA = ("web", "mail", "link", "command", "server", "cli", "import")
+VIA = ("web", "mail", "link", "command", "api", "conditional", "server", "cli", "import")
+MAX_ORIGIN = 200
 # How the plain-text record names the server's actions.
 ACTION_WORDS = {
     "resign": "resigns",
@@ -52,12 +56,19 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else value.replace(microsecond=0).isoformat() + "Z"
 
 
+def own_origin() -> str:
+    """This server's name in the records it writes: its base URL, without a trailing slash."""
+    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")[:MAX_ORIGIN]
+
+
 def record(game: Game) -> dict[str, Any]:
-    """The JSON-safe record of a started game (format :data:`FORMAT`, see docs/RECORDS.md)."""
+    """The JSON-safe record of a started game (format :data:`FORMAT`, see docs/RECORDS.md).  A game
+    imported from elsewhere keeps the origin and number it was played under."""
     outcome = Outcome.from_dict(game.result) if game.result else None
     return {
         "format": FORMAT,
-        "id": game.id,
+        "origin": game.origin or own_origin(),
+        "id": game.origin_game_id if game.origin else game.id,
         "game": game.engine,
         "options": game.options,
         "seed": game.seed,
@@ -167,6 +178,8 @@ class Checked:
     outcome: Outcome
     ending: str
     key: str
+    origin: str | None = None
+    origin_game_id: int | None = None
 
 
 def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -296,10 +309,48 @@ def check(data: Any) -> Checked:
         outcome = replace(outcome, reason=reason[:MAX_TEXT] if isinstance(reason, str) else ending)
     else:
         ending = endings.ending_of(engine.slug, outcome)
+    origin, origin_game_id = _origin(data)
+    return Checked(data, engine, options, state, outcome, ending, _content_key(data, options), origin,
+                   origin_game_id)
+
+
+def _origin(data: dict[str, Any]) -> tuple[str | None, int | None]:
+    """The server a record says its game was played on, and its number there (both, or neither)."""
+    origin, number = data.get("origin"), data.get("id")
+    if origin is None:
+        return None, None
+    if not isinstance(origin, str) or not origin.strip() or len(origin) > MAX_ORIGIN:
+        raise RecordError(f"the record's 'origin' must be a server's address of at most {MAX_ORIGIN} "
+                          "characters")
+    if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**31:
+        raise RecordError("a record with an 'origin' must give the game's number there as 'id'")
+    return origin.strip().rstrip("/"), number
+
+
+def _content_key(data: dict[str, Any], options: dict[str, Any]) -> str:
+    """The digest of what a record is replayed from: the same game gives the same key."""
     canonical = {k: data[k] for k in ("game", "seed", "players")} | {
-        "options": options, "moves": [[e.get("seat"), e.get("kind", "move"), e.get("text")] for e in entries]}
-    key = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-    return Checked(data, engine, options, state, outcome, ending, key)
+        "options": options,
+        "moves": [[e.get("seat"), e.get("kind", "move"), e.get("text")] for e in data["moves"]]}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+
+
+def _already_here(checked: Checked) -> Game | None:
+    """The game of this server that ``checked`` is a record of, if any: one imported before from the same
+    origin and number, this server's own game of that number (when it is the same game: a server
+    whose database was started afresh may have given the number to another), or one imported before
+    from the same content."""
+    if checked.origin is not None:
+        found = db.session.scalar(select(Game).where(Game.origin == checked.origin,
+                                                     Game.origin_game_id == checked.origin_game_id))
+        if found is not None:
+            return found
+        if checked.origin == own_origin():
+            own = db.session.get(Game, checked.origin_game_id)
+            if own is not None and own.origin is None and own.status == "finished" \
+                    and _content_key(record(own), checked.options) == checked.key:
+                return own
+    return db.session.scalar(select(Game).where(Game.import_key == checked.key))
 
 
 def _resigned(players: int, seat: int) -> Outcome:
@@ -333,7 +384,7 @@ def store(checked: Checked) -> tuple[Game, bool]:
     """Add a checked record as a finished game, unless it was imported before; returns the game and
     whether it is new.  Takes the write lock and commits."""
     begin_write()
-    found = db.session.scalar(select(Game).where(Game.import_key == checked.key))
+    found = _already_here(checked)
     if found is not None:
         db.session.rollback()
         return found, False
@@ -349,7 +400,7 @@ def store(checked: Checked) -> tuple[Game, bool]:
         public=public, time_control=time_control, rated=data.get("rated") is True,
         ply=sum(1 for e in data["moves"] if e.get("kind", "move") == "move"),
         created_at=started or finished, started_at=started or finished, finished_at=finished,
-        import_key=checked.key,
+        import_key=checked.key, origin=checked.origin, origin_game_id=checked.origin_game_id,
     )
     for number, user in enumerate(users):
         game.seats.append(Seat(number=number, user=user, joined_at=started))

@@ -7,6 +7,7 @@ names the setting and where it came from, rather than failing later in the middl
 from __future__ import annotations
 
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -115,15 +116,65 @@ def load(
     if overrides:
         _merge(settings, overrides, "the app factory's arguments")
     _check(settings)
+    _check_secret(settings, environ.get("PBEM_CONFIG"))
     return settings
+
+
+# A secret key this long (in characters) or longer; `secrets.token_hex(32)` gives 64.
+MIN_SECRET_LENGTH = 32
+# How an operator makes a secret key, said wherever one is refused.
+MAKE_SECRET = "`python3 -c 'import secrets; print(secrets.token_hex(32))'`"
+# What the example files ask to be replaced (deploy/pbem.env.example).
+_PLACEHOLDER_PREFIXES = ("change-me", "changeme", "replace-me", "secret", "your-")
+
+
+def _published_secrets() -> dict[str, Path]:
+    """The secret keys written in this repository's own config files (development.toml, testing.toml):
+    public, so never good enough for a real server."""
+    found: dict[str, Path] = {}
+    for path in sorted(CONFIG_DIR.glob("*.toml")):
+        try:
+            key = _read_toml(path).get("server", {}).get("secret_key")
+        except ConfigError:
+            continue
+        if isinstance(key, str) and key:
+            found[key] = path
+    return found
+
+
+def _check_secret(settings: Settings, config_file: str | None) -> None:
+    """Refuse, outside development, a secret key that is short, a placeholder, or published in this
+    repository; the repository's own files may use theirs (``make run`` and the test suite do).  The
+    message never shows the key."""
+    key = settings["server"]["secret_key"]
+    if settings["server"]["development"]:
+        return
+    published = _published_secrets().get(key)
+    if published is not None:
+        if config_file and Path(config_file).resolve() == published.resolve():
+            return  # This repository's own development or test setup, run as shipped.
+        problem = (f"is the one published in {published.name} of pbem's repository, which anyone can read "
+                   "(it is accepted only with server.development = true)")
+    elif key.lower().startswith(_PLACEHOLDER_PREFIXES):
+        problem = "is still the placeholder of the example file"
+    elif len(key) < MIN_SECRET_LENGTH:
+        problem = f"is too short ({len(key)} characters; at least {MIN_SECRET_LENGTH})"
+    elif len(set(key)) < 8:
+        problem = "repeats too few characters to be secret"
+    else:
+        return
+    raise ConfigError(
+        f"server.secret_key {problem}: it signs sessions, links and reply addresses, so whoever can guess "
+        f"it can play for anyone. Make one with {MAKE_SECRET} and put it in PBEM_SERVER_SECRET_KEY (e.g. "
+        "in /etc/pbem/pbem.env) or in the file named by PBEM_CONFIG."
+    )
 
 
 def _check(settings: Settings) -> None:
     if not settings["server"]["secret_key"]:
         raise ConfigError(
             "server.secret_key is not set. Put it in the file named by PBEM_CONFIG or set "
-            "PBEM_SERVER_SECRET_KEY (for example to the output of "
-            "`python3 -c 'import secrets; print(secrets.token_hex(32))'`)."
+            f"PBEM_SERVER_SECRET_KEY (for example to the output of {MAKE_SECRET})."
         )
     if not settings["database"]["url"]:
         raise ConfigError("database.url is empty; set PBEM_DATABASE_URL, e.g. sqlite:///pbem.db.")
@@ -151,6 +202,11 @@ def _check(settings: Settings) -> None:
             raise ConfigError(f"{section}.port must be between 0 and 65535, not {port}.")
     if settings["database"]["sqlite_synchronous"].lower() not in ("full", "normal"):
         raise ConfigError('database.sqlite_synchronous must be "full" or "normal".')
+    if settings["mail"]["require_dmarc"] and not settings["mail"]["authserv_id"].strip():
+        raise ConfigError("mail.require_dmarc needs mail.authserv_id: the name your MTA writes in the "
+                          "Authentication-Results header it adds (see docs/DEPLOY.md).")
+    if not 1 <= settings["monitoring"]["heartbeat_seconds"] <= 3600:
+        raise ConfigError("monitoring.heartbeat_seconds must be between 1 and 3600.")
     if not 1 <= settings["smtpd"]["workers"] <= 64:
         raise ConfigError(f"smtpd.workers must be between 1 and 64, not {settings['smtpd']['workers']}.")
 
@@ -170,10 +226,20 @@ def _check_limits(limits: dict[str, Any]) -> None:
             ) from None
 
 
-def flask_config(settings: Settings) -> dict[str, Any]:
-    """The Flask and extension keys that follow from the settings."""
+def application_name(role: str) -> str:
+    """How a process names itself to PostgreSQL: its role, host and process id (at most the 63 bytes
+    PostgreSQL keeps), so that ``pg_stat_activity`` says whose each connection is."""
+    return f"{role} {socket.gethostname()} pid {os.getpid()}".encode("ascii", "replace")[:63].decode()
+
+
+def flask_config(settings: Settings, role: str = "pbem web") -> dict[str, Any]:
+    """The Flask and extension keys that follow from the settings (``role``: see :func:`application_name`)."""
     mail = settings["mail"]
+    engine_options: dict[str, Any] = {}
+    if settings["database"]["url"].startswith("postgresql"):
+        engine_options["connect_args"] = {"application_name": application_name(role)}
     return {
+        "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SECRET_KEY": settings["server"]["secret_key"],
         "SQLALCHEMY_DATABASE_URI": settings["database"]["url"],
         # Sign-in cookies: never sent by another site's links or forms (SameSite=Lax), never read by

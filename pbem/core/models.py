@@ -201,6 +201,11 @@ class Game(Model):
     # For a game imported from a record: the digest of what it was replayed from, so that importing the
     # same record again finds it instead of adding it twice (see pbem.archive.records).
     import_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
+    # For a game imported from a record that names where it was played: that server (its base URL) and
+    # the game's number there, so that the same game is never imported twice, whatever else of the
+    # record changed (see pbem.records).
+    origin: Mapped[str | None] = mapped_column(String(200))
+    origin_game_id: Mapped[int | None] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
     seats: Mapped[list[Seat]] = relationship(
@@ -218,6 +223,7 @@ class Game(Model):
         Index("ix_game_archive", "status", "public", "finished_at", "id"),
         Index("ix_game_front", "status", "public", "updated_at"),
         Index("ix_game_archive_engine", "engine", "status", "public", "finished_at", "id"),
+        UniqueConstraint("origin", "origin_game_id", name="uq_game_origin"),
     )
 
     def seat_of(self, user: User) -> Seat | None:
@@ -391,6 +397,26 @@ class InboundMail(Model):
     # Set in the same transaction as the first change the message made (a move, a challenge): a message
     # left "processing" by a crash without it did nothing and can simply be processed again.
     acted_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class Heartbeat(Model):
+    """A long-running process (a mail listener, a scheduler) saying it is alive: it writes ``beat_at``
+    every ``monitoring.heartbeat_seconds`` while it works, and ``stopped_at`` when it stops cleanly, so
+    that ``pbem status`` can tell a process that stopped from one that died or hangs (see
+    :mod:`pbem.core.heartbeat`)."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # "listener", "scheduler", ...
+    kind: Mapped[str] = mapped_column(String(32))
+    # The host and what tells the process apart there, e.g. "mx1 LMTP 127.0.0.1:2525": a process that
+    # restarts takes up its row again.
+    name: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    beat_at: Mapped[datetime] = mapped_column(DateTime)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    __table_args__ = (UniqueConstraint("kind", "name", name="uq_heartbeat_kind_name"),)
 
 
 class MailKeyFailure(Model):

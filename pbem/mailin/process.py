@@ -39,7 +39,7 @@ from pbem.core.database import begin_write, caller_commits, in_write_transaction
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 from pbem.game import play, queries
-from pbem.mailin import answered, parse, quotes, reading, reports
+from pbem.mailin import answered, authentication, parse, quotes, reading, reports
 from pbem.mailin.commands import (
     Answer,
     Command,
@@ -386,6 +386,36 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
             f"Your mail could not be read: {mail.unreadable}. Nothing was done. Send your command again "
             "as a plain-text mail, without attachments."
         ))
+    checked = _authenticated(mail)
+    if checked is not None and checked.fails_dmarc and current_app.config["PBEM"]["mail"]["require_dmarc"]:
+        domain = checked.domain or mail.from_addr.rpartition("@")[2]
+        return Handling("rejected", f"From domain fails DMARC ({checked.said}); nothing done", CommandError(
+            f"Your mail was not acted on: the mail server that received it found that it fails the DMARC "
+            f"policy of {domain}, the domain of its From address, so it may not be from you. If you sent "
+            "it, something on its way (a forwarding address, a mailing list) changed it: send it again "
+            "straight from your own mail account, or play on the web."
+        ))
+    outcome = _command_or_reply(mail)
+    if checked is not None:  # What the MTA found goes into the note, for the operator.
+        outcome.note = f"{outcome.note} [{checked.said}]"
+    return outcome
+
+
+def _authenticated(mail: parse.Incoming) -> authentication.Verdict | None:
+    """What the local MTA found of the sender (None unless ``mail.authserv_id`` is set and it wrote a
+    result under it)."""
+    authserv_id = current_app.config["PBEM"]["mail"]["authserv_id"]
+    if not authserv_id.strip():
+        return None
+    checked = authentication.verdict(mail, authserv_id)
+    if checked is None and current_app.config["PBEM"]["mail"]["require_dmarc"]:
+        log.warning("no Authentication-Results from %s on a mail from %s: is the milter running?",
+                    authserv_id, mail.from_addr)
+    return checked
+
+
+def _command_or_reply(mail: parse.Incoming) -> Handling:
+    """A reply (to a ``play+TOKEN`` address) or a command, acted on."""
     for address in mail.recipients:
         token = tokens.reply_token_in(address)
         if token is not None:

@@ -17,6 +17,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 
+from pbem.core import heartbeat
 from pbem.core.extensions import db
 from pbem.mailin import process, receive
 
@@ -122,16 +123,27 @@ class _ListenerController(Controller):
     def __init__(self, handler: StoreHandler, runner: process.Runner, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
         self.runner = runner
+        protocol = "LMTP" if isinstance(self, _LMTPController) else "SMTP"
+        self.beating = heartbeat.Beating(
+            handler.app, "listener", heartbeat.process_name(f"{protocol} {self.hostname}:{self.port}"),
+            alive=self._answers,
+        )
 
     def start(self) -> None:
-        """Start processing (what an earlier run left waiting first), then listening."""
+        """Start processing (what an earlier run left waiting first), then listening, then beating."""
         self.runner.start()
         super().start()
+        self.beating.start()
 
     def stop(self, no_assert: bool = False) -> None:
-        """Stop listening, then processing."""
+        """Stop listening, then processing; then write that the listener stopped."""
         super().stop(no_assert)
         self.runner.stop()
+        self.beating.stop()
+
+    def _answers(self) -> None:
+        """Raise unless the listener's event loop, which answers every connection, is turning."""
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(timeout=10)
 
     def factory(self) -> Any:
         """The server for one connection."""

@@ -356,13 +356,16 @@ def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime
         try:
             data = render(row)
             # Each mail's own envelope sender (VERP), so that a bounce coming back later names it.
-            connection.send(tokens.bounce_address(row.id), row.to_addr, data)
+            answer = connection.send(tokens.bounce_address(row.id), row.to_addr, data)
         except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
             connection.close()
             _failed(row, failure(exc))
             failed += 1
             continue
         went.add(row.id)
+        # What the MTA said names its queue id: the way to follow the mail on into the MTA's log.
+        log.info("sent outbox #%s (%s) to %s, Message-ID %s: %s", row.id, row.kind, row.to_addr,
+                 row.message_id, answer)
     return failed, True
 
 
@@ -433,14 +436,16 @@ def _failed(row: Row, what: Failure) -> None:
         why = "refused" if what.permanent else f"given up after {cfg['give_up_after_hours']} hours"
         _record([row.id], attempts=attempts, failed_at=now, claimed_until=None,
                 last_error=f"{why}: {what.words}"[:2000])
-        log.warning("outbox %s to %s %s: %s", row.id, row.to_addr, why, what.words)
+        log.warning("outbox #%s (%s) to %s, Message-ID %s, %s: %s", row.id, row.kind, row.to_addr,
+                    row.message_id, why, what.words)
         if what.of_recipient:
             bouncing.count_refusal(row.to_addr, what.status or "5.0.0", what.words)
         return
     delay = min(cfg["retry_max_seconds"], cfg["retry_base_seconds"] * 2 ** (attempts - 1))
     _record([row.id], attempts=attempts, next_attempt_at=now + timedelta(seconds=delay),
             claimed_until=None, last_error=what.words[:2000])
-    log.warning("outbox %s to %s failed (attempt %s): %s", row.id, row.to_addr, attempts, what.words)
+    log.warning("outbox #%s (%s) to %s, Message-ID %s, failed (attempt %s): %s", row.id, row.kind,
+                row.to_addr, row.message_id, attempts, what.words)
 
 
 # Mails that went are marked sent together, by one UPDATE, after the batch they were claimed in (at most
@@ -484,15 +489,16 @@ class _Connection:
         self.timeout_seconds = timeout_seconds
         self._open: Any = None
 
-    def send(self, sender: str, recipient: str, data: bytes) -> None:
+    def send(self, sender: str, recipient: str, data: bytes) -> str:
         """Send the mail ``data`` from ``sender`` to ``recipient``, connecting first when there is no
-        connection (Flask-Mail's settings: host, port, STARTTLS, login)."""
+        connection (Flask-Mail's settings: host, port, STARTTLS, login); the server's answer to it."""
         with _smtp_timeout(self.timeout_seconds):
             if self._open is None:
                 self._open = mail.connect()
                 self._open.__enter__()
-            if self._open.host is not None:  # None when sending is suppressed (MAIL_SUPPRESS_SEND).
-                self._open.host.sendmail(sender, [recipient], data)
+            if self._open.host is None:  # None when sending is suppressed (MAIL_SUPPRESS_SEND).
+                return "not sent: sending is suppressed"
+            return _transmit(self._open.host, sender, recipient, data)
 
     def close(self) -> None:
         """Say goodbye to the server, if connected; a connection that broke is just dropped."""
@@ -501,6 +507,73 @@ class _Connection:
         with suppress(smtplib.SMTPException, OSError):
             self._open.__exit__(None, None, None)
         self._open = None
+
+
+def _transmit(smtp: smtplib.SMTP, sender: str, recipient: str, data: bytes) -> str:
+    """smtplib's ``sendmail`` for one recipient, raising the same exceptions, but keeping the server's
+    answer to the mail ("250 2.0.0 Ok: queued as 4XyZ"), which names it in the server's log."""
+    smtp.ehlo_or_helo_if_needed()
+    options = [f"SIZE={len(data)}"] if smtp.does_esmtp and smtp.has_extn("size") else []
+    code, said = smtp.mail(sender, options)
+    if code != 250:
+        _reset(smtp, code)
+        raise smtplib.SMTPSenderRefused(code, said, sender)
+    code, said = smtp.rcpt(recipient)
+    if code not in (250, 251):
+        _reset(smtp, code)
+        raise smtplib.SMTPRecipientsRefused({recipient: (code, said)})
+    code, said = smtp.data(data)
+    if code != 250:
+        _reset(smtp, code)
+        raise smtplib.SMTPDataError(code, said)
+    return f"{code} {said.decode('utf-8', 'replace')}"
+
+
+def _reset(smtp: smtplib.SMTP, code: int) -> None:
+    """After a refusal, as smtplib does: close on 421 (the server is leaving), else RSET."""
+    if code == 421:
+        smtp.close()
+    else:
+        with suppress(smtplib.SMTPException, OSError):
+            smtp.rset()
+
+
+TEST_TEXT = """\
+This is a test mail from the play-by-email server at {base_url}, sent by an operator's
+`pbem mail test` to see that its mail goes out.  It went the way every mail of the server goes:
+through its outbound mail server, from the address players see, with an envelope sender of its own.
+
+Nothing needs doing; you may delete it.
+"""
+
+
+def send_test(to_addr: str) -> tuple[bool, str, str]:
+    """Write a test mail to ``to_addr`` into the outbox and send it now, as the deliverer sends every
+    mail (settings, envelope sender, headers); whether the MTA took it, what it said, and the mail's
+    Message-ID.  The row stays in the outbox, sent or given up, like any other."""
+    cfg = settings()
+    begin_write()
+    base_url = current_app.config["PBEM"]["server"]["base_url"]
+    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url), kind="test")
+    # Claimed by this command at once: no deliverer takes it while it is sent here.
+    db.session.execute(update(_TABLE).where(_C.id == row_id)
+                       .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))
+    db.session.commit()
+    row = db.session.execute(select(*_CLAIMED).where(_C.id == row_id)).one()
+    db.session.rollback()
+    connection = _Connection(cfg["smtp_timeout_seconds"])
+    try:
+        answer = connection.send(tokens.bounce_address(row.id), row.to_addr, render(row))
+    except (smtplib.SMTPException, OSError, UnicodeError, ValueError) as exc:
+        what = failure(exc)
+        _record([row.id], attempts=1, failed_at=utcnow(), claimed_until=None,
+                last_error=f"test mail not taken: {what.words}"[:2000])
+        return False, what.words, row.message_id
+    finally:
+        connection.close()
+    _record([row.id], attempts=1, sent_at=utcnow(), claimed_until=None, last_error=None)
+    log.info("sent outbox #%s (test) to %s, Message-ID %s: %s", row.id, row.to_addr, row.message_id, answer)
+    return True, answer, row.message_id
 
 
 def _record(row_ids: list[int], tries: int = 5, **values: object) -> None:

@@ -13,6 +13,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from flask import Flask
 
 from pbem.accounts import accounts
+from pbem.core import heartbeat
 from pbem.core.extensions import db
 from pbem.mailout import digest, outbox
 from pbem.schedule import sweep
@@ -54,14 +55,48 @@ def send_digests(app: Flask) -> None:
             db.session.remove()
 
 
-def add_jobs(scheduler: BaseScheduler, app: Flask) -> None:
-    """Register pbem's jobs on ``scheduler``."""
+def beat(app: Flask, name: str) -> None:
+    """Write the scheduler's heartbeat: run as a job, so it shows that jobs run."""
+    with app.app_context():
+        try:
+            heartbeat.beat("scheduler", name)
+        finally:
+            db.session.remove()
+
+
+def add_jobs(scheduler: BaseScheduler, app: Flask, name: str = "scheduler") -> None:
+    """Register pbem's jobs on ``scheduler``, and its heartbeat under ``name`` (see pbem.heartbeat)."""
     settings = app.config["PBEM"]["scheduler"]
-    for job, seconds, name in (
+    for job, seconds, job_id in (
         (deliver_outbox, settings["outbox_interval_seconds"], "outbox"),
         (sweep_deadlines, settings["sweep_interval_seconds"], "sweep"),
         (send_digests, settings["digest_interval_seconds"], "digest"),
     ):
         scheduler.add_job(
-            job, "interval", args=[app], seconds=seconds, id=name, max_instances=1, coalesce=True
+            job, "interval", args=[app], seconds=seconds, id=job_id, max_instances=1, coalesce=True
         )
+    scheduler.add_job(beat, "interval", args=[app, heartbeat.process_name(name)], id="heartbeat",
+                      seconds=app.config["PBEM"]["monitoring"]["heartbeat_seconds"], max_instances=1,
+                      coalesce=True)
+
+
+def started(app: Flask, name: str) -> None:
+    """Write the first heartbeat of the scheduler ``name`` (its jobs are about to run)."""
+    with app.app_context():
+        try:
+            heartbeat.beat("scheduler", heartbeat.process_name(name), starting=True)
+        except Exception:  # The database may be away: the heartbeat job tries again.
+            log.exception("could not write the scheduler's first heartbeat")
+        finally:
+            db.session.remove()
+
+
+def stopped(app: Flask, name: str) -> None:
+    """Write that the scheduler ``name`` stopped cleanly."""
+    with app.app_context():
+        try:
+            heartbeat.stopped("scheduler", heartbeat.process_name(name))
+        except Exception:
+            log.exception("could not write that the scheduler stopped")
+        finally:
+            db.session.remove()

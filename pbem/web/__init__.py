@@ -77,7 +77,7 @@ def init_app(app: Flask) -> None:
     app.url_map.converters["int"] = RowIdConverter
     # This package's own blueprints, imported here rather than above: they import this module's helpers
     # (wants_json), so they can only be loaded once it is.
-    from pbem.web import archive, auth, gameplay, links, mailbox, main, players
+    from pbem.web import archive, auth, gameplay, links, mailbox, main, monitoring, players, secretlinks
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
@@ -103,6 +103,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(links.bp)
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(archive.bp)
+    app.register_blueprint(monitoring.bp)
 
     @app.after_request
     def never_in_a_frame(response: Response) -> Response:
@@ -117,6 +118,11 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_refused(exc: CSRFError) -> ResponseReturnValue:
+        # Said in the log, for the operator: a proxy that changes the Host (drops its port, say) makes
+        # every form fail this way, and the page cannot tell the player why.
+        app.logger.warning("form refused: %s (%s %s, Host %s, Referer %s)", exc.description, request.method,
+                           secretlinks.redact(request.path), request.host,
+                           secretlinks.redact(request.referrer or "-"))
         message = ("This form has expired or did not come from this site, so nothing was done. "
                    "Reload the page and try again.")
         if wants_json():

@@ -86,8 +86,9 @@ class Process:
                                       stdin=subprocess.DEVNULL)
 
     def output(self) -> str:
-        """What the process has written so far."""
-        self._out.flush()
+        """What the process has written so far (all of it, once stopped)."""
+        if not self._out.closed:
+            self._out.flush()
         return self.log.read_text(errors="replace")
 
     def terminate(self) -> None:

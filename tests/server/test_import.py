@@ -4,10 +4,14 @@ move, imported once, and their players as placeholder accounts claimed by confir
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
+import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select
@@ -16,7 +20,7 @@ from pbem import create_app
 from pbem.archive import records
 from pbem.cli import main
 from pbem.core.extensions import db
-from pbem.core.models import Game, OutboxMail, User
+from pbem.core.models import Game, Move, OutboxMail, User
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 
@@ -122,8 +126,8 @@ def test_the_cli_reports_refusals_and_exits_65(ctx: Flask, runner: FlaskCliRunne
     done = runner.invoke(main, ["import", str(dump)])
     assert done.exit_code == 65
     assert "line 1: refused: move 1 ('z9' by seat 1) is illegal" in done.stderr
-    # The good record was exported from this very database, but only imported games carry a digest.
-    assert "1 game(s) imported, 0 already here, 1 refused." in done.stdout
+    # The good record was exported from this very database: its game is already here.
+    assert "0 game(s) imported, 1 already here, 1 refused." in done.stdout
 
 
 def test_a_placeholder_is_claimed_only_by_confirming_the_address(app: Flask, ctx: Flask, players) -> None:
@@ -174,3 +178,61 @@ def test_an_imported_comment_keeps_no_link_or_address_of_ours(ctx: Flask, player
     imported = db.session.scalars(select(Game).order_by(Game.id.desc())).first()
     assert imported.moves[0].comment == ("good luck\n> Or play with one click: [link removed]\n"
                                          "> Reply to: [address removed]")
+
+
+def pbem(database_url: str, instance: str, *args: str) -> subprocess.CompletedProcess:
+    """`pbem ARGS` as a process of its own on another database: the own-export test moves records
+    between two servers' databases and reads a relative path from where the command was started, which
+    a process shows and the in-process runner does not."""
+    env = dict(os.environ, PBEM_DATABASE_URL=database_url, PBEM_SERVER_INSTANCE_PATH=instance)
+    return subprocess.run([sys.executable, "-m", "pbem", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_importing_this_servers_own_export_adds_nothing_and_says_already_here(
+        ctx: Flask, players, tmp_path: Path) -> None:
+    """A server's own export read back (by mistake, or to check it) duplicates no game: every record
+    names this server as its origin, so each is "already here", and the standings stay as they were."""
+    alice, bob, carol = players
+    made = [finished("cambio", [alice, bob], seed=3, at=datetime(2026, 2, 1)),
+            finished("truchet", [bob, carol], end="resign", moves=3, at=datetime(2026, 2, 2)),
+            finished("boxoff", [carol], seed=5, at=datetime(2026, 2, 3))]
+    # A move an answer of the player's queued lines played keeps saying so in the record.
+    db.session.execute(sa.update(Move).where(Move.game_id == made[0].id, Move.number == 2)
+                       .values(via="conditional"))
+    db.session.commit()
+    url, instance = ctx.config["SQLALCHEMY_DATABASE_URI"], ctx.instance_path
+    exported = pbem(url, instance, "export")
+    assert exported.returncode == 0, exported.stderr
+    first = json.loads(exported.stdout.splitlines()[0])
+    assert first["origin"] == "http://127.0.0.1:5000" and first["id"] == made[0].id
+    assert first["moves"][1]["via"] == "conditional"
+    standings = WebClient(ctx).get("/players/alice").get_data(as_text=True)
+    (tmp_path / "ours.jsonl").write_text(exported.stdout)
+
+    # A relative path is read from where the command was started.
+    here = dict(os.environ, PBEM_CONFIG=str(Path(os.environ["PBEM_CONFIG"]).resolve()))
+    again = subprocess.run([sys.executable, "-m", "pbem", "import", "ours.jsonl"], cwd=tmp_path,
+                           env=dict(here, PBEM_DATABASE_URL=url, PBEM_SERVER_INSTANCE_PATH=instance),
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "0 game(s) imported, 3 already here, 0 refused." in again.stdout
+    db.session.rollback()
+    assert db.session.scalar(select(func.count(Game.id))) == 3
+    assert WebClient(ctx).get("/players/alice").get_data(as_text=True) == standings
+
+    # Imported elsewhere and exported from there, the games still name this server and their numbers
+    # here: read back here, they are still already here; and a second import there adds nothing.
+    fresh, fresh_instance = f"sqlite:///{tmp_path / 'fresh.db'}", str(tmp_path / "fresh")
+    assert pbem(fresh, fresh_instance, "db", "upgrade").returncode == 0
+    elsewhere = dict(here, PBEM_SERVER_BASE_URL="https://other.example.org")
+    there = dict(elsewhere, PBEM_DATABASE_URL=fresh, PBEM_SERVER_INSTANCE_PATH=fresh_instance)
+    imported = subprocess.run([sys.executable, "-m", "pbem", "import", "ours.jsonl"], cwd=tmp_path, env=there,
+                              capture_output=True, text=True, timeout=120)
+    assert "3 game(s) imported, 0 already here" in imported.stdout, imported.stderr
+    back = subprocess.run([sys.executable, "-m", "pbem", "export"], capture_output=True, text=True,
+                          timeout=120, env=there)
+    assert [json.loads(line)["origin"] for line in back.stdout.splitlines()] == ["http://127.0.0.1:5000"] * 3
+    (tmp_path / "back.jsonl").write_text(back.stdout)
+    home = pbem(url, instance, "import", str(tmp_path / "back.jsonl"))
+    assert "0 game(s) imported, 3 already here, 0 refused." in home.stdout, home.stderr

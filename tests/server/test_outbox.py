@@ -282,3 +282,44 @@ def test_a_server_away_for_longer_than_the_limit_gives_the_mail_up(ctx: Flask, s
     row = db.session.get(OutboxMail, row_id)
     assert row.failed_at is not None and row.last_error.startswith("given up after 120 hours: ")
     assert outbox.deliver_due() == (0, 0) and sink.messages() == []
+
+
+def test_each_mail_sent_is_logged_with_its_recipient_message_id_and_the_mta_answer(
+    ctx: Flask, sink, caplog
+) -> None:
+    caplog.set_level("INFO", logger="pbem.outbox")
+    row_id = queue_one("dora@example.org")
+    sink.refuse["erin@example.org"] = "550 5.1.1 No such user here"
+    refused_id = queue_one("erin@example.org")
+    assert outbox.deliver_due() == (1, 1)
+    sent, refused = db.session.get(OutboxMail, row_id), db.session.get(OutboxMail, refused_id)
+    assert (f"sent outbox #{row_id} (test) to dora@example.org, Message-ID {sent.message_id}: 250 "
+            in caplog.text)
+    assert (f"outbox #{refused_id} (test) to erin@example.org, Message-ID {refused.message_id}, refused: "
+            "550 5.1.1 No such user here" in caplog.text)
+
+
+def test_pbem_mail_test_sends_through_the_outbound_path_and_says_what_the_mta_answered(
+    app: Flask, ctx: Flask, sink, monkeypatch
+) -> None:
+    from click.testing import CliRunner
+
+    from pbem import cli
+
+    monkeypatch.setattr(cli, "_app", lambda: app)
+    done = CliRunner().invoke(cli.main, ["mail", "test", "dora@example.org"])
+    assert done.exit_code == 0, done.output
+    [received] = sink.messages("dora@example.org")
+    assert f"Message-ID {received['Message-ID']}. The MTA answered: 250 " in done.output
+    assert received["Subject"] == "pbem test mail" and received["Auto-Submitted"] == "auto-generated"
+    assert received["X-Pbem-Envelope-From"].startswith("bounces+")  # As every mail: its own VERP sender.
+    row = db.session.scalars(select(OutboxMail).where(OutboxMail.kind == "test")).one()
+    assert row.sent_at is not None and outbox.deliver_due() == (0, 0)  # Not sent a second time.
+
+    sink.refuse["erin@example.org"] = "550 5.1.1 No such user here"
+    refused = CliRunner().invoke(cli.main, ["mail", "test", "erin@example.org"])
+    assert refused.exit_code == 1 and "550 5.1.1 No such user here" in refused.output
+    sink.stop()  # No MTA at all.
+    away = CliRunner().invoke(cli.main, ["mail", "test", "dora@example.org"])
+    assert away.exit_code == 1 and "Connection refused" in away.output
+    assert "is not a mail address" in CliRunner().invoke(cli.main, ["mail", "test", "nobody"]).output

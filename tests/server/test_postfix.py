@@ -17,33 +17,38 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import shutil
 import smtplib
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from email.message import EmailMessage, Message
 from email.policy import default as default_policy
 from email.utils import make_msgid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 from flask import Flask
 from sqlalchemy import select
 
+from pbem import cli
 from pbem.core.extensions import db
-from pbem.core.models import Game, InboundMail, OutboxMail
+from pbem.core.models import Game, InboundMail, OutboxMail, set_clock, utcnow
 from tests.conftest import ROOT, free_port
 from tests.server.conftest import PG_ADMIN_URL
-from tests.server.processes import PBEM, Processes, environment, wait_for_port
+from tests.server.deploy_doc import commands, deploy_block, substituted
+from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME, moves_of, text_of
 
 DOMAIN = "pbem.test"
 COMMANDS = f"pbem@{DOMAIN}"
-DEPLOY_MD = ROOT / "docs" / "DEPLOY.md"
 # Concurrent test runs on one machine take turns: there is one port 25.
 LOCK = Path(tempfile.gettempdir()) / "pbem-postfix-test.lock"
 POSTFIX = shutil.which("postfix") or "/usr/sbin/postfix"
@@ -53,13 +58,6 @@ pytestmark = [
                        reason="Postfix is not installed (`.ci/run` installs Debian's postfix package)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Postfix's master process must be started as root"),
 ]
-
-
-def deploy_block(name: str) -> str:
-    """The text of the block marked ``<!-- name -->`` in docs/DEPLOY.md: what an operator copies."""
-    found = re.search(rf"<!-- {re.escape(name)} -->\s*```[a-z]*\n(.*?)```", DEPLOY_MD.read_text(), re.S)
-    assert found, f"docs/DEPLOY.md has no block marked <!-- {name} -->"
-    return found.group(1)
 
 
 class Postfix:
@@ -106,15 +104,38 @@ maximal_backoff_time = 2s
 """)
         self.run("postconf", "-c", str(self.etc), "-F", "*/*/chroot = n")
 
-        def ours(text: str) -> str:
-            text = text.replace("pbem.example.org", DOMAIN).replace("/etc/postfix", str(self.etc))
-            return text.replace("127.0.0.1:2525", f"127.0.0.1:{listener_port}")
-
-        lines = [line for line in deploy_block("postfix-main.cf").splitlines() if line.strip()
-                 and not line.startswith("#")]
-        self.run("postconf", "-c", str(self.etc), "-e", *(ours(line) for line in lines))
-        (self.etc / "transport").write_text(ours(deploy_block("postfix-transport")))
+        self.main_cf(deploy_block("postfix-main.cf"))
+        (self.etc / "transport").write_text(self.ours(deploy_block("postfix-transport"), listener_port))
         self.run("postmap", "-c", str(self.etc), str(self.etc / "transport"))
+
+    def main_cf(self, block: str) -> None:
+        """Add the lines of a main.cf block of docs/DEPLOY.md to this instance's main.cf."""
+        lines = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+        self.run("postconf", "-c", str(self.etc), "-e", *(self.ours(line) for line in lines))
+
+    def env(self) -> dict[str, str]:
+        """The environment in which Postfix's commands (postqueue, postmap, postfix) mean this instance."""
+        return dict(os.environ, MAIL_CONFIG=str(self.etc))
+
+    def ours(self, text: str, *ports: int) -> str:
+        """A block of docs/DEPLOY.md for this instance: its domain, its configuration directory, and the
+        listeners' ports 2525, 2526 as ``ports``."""
+        text = text.replace("pbem.example.org", DOMAIN).replace("/etc/postfix", str(self.etc))
+        for documented, port in zip((2525, 2526), ports, strict=False):
+            text = text.replace(f"127.0.0.1:{documented}", f"127.0.0.1:{port}")
+        return text
+
+    def reload_as_documented(self) -> None:
+        """The `postmap` and `postfix reload` block of docs/DEPLOY.md, for this instance."""
+        for command in commands(self.ours(deploy_block("postfix-reload"))):
+            self.run_documented(command)
+
+    def run_documented(self, command: list[str]) -> str:
+        """One command of docs/DEPLOY.md, run for this instance (MAIL_CONFIG names it); its output."""
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=self.env(),
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{' '.join(command)}: {done.stdout}{done.stderr}\n{self.log()}"
+        return done.stdout
 
     def start(self) -> None:
         """Start the instance and wait for its SMTP service on port 25."""
@@ -346,3 +367,254 @@ def wait_until(condition: Callable[[], bool], what: str | Callable[[], str], sec
         )
         time.sleep(0.2)
     return True
+
+
+def status_report(app: Flask, postfix: Postfix, monkeypatch: pytest.MonkeyPatch,
+                  later: timedelta = timedelta(0)) -> Result:
+    """`pbem status` run on this host, where this Postfix is the local MTA, as if ``later`` had passed."""
+    monkeypatch.setattr(cli, "_app", lambda: app)
+    monkeypatch.setenv("MAIL_CONFIG", str(postfix.etc))
+    set_clock(utcnow() + later if later else None)
+    try:
+        return CliRunner().invoke(cli.main, ["status"])
+    finally:
+        set_clock(None)
+        db.session.rollback()
+
+
+def test_two_listeners_fail_over_and_status_sees_the_mail_waiting_when_both_are_down(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two-listener transport line of DEPLOY.md, with the first listener down, the second, then none:
+    each mail reaches the one that answers; with none, the mail waits in Postfix and `pbem status` goes
+    red naming it, until a listener is back and `postqueue -f` delivers it."""
+    alice = players[0]
+    first, second = postfix.listener_port, free_port()
+    (postfix.etc / "transport").write_text(postfix.ours(deploy_block("postfix-transport-two"), first, second))
+    # And the line that strips a verdict naming this MTA from a mail that brings one (its name here is
+    # mta.pbem.test).
+    (postfix.etc / "header_checks").write_text(substituted(deploy_block("postfix-header-checks"),
+                                                           [("mta\\.example\\.org", "mta\\.pbem\\.test")]))
+    postfix.main_cf(f"header_checks = regexp:{postfix.etc}/header_checks")
+    postfix.reload_as_documented()
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1", PBEM_MONITORING_HEARTBEAT_SECONDS="1")
+    smtpd = exec_start("pbem-smtpd.service")
+    post = Players(sink)
+    try:
+        procs.start("scheduler", [*PBEM, "scheduler"], env)
+        # Only the second listener runs: the first refuses the connection, and Postfix goes on to it.
+        two = procs.start("listener-2", option(smtpd, "--port", str(second)), env)
+        wait_for_port(second, two)
+        forged = EmailMessage()
+        forged["From"], forged["To"], forged["Subject"] = alice.email, COMMANDS, "help"
+        forged["Authentication-Results"] = "mta.pbem.test; dmarc=pass header.from=example.org"
+        forged["Authentication-Results"] = "elsewhere.example; dmarc=pass header.from=example.org"
+        forged.set_content("\n")
+        asked = post.send(forged)
+        assert "commands" in text_of(post.answer_to(alice.email, asked)).lower()
+        db.session.rollback()
+        stored = db.session.scalars(select(InboundMail)).one().raw
+        assert b"Authentication-Results: mta.pbem.test" not in stored
+        assert b"Authentication-Results: elsewhere.example" in stored
+        # Then only the first.
+        one = procs.start("listener-1", option(smtpd, "--port", str(first)), env)
+        wait_for_port(first, one)
+        procs.stop(two)
+        asked = post.command(alice.email, "games")
+        post.answer_to(alice.email, asked)
+        assert "fatal" not in postfix.log()
+        db.session.rollback()
+        assert {r.status for r in db.session.scalars(select(InboundMail))} == {"processed"}
+
+        # Both down: a move waits in Postfix's queue, where the database cannot see it.
+        procs.stop(one)
+        waiting = post.command(alice.email, "games")
+        wait_until(lambda: any(r.get("delay_reason") for m in postfix.queue() for r in m["recipients"]),
+                   "Postfix to defer the mail")
+        report = status_report(app, postfix, monkeypatch, later=timedelta(minutes=15))
+        assert report.exit_code == 1, report.output
+        assert "MTA queue: 1 mail(s) for us, the oldest 15 minutes old (connect to 127.0.0.1" in report.output
+        assert "1 mail(s) for us have waited up to 15 minutes in the MTA's queue" in report.output
+        assert "no listener is running (the last stopped 15 minutes ago)" in report.output
+
+        # A listener back, and `postqueue -f`: the mail is delivered and answered, and all is well.
+        again = procs.start("listener-2-again", option(smtpd, "--port", str(second)), env)
+        wait_for_port(second, again)
+        postfix.run_documented(["postqueue", "-f"])
+        post.answer_to(alice.email, waiting)
+        wait_until(lambda: not postfix.queue() and not unsent(), "the queues to empty")
+        well = status_report(app, postfix, monkeypatch)
+        assert well.exit_code == 0 and "MTA queue: 0 mail(s) for us" in well.output, well.output
+    except BaseException:
+        print(procs.logs())
+        print(postfix.log())
+        raise
+    finally:
+        procs.stop_all()
+
+
+# The machine's own Python, which any user may run (the pipe's user runs pbem with it).
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def site_packages() -> str:
+    """Where this test run's packages are installed."""
+    return next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+
+
+@pytest.mark.skipif(not PG_ADMIN_URL, reason="the pipe runs as another user, who reaches the database "
+                    "over the network: PostgreSQL (PBEM_TEST_DATABASE_URL) is needed")
+@pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists() or subprocess.run(
+    [SYSTEM_PYTHON, "-c", f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"],
+    check=False).returncode != 0, reason=f"{SYSTEM_PYTHON} is not the tests' Python {sys.version_info[:2]}")
+def test_the_pipe_as_documented_waits_for_a_missing_setting_and_never_bounces(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
+) -> None:
+    """Postfix's pipe to `pbem ingest` through the wrapper, with the settings in pbem.env as DEPLOY.md
+    says: while the secret key is still the example's placeholder the mail waits in Postfix's queue (exit
+    75, deferred) and nothing bounces to the player; once the key is set, `postqueue -f` brings it in,
+    stored with its envelope, and it is answered."""
+    alice = players[0]
+    shared = Path(tempfile.mkdtemp(prefix="pbem-pipe-"))  # Where the pipe's user may read and write.
+    try:
+        shared.chmod(0o755)
+        (shared / "instance").mkdir()
+        shutil.chown(shared / "instance", "nobody")
+        site = shared / "pbem.toml"
+        site.write_text(f'[server]\nbase_url = "http://127.0.0.1:5000"\ninstance_path = "{shared}/instance"\n'
+                        f'[mail]\ndomain = "{DOMAIN}"\nsmtp_host = "127.0.0.1"\nsmtp_port = 25\n')
+        settings = shared / "pbem.env"
+        settings.write_text(substituted((ROOT / "deploy" / "pbem.env.example").read_text(), [
+            ("PBEM_CONFIG=/etc/pbem/pbem.toml", f"PBEM_CONFIG={site}"),
+            ("PBEM_DATABASE_URL=postgresql+psycopg://pbem:change-me@db.internal/pbem",
+             f"PBEM_DATABASE_URL={app.config['SQLALCHEMY_DATABASE_URI']}"),
+        ]) + f"PYTHONPATH={ROOT}:{site_packages()}\n")
+        shutil.chown(settings, group="nogroup")
+        settings.chmod(0o640)  # root:pbem, 0640, as DEPLOY.md installs it.
+        # /opt/pbem/.venv/bin/pbem: this test's code, run by the machine's Python with the test's packages
+        # (the test's own Python may live where the pipe's user cannot run it, such as under /root).
+        launcher = shared / "launch"
+        launcher.write_text(f"#!/bin/sh\nexec {SYSTEM_PYTHON} -m pbem \"$@\"\n")
+        launcher.chmod(0o755)
+        wrapper = shared / "pbem"
+        wrapper.write_text(substituted((ROOT / "deploy" / "pbem.sh").read_text(), [
+            ("PBEM_USER=pbem", "PBEM_USER=nobody"), ("PBEM_ENV=/etc/pbem/pbem.env", f"PBEM_ENV={settings}"),
+            ("PBEM_HOME=/var/lib/pbem", f"PBEM_HOME={shared}"), ("PBEM_BIN=/opt/pbem/.venv/bin/pbem",
+                                                               f"PBEM_BIN={launcher}"),
+        ]))
+        wrapper.chmod(0o755)
+        master = substituted(deploy_block("postfix-pipe-master.cf"),
+                             [("user=pbem", "user=nobody"), ("/usr/local/bin/pbem", str(wrapper))])
+        with (postfix.etc / "master.cf").open("a") as f:
+            f.write(master)
+        postfix.main_cf(deploy_block("postfix-pipe-main.cf"))
+        (postfix.etc / "transport").write_text(postfix.ours(deploy_block("postfix-pipe-transport")))
+        postfix.reload_as_documented()
+
+        post = Players(sink)
+        asked = post.command(alice.email, "help")
+        wait_until(lambda: any("the settings cannot be read" in str(r.get("delay_reason"))
+                               for m in postfix.queue() for r in m["recipients"]),
+                   lambda: f"Postfix to defer the mail: {postfix.queue()}\n{postfix.log()}")
+        assert "status=bounced" not in postfix.log() and not post.mails(alice.email)
+        db.session.rollback()
+        assert not db.session.scalars(select(InboundMail)).all()
+
+        # The operator sets the key (as the example file asks) and lets Postfix try again.
+        placeholder = re.search(r"^PBEM_SERVER_SECRET_KEY=change-me.*$", settings.read_text(), re.M).group(0)
+        key = f"PBEM_SERVER_SECRET_KEY={secrets.token_hex(32)}"
+        settings.write_text(settings.read_text().replace(placeholder, key))
+        postfix.run_documented(["postqueue", "-f"])
+        wait_until(lambda: not postfix.queue(), lambda: f"the mail to go in\n{postfix.log()}")
+        db.session.rollback()
+        stored = db.session.scalars(select(InboundMail)).one()
+        assert (stored.message_id, stored.mail_from, stored.rcpt_to) == (asked, alice.email, COMMANDS)
+        assert stored.status == "processed", stored.note
+        outbox = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == alice.email)).one()
+        assert outbox.headers["In-Reply-To"] == asked
+
+        # The same wrapper, run by root, reads a relative path where it was started; from a directory the
+        # pbem user may not read (the test's own, 0700) it says where it runs instead.
+        (shared / "records.jsonl").write_text("\n")
+        done = subprocess.run([str(wrapper), "import", "records.jsonl"], cwd=shared, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0 and "0 game(s) imported, 0 already here, 0 refused." in done.stdout, done
+        denied = subprocess.run([str(wrapper), "status", "--no-mta-queue"], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert f"nobody may not read {tmp_path}, so this runs in {shared}" in denied.stderr, denied
+    except BaseException:
+        print(postfix.log())
+        raise
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_the_upgrade_as_documented_loses_no_mail_that_arrives_meanwhile(
+    app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
+) -> None:
+    """The upgrade block of DEPLOY.md, run line by line (systemctl as the units would start and stop the
+    processes), with Postfix's own retry timers (minutes, not the seconds of the other tests): a mail
+    sent while the listener is stopped waits in Postfix, and the block's `postqueue -f` brings it in at
+    once; `pbem status` at its end finds all well."""
+    import flask_migrate
+
+    alice = players[0]
+    with app.app_context():
+        flask_migrate.stamp()  # The test's tables are the newest schema: `pbem db upgrade` has none to add.
+    postfix.main_cf("minimal_backoff_time = 300s\nmaximal_backoff_time = 4000s\nqueue_run_delay = 300s\n")
+    postfix.run_documented(["postfix", "reload"])
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_SCHEDULER_OUTBOX_INTERVAL_SECONDS="1", MAIL_CONFIG=str(postfix.etc))
+    units = {
+        "pbem-smtpd": option(exec_start("pbem-smtpd.service"), "--port", str(postfix.listener_port)),
+        "pbem-scheduler": exec_start("pbem-scheduler.service"),
+    }
+    running: dict[str, object] = {}
+    post = Players(sink)
+    ran: list[str] = []
+    try:
+        for unit, argv in units.items():
+            running[unit] = procs.start(unit, argv, env)
+        wait_for_port(postfix.listener_port, running["pbem-smtpd"])
+        post.answer_to(alice.email, post.command(alice.email, "help"))
+        meanwhile = None
+        for command in commands(deploy_block("upgrade")):
+            ran.append(" ".join(command))
+            if command[:2] in (["cd", "/opt/pbem"], ["git", "pull"]) or command[1:3] == ["install", "-e"]:
+                continue  # The new code: it is the code under test already.
+            if command[:2] == ["systemctl", "stop"]:
+                for unit in command[2:]:
+                    procs.stop(running.pop(unit))
+                meanwhile = post.command(alice.email, "games")  # A player's mail, while the listener is down.
+                wait_until(lambda: any(r.get("delay_reason") for m in postfix.queue()
+                                       for r in m["recipients"]), "Postfix to defer the mail sent meanwhile")
+            elif command[:2] == ["systemctl", "start"]:
+                for unit in command[2:]:
+                    running[unit] = procs.start(unit, units[unit], env)
+                wait_for_port(postfix.listener_port, running["pbem-smtpd"])
+            elif command[:2] == ["systemctl", "reload"]:
+                assert command[2:] == ["pbem-web"]  # No web server in this test.
+            elif command[0] == "pbem":
+                done = subprocess.run([*PBEM, *command[1:]], env=env, capture_output=True, text=True,
+                                      timeout=120)
+                assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+                if command[1] == "status":
+                    assert "All well." in done.stdout and "MTA queue:" in done.stdout
+            else:
+                assert command == ["postqueue", "-f"], command
+                postfix.run_documented(command)
+                flushed_at = time.monotonic()
+        assert meanwhile is not None and ran.index("postqueue -f") < ran.index("pbem status")
+        # Not the minutes of Postfix's backoff: the flush brought it in.
+        post.answer_to(alice.email, meanwhile)
+        assert time.monotonic() - flushed_at < 60
+        db.session.rollback()
+        assert {r.status for r in db.session.scalars(select(InboundMail))} == {"processed"}
+        assert len(post.mails(alice.email)) == 2
+    except BaseException:
+        print(procs.logs())
+        print(postfix.log())
+        raise
+    finally:
+        procs.stop_all()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskCliRunner
@@ -94,3 +97,77 @@ def test_status_reports_stuck_mail_an_old_outbox_and_a_late_sweep(pbem, ctx: Fla
     assert "Sweep: 0 seat(s) due" in after
     assert "Outbox: 0 waiting; 0 being retried" in after and after.count("\n- ") == 1
     assert sink.messages(alice.email), "the mails waiting in the outbox were delivered"
+
+
+def test_status_sees_a_listener_and_a_scheduler_that_died_hang_or_stopped(
+    pbem, app: Flask, ctx: Flask, tmp_path
+) -> None:
+    """Each listener and scheduler writes a heartbeat: one killed is silent past the limit, one stopped
+    by SIGTERM says so, and with none left running the report names what waits and how to start it."""
+    import signal
+
+    from pbem.core.models import Heartbeat, set_clock
+    from tests.conftest import free_port
+    from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
+
+    procs = Processes(tmp_path)
+    env = environment(app, PBEM_MONITORING_HEARTBEAT_SECONDS="1")
+    port = free_port()
+    try:
+        smtpd = option(exec_start("pbem-smtpd.service"), "--port", str(port))
+        listener = procs.start("listener", smtpd, env)
+        scheduler = procs.start("scheduler", [*PBEM, "scheduler"], env)
+        wait_for_port(port, listener)
+
+        def beats() -> dict[str, Heartbeat]:
+            db.session.rollback()
+            return {row.kind: row for row in db.session.scalars(select(Heartbeat))}
+
+        deadline = time.monotonic() + 30
+        while len(beats()) < 2:
+            assert time.monotonic() < deadline, procs.logs()
+            time.sleep(0.2)
+        report = pbem("status", "--no-mta-queue")
+        assert report.exit_code == 0, report.output
+        if db.engine.dialect.name == "postgresql":  # Each connection says whose it is.
+            names = set(db.session.scalars(sa.text(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = current_database()")))
+            db.session.rollback()
+            host = socket.gethostname()
+            assert f"pbem smtpd {host} pid {listener.popen.pid}" in names, names
+            assert f"pbem scheduler {host} pid {scheduler.popen.pid}" in names, names
+        host = socket.gethostname()
+        assert f"Listener {host} LMTP 127.0.0.1:{port}: pid {listener.popen.pid}" in report.output
+        assert f"Scheduler {host} scheduler: pid {scheduler.popen.pid}" in report.output
+
+        # The listener is killed (no chance to say so), the scheduler stopped as systemd stops it.
+        listener.popen.send_signal(signal.SIGKILL)
+        procs.stop(scheduler)
+        assert "scheduler 'scheduler' stopped" in scheduler.output()
+        assert beats()["scheduler"].stopped_at is not None
+        set_clock(utcnow() + timedelta(minutes=5))
+        try:
+            late = pbem("status", "--no-mta-queue")
+        finally:
+            set_clock(None)
+        assert late.exit_code == 1, late.output
+        assert f"listener {socket.gethostname()} LMTP 127.0.0.1:{port} (pid {listener.popen.pid}) has been " \
+               "silent for 5 minutes: it died or hangs" in late.output
+        assert "no scheduler is running (the last stopped 5 minutes ago): no mail goes out" in late.output
+        assert "`systemctl start pbem-scheduler`" in late.output
+        # A listener stopped by SIGTERM says it stopped, and why.
+        again = procs.start("listener-again", smtpd, env)
+        wait_for_port(port, again)
+        deadline = time.monotonic() + 30
+        while "listening for LMTP" not in again.output():
+            assert time.monotonic() < deadline, again.output()
+            time.sleep(0.1)
+        procs.stop(again)
+        assert "SIGTERM: no longer listening" in again.output() and "listener stopped" in again.output()
+        stopped = pbem("status", "--no-mta-queue")
+        assert "no listener is running" in stopped.output and stopped.exit_code == 1
+    except BaseException:
+        print(procs.logs())
+        raise
+    finally:
+        procs.stop_all()

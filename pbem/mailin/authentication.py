@@ -1,0 +1,74 @@
+"""Who really sent a mail, as the local MTA found it: SPF, DKIM and DMARC results from the
+``Authentication-Results`` header(s) the MTA adds (RFC 8601), read with ``authres``.
+
+Only headers naming the configured ``mail.authserv_id`` count, and only among the headers the receiving
+MTA added: those above the mail's second ``Received:`` line.  A header further down came with the mail
+(a sender can write anything there), and the MTA is told to strip any that name it on arrival (see
+docs/DEPLOY.md), so a forged "dmarc=pass" plays nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import authres
+
+from pbem.mailin.parse import Incoming
+
+log = logging.getLogger(__name__)
+
+# Bounds, so that a hostile header block costs little: header lines looked at, and characters of each
+# Authentication-Results header read.
+MAX_LINES = 100
+MAX_VALUE = 2000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the local MTA found of a mail's sender: the DMARC result (``pass``, ``fail``, ``none``, …,
+    or None when it wrote none) for the From domain, and every result in a few words, for the note."""
+
+    dmarc: str | None
+    domain: str | None
+    said: str
+
+    @property
+    def fails_dmarc(self) -> bool:
+        """Whether the From domain's DMARC policy says this mail is not from it."""
+        return self.dmarc == "fail"
+
+
+def verdict(mail: Incoming, authserv_id: str) -> Verdict | None:
+    """The results written under ``authserv_id`` by the MTA that took ``mail`` in; None when it wrote
+    none (no milter ran, or the mail did not come through it)."""
+    wanted = authserv_id.strip().lower()
+    results: list[authres.core.AuthenticationResult] = []
+    received = 0
+    for number, (name, value) in enumerate(mail.message.raw_items()):
+        if number >= MAX_LINES:
+            break
+        key = name.lower()
+        if key == "received":
+            received += 1
+            if received == 2:  # What lies below came with the mail, from elsewhere.
+                break
+        if key != "authentication-results":
+            continue
+        try:
+            header = authres.AuthenticationResultsHeader.parse(
+                f"Authentication-Results: {' '.join(str(value)[:MAX_VALUE].split())}")
+        except Exception:  # authres raises its own SyntaxError, and others on odd input: not ours to read.
+            continue
+        if str(header.authserv_id).lower() == wanted:
+            results.extend(header.results)
+    if not results:
+        return None
+    dmarc = [r for r in results if str(r.method).lower() == "dmarc"]
+    outcomes = {str(r.result).lower() for r in dmarc}
+    # Two results of ours that disagree: a failure wins.
+    found = "fail" if "fail" in outcomes else next(iter(sorted(outcomes)), None)
+    domain = next((str(p.value) for r in dmarc for p in r.properties
+                   if (str(p.type), str(p.name)) == ("header", "from")), None)
+    said = " ".join(f"{r.method}={r.result}" for r in results[:10])
+    return Verdict(found, domain, said[:300])

@@ -1,0 +1,105 @@
+"""What a load balancer and Prometheus ask a web worker: ``/healthz`` (can this worker reach the
+database?) and ``/metrics`` (the figures of ``pbem status`` and counts of moves and mails, in
+Prometheus's text format).
+
+The figures are read from the database at each scrape, not counted in the worker: every gunicorn worker
+gives the same answer, whichever the scrape reaches, and nothing needs prometheus-client's multiprocess
+mode.  Each is switched by ``[monitoring]``: ``healthz`` on by default, ``metrics`` off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flask import Blueprint, abort, current_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from sqlalchemy import func, select, text
+from werkzeug.wrappers import Response
+
+from pbem.core.extensions import db
+from pbem.core.models import InboundMail, Move, OutboxMail
+from pbem.schedule import status
+
+bp = Blueprint("monitoring", __name__)
+
+
+def _enabled(name: str) -> None:
+    if not current_app.config["PBEM"]["monitoring"][name]:
+        abort(404)
+
+
+@bp.get("/healthz")
+def healthz() -> Response:
+    """200 "ok" while this worker can reach the database, 503 otherwise."""
+    _enabled("healthz")
+    try:
+        db.session.execute(text("SELECT 1"))
+        db.session.rollback()
+    except Exception as exc:
+        db.session.rollback()
+        current_app.logger.warning("healthz: the database cannot be reached: %s", type(exc).__name__)
+        return Response("database unreachable\n", 503, mimetype="text/plain")
+    return Response("ok\n", 200, mimetype="text/plain")
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    """The figures, in Prometheus's text format."""
+    _enabled("metrics")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Figures())
+    return Response(generate_latest(registry), 200, content_type=CONTENT_TYPE_LATEST)
+
+
+class _Figures:
+    """A collector reading the figures from the database when scraped."""
+
+    def collect(self) -> Iterator[Metric]:
+        """The metrics, as of now."""
+        moves = CounterMetricFamily("pbem_moves", "Moves played, by how they were made.", labels=["via"])
+        for via, count in db.session.execute(
+            select(Move.via, func.count(Move.id)).where(Move.kind == "move").group_by(Move.via)
+        ):
+            moves.add_metric([via], count)
+        yield moves
+        inbound = CounterMetricFamily("pbem_inbound_mail", "Mails received, by what became of them.",
+                                      labels=["status"])
+        for state, count in db.session.execute(
+            select(InboundMail.status, func.count(InboundMail.id)).group_by(InboundMail.status)
+        ):
+            inbound.add_metric([state], count)
+        yield inbound
+        total, sent, given_up = db.session.execute(select(
+            func.count(OutboxMail.id), func.count(OutboxMail.sent_at), func.count(OutboxMail.failed_at)
+        )).one()
+        outbox = CounterMetricFamily("pbem_outbox_mail", "Mails written to the outbox, by state.",
+                                     labels=["state"])
+        for state, count in (("sent", sent), ("given_up", given_up), ("waiting", total - sent - given_up)):
+            outbox.add_metric([state], count)
+        yield outbox
+        found = status.check()
+        for name, help_text, moment in (
+            ("pbem_inbound_oldest_waiting_seconds", "Age of the oldest stored mail not yet processed.",
+             found.inbound_oldest_waiting),
+            ("pbem_outbox_oldest_waiting_seconds", "Age of the oldest mail not yet sent.",
+             found.outbox_oldest),
+            ("pbem_sweep_lag_seconds", "How long the longest-due reminder or deadline has been due.",
+             found.sweep_oldest_due),
+        ):
+            age = found.age(moment)
+            yield GaugeMetricFamily(name, help_text, value=0 if age is None else age.total_seconds())
+        yield GaugeMetricFamily("pbem_inbound_failed_last_day", "Inbound mails failed or interrupted in the "
+                                "last day.", value=len(found.inbound_failed_recently))
+        yield GaugeMetricFamily("pbem_outbox_given_up_last_day", "Mails given up in the last day.",
+                                value=found.outbox_given_up)
+        beats = GaugeMetricFamily("pbem_heartbeat_age_seconds", "Time since each running listener's and "
+                                  "scheduler's last heartbeat.", labels=["kind", "name"])
+        for beat in found.processes:
+            age = found.age(beat.beat_at)
+            if beat.stopped_at is None and age is not None:
+                beats.add_metric([beat.kind, beat.name], age.total_seconds())
+        yield beats
+        yield GaugeMetricFamily("pbem_problems", "Problems `pbem status` reports (the MTA's queue aside).",
+                                value=len(found.problems))
+        db.session.rollback()
