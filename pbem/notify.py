@@ -83,7 +83,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
     last = _last_move(game)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
-    note = turn_note(engine, state, number) if to_move else None
+    note = engine.turn_note(state, number) if to_move else None
     return {
         "game": game,
         "engine": engine,
@@ -128,12 +128,6 @@ def _move_link_tail(move: str) -> str:
     """
     style = "font-family: monospace; margin-right: .6em;"
     return f'?move={escape(quote(move))}" style="{style}">{escape(move)}</a>'
-
-
-def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
-    """The engine's word on the move asked of ``seat`` (a ruling that shapes it), if it offers one."""
-    note = getattr(engine, "turn_note", None)
-    return note(state, seat) if note is not None else None
 
 
 def _last_move(game: Game) -> Move | None:

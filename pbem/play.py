@@ -391,7 +391,7 @@ def submit(
             new_state = engine.play(state, player_seat.number, text)
         except IllegalMove as exc:
             raise PlayError(exc.message, "illegal") from None
-        canonical = _record_text(engine, state, player_seat.number, text)
+        canonical = engine.notation(state, player_seat.number, text)
         move = _record(locked, player_seat, "move", canonical, via, user, comment)
         before = _advance(locked, engine, state, new_state, player_seat)
         if conditionals and locked.status == "active":
@@ -404,16 +404,6 @@ def submit(
             notify.moves_played(locked, engine, state_of(locked), played, notes)
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return move
-
-
-def _record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
-    """The move ``text`` (one ``engine`` accepted from ``seat`` in ``state``) as the record writes it: in
-    the game's own notation when the engine gives one (Box Off writes ``a1 b1`` as ``a1-b1``), else
-    as typed, in lower case with single spaces."""
-    notation = getattr(engine, "notation", None)
-    if notation is not None:
-        return notation(state, seat, text)
-    return " ".join(text.split()).lower()
 
 
 def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:
@@ -451,11 +441,11 @@ def _stale(game: Game, seat: Seat, expect: int, number: int, text: str) -> PlayE
 
 
 def _as_recorded(game: Game, seat: Seat, text: str) -> str:
-    """``text`` as the record would write it for ``seat`` now (see :func:`_record_text`)."""
+    """``text`` as the record would write it for ``seat`` now (see :meth:`games.Engine.notation`)."""
     try:
-        return _record_text(engine_of(game), state_of(game), seat.number, text)
+        return engine_of(game).notation(state_of(game), seat.number, text)
     except IllegalMove:  # An engine may read a move only in a position where it is legal.
-        return " ".join(text.split()).lower()
+        return games.as_typed(text)
 
 
 def _played_as(game: Game, seat: Seat, number: int) -> Move | None:
@@ -787,10 +777,9 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         outcome = Outcome.draw(game.players, f"Drawn: {name} ran out of time with a draw offer pending")
         _finish(game, outcome, "time")
         return True, outcome
-    engine_time_out = getattr(engine, "time_out", None)
-    if engine_time_out is not None and game.players > 1:
+    if engine.scores_absent_players and game.players > 1:
         record = _record(game, seat, "timeout", "timeout", "server", None)
-        new_state = engine_time_out(state, seat_number)
+        new_state = engine.time_out(state, seat_number)
         # A timeout that leaves nobody to play ends the game on time; its game-over mail tells everyone,
         # and a notice that "the game goes on" would say the opposite in the same minute.
         before = _advance(game, engine, state, new_state, None, ending="time")
@@ -823,7 +812,7 @@ def replay(game: Game) -> Any:
     for move in game.moves:
         if move.kind == "move":
             state = engine.play(state, move.seat, move.text)
-        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
+        elif move.kind == "timeout" and game.players > 1 and engine.scores_absent_players:
             state = engine.time_out(state, move.seat)
     return state
 

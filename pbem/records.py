@@ -275,7 +275,7 @@ def check(data: Any) -> Checked:
         elif kind == "resign":
             outcome, ending = _resigned(len(players), number), "resignation"
         elif kind == "timeout":
-            if len(players) > 1 and hasattr(engine, "time_out"):
+            if len(players) > 1 and engine.scores_absent_players:
                 state = engine.time_out(state, number)
                 outcome = engine.outcome(state)
                 if outcome is not None:

@@ -72,7 +72,7 @@ def states(game: Game) -> list[Any]:
     for move in game.moves:
         if move.kind == "move":
             state = engine.play(state, move.seat, move.text)
-        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
+        elif move.kind == "timeout" and game.players > 1 and engine.scores_absent_players:
             state = engine.time_out(state, move.seat)
         found.append(state)
     with _lock:

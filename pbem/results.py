@@ -49,9 +49,16 @@ def engine_of(game: Game) -> games.Engine | None:
         return None
 
 
+def _sides(game: Game) -> tuple[str, ...]:
+    """The sides the seats of ``game`` play, one per seat; none in games without sides, or whose engine is
+    no longer installed."""
+    engine = engine_of(game)
+    return engine.sides if engine is not None else ()
+
+
 def side(game: Game, number: int) -> str | None:
     """The side seat ``number`` plays ("Red", "X", "Dark"), in games whose seats have one."""
-    sides = getattr(engine_of(game), "sides", None) or ()
+    sides = _sides(game)
     return sides[number] if 0 <= number < len(sides) else None
 
 
@@ -59,7 +66,7 @@ def reason_name(engine: games.Engine, number: int) -> str:
     """How an outcome's reason names seat ``number``: its side, or "seat N" in games without sides.
 
     :mod:`pbem.play` writes the server's outcomes with it, so that they read like the engines' own."""
-    sides = getattr(engine, "sides", None) or ()
+    sides = engine.sides
     return sides[number] if 0 <= number < len(sides) else f"seat {number + 1}"
 
 
@@ -86,7 +93,7 @@ def outcome_of(game: Game) -> Outcome | None:
 def _with_names(game: Game, text: str) -> str:
     """``text`` with every seat named by side or number replaced by the player's name, in one pass (so
     that a handle which happens to be a side's name is never replaced again)."""
-    sides = [s for s in (getattr(engine_of(game), "sides", None) or ()) if s]
+    sides = [s for s in _sides(game) if s]
     patterns = [_SEAT_NUMBER]
     if sides:
         # An older reason wrote "O (seat 1)"; the seat number goes, since the name says it.

@@ -331,7 +331,7 @@ def hint(game_id: int) -> Response:
     engine = play.engine_of(game)
     seat = next((s for s in game.seats if s.user_id == current_user.id and
                  (_seat_arg() is None or s.number == _seat_arg())), None)
-    if seat is None or game.status != "active" or not hasattr(engine, "clearable"):
+    if seat is None or game.status != "active" or not engine.offers_clearable_hint:
         abort(404)
     if engine.clearable(play.state_of(game), seat.number):
         flash("Hint: your board can still be cleared.", "info")

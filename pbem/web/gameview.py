@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 import games
 from games.words import join_words
-from pbem import boards, clock, conditional, notify, play, results, watching
+from pbem import boards, clock, conditional, play, results, watching
 from pbem import replay as replay_service
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Move, Seat, User
@@ -149,8 +149,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     # Who was asked to each empty seat, while the game gathers players or after it was called off.
     asked = dict(results.seat_states(game)) if game.state is None else {}
     # Carreaux shows each side's group value next to the players.
-    group_values = engine.group_values(state) if state is not None and hasattr(engine, "group_values") \
-        else None
+    group_values = engine.group_values(state) if state is not None else None
 
     seats = []
     for seat in game.seats:
@@ -193,8 +192,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     active_player = viewer_seat is not None and game.status == "active"
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
-    view.can_hint = my_turn and hasattr(engine, "clearable")
-    view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
+    view.can_hint = my_turn and engine.offers_clearable_hint
+    view.turn_note = engine.turn_note(state, viewer_seat.number) if my_turn and viewer_seat else None
     view.can_offer_draw = active_player and play.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (active_player and game.draw_offered_by is not None
                             and game.draw_offered_by != viewer_seat.number)
