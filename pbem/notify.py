@@ -53,7 +53,7 @@ def subject(game: Game, engine: games.Engine, what: str) -> str:
 
 def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
     """The players of these seats, in words ("alice", "alice and bob"; "nobody" for none)."""
-    names = [_player(game, n) for n in sorted(numbers)]
+    names = [results.handle_or_seat(game, n) for n in sorted(numbers)]
     if not names:
         return "nobody"
     return join_words(names, "and")
@@ -106,7 +106,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "draws": draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
-        "last_by": _player(game, last.seat) if last is not None else None,
+        "last_by": results.handle_or_seat(game, last.seat) if last is not None else None,
     }
 
 
@@ -249,6 +249,7 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
         return  # game_over() has told everyone.
     notes = notes or {}
     after = engine.to_move(state)
+    mover = results.handle_or_seat(game, move.seat)
     for seat in game.seats:
         if seat.user is None:
             continue
@@ -257,16 +258,15 @@ def move_played(game: Game, engine: games.Engine, state: Any, move: Move, before
             request_move(game, engine, state, seat, note=notes.get(seat.number))
         elif seat.number != move.seat and not engine.simultaneous:
             ctx = position(game, engine, state, seat)
-            _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
-                  "move-notice", move=move, mover=_player(game, move.seat), note=notes.get(seat.number),
-                  **ctx)
+            _mail(seat.user, game, f"{mover} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=mover, note=notes.get(seat.number), **ctx)
     if not engine.simultaneous:
         # Watchers follow each move; in a game where everyone solves the same deal at once, the moves
         # would give the solution away, so they only get the result.
         for user in watchers(game):
             ctx = position(game, engine, state, None)
-            _mail(user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
-                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+            _mail(user, game, f"{mover} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=mover, **ctx)
 
 
 def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move],
@@ -280,7 +280,7 @@ def moves_played(game: Game, engine: games.Engine, state: Any, moves: list[Move]
     if game.status != "active":
         return  # game_over() has told everyone.
     after = engine.to_move(state)
-    played = [(_player(game, m.seat), m) for m in moves]
+    played = [(results.handle_or_seat(game, m.seat), m) for m in moves]
     what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
     for seat in game.seats:
         if seat.user is None:
@@ -326,7 +326,8 @@ def game_over(game: Game, outcome: Outcome, last_word: Move | None = None) -> No
     last = _last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     said_by = last_word.seat if last_word is not None and last_word.comment else None
-    said = {"said": last_word.comment, "said_by": _player(game, said_by)} if said_by is not None else {}
+    said = {"said": last_word.comment, "said_by": results.handle_or_seat(game, said_by)} \
+        if said_by is not None else {}
     for seat in game.seats:
         if seat.user is None:
             continue
@@ -349,7 +350,7 @@ def send(to: User, game: Game, what: str, template: str, **context: Any) -> None
 def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context: Any) -> None:
     for seat in game.seats:
         if seat.user is not None and seat.number != actor.number:
-            send(seat.user, game, what, template, actor=_player(game, actor.number), **context)
+            send(seat.user, game, what, template, actor=results.handle_or_seat(game, actor.number), **context)
 
 
 def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = frozenset(),
@@ -359,7 +360,7 @@ def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = 
     move it is are told that moving declines the offer: the others cannot move now."""
     from pbem.play import seats_to_move  # The move path imports this module; import late.
 
-    actor = _player(game, seat.number)
+    actor = results.handle_or_seat(game, seat.number)
     movers = seats_to_move(game)
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
@@ -369,21 +370,16 @@ def draw_offered(game: Game, seat: Seat, cancelled: set[int] | frozenset[int] = 
 
 def draw_declined(game: Game, seat: Seat, comment: str | None = None) -> None:
     """The offerer learns the answer, with the decliner's ``comment``."""
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt",
-                    comment=comment)
+    name = results.handle_or_seat(game, seat.number)
+    _tell_opponents(game, seat, f"{name} declined the draw", "mail/draw_declined.txt", comment=comment)
 
 
 def timed_out(game: Game, seat: Seat) -> None:
     """The others learn that a seat ran out of time while the game goes on, and so does its player."""
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} ran out of time", "mail/timed_out.txt")
+    name = results.handle_or_seat(game, seat.number)
+    _tell_opponents(game, seat, f"{name} ran out of time", "mail/timed_out.txt")
     if seat.user is not None:
         send(seat.user, game, "you ran out of time", "mail/you_timed_out.txt")
-
-
-def _player(game: Game, number: int) -> str:
-    seat = next((s for s in game.seats if s.number == number), None)
-    user: User | None = seat.user if seat is not None else None
-    return user.handle if user is not None else f"seat {number + 1}"
 
 
 # Move requests written again ---------------------------------------------------------------------

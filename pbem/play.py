@@ -284,7 +284,7 @@ def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset
         raise PlayError(f"Game #{game.id} is {_status_words(game)}; no more moves can be made.", "over")
     ready = [s for s in mine if s.number in movers]
     if not ready:
-        whose = ", ".join(_seat_name(game, n) for n in sorted(movers)) or "nobody"
+        whose = ", ".join(results.handle_or_seat(game, n) for n in sorted(movers)) or "nobody"
         raise PlayError(f"It is not your move in game #{game.id}: it is {whose}'s.", "not-your-turn")
     return ready[0]
 
@@ -818,13 +818,6 @@ def replay(game: Game) -> Any:
 
 
 # Words ---------------------------------------------------------------------------
-
-
-def _seat_name(game: Game, number: int) -> str:
-    seat = next((s for s in game.seats if s.number == number), None)
-    if seat is not None and seat.user is not None:
-        return seat.user.handle
-    return f"seat {number + 1}"
 
 
 def _status_words(game: Game) -> str:

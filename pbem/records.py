@@ -90,10 +90,9 @@ def to_json(data: dict[str, Any]) -> str:
 def text(game: Game) -> str:
     """The plain-text record: a header, the numbered moves with their comments, the board at the end."""
     engine = games.get(game.engine)
-    names = {s.number: (s.user.handle if s.user else f"seat {s.number + 1}") for s in game.seats}
     lines = [f"{engine.title} #{game.id}"]
     for seat in game.seats:
-        lines.append(f"Seat {seat.number + 1}: {names[seat.number]}")
+        lines.append(f"Seat {seat.number + 1}: {results.handle_or_seat(game, seat.number)}")
     # An option left unset (a Truchet game without a set-up position, say) is not worth a line's
     # "position=None": only the options that have a value are shown.
     options = ", ".join(f"{k}={v}" for k, v in sorted(game.options.items()) if v is not None)
@@ -113,7 +112,7 @@ def text(game: Game) -> str:
     lines.append("")
     for move in game.moves:
         what = move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
-        lines.append(f"{move.number:>4}. {names.get(move.seat, move.seat + 1)}: {what}")
+        lines.append(f"{move.number:>4}. {results.handle_or_seat(game, move.seat)}: {what}")
         if move.comment:
             lines.extend(f"      {line}" for line in move.comment.splitlines())
     if game.state is not None:

@@ -18,6 +18,7 @@ from markupsafe import Markup
 import games
 from pbem.boards import drawn
 from pbem.models import Game, Move
+from pbem.results import handle_or_seat
 
 CACHED_GAMES = 64
 _cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
@@ -88,9 +89,9 @@ def clamp(game: Game, at: int | None) -> int:
     return last if at is None else max(0, min(at, last))
 
 
-def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
-    """The position after entry ``at`` (clamped to the record); ``names`` names the seats for the
-    captions of simultaneous games, which show every seat's board."""
+def position(game: Game, at: int | None) -> Position:
+    """The position after entry ``at`` (clamped to the record); a simultaneous game shows every seat's
+    board, each captioned with its player."""
     engine = games.get(game.engine)
     all_states = states(game)
     at = clamp(game, at)
@@ -104,10 +105,10 @@ def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
                      lambda: engine.render_svg(state, seat, targets=False, over=over))
 
     if engine.simultaneous:
-        boards = [(names.get(s.number, f"seat {s.number + 1}"), board(s.number)) for s in game.seats]
+        boards = [(handle_or_seat(game, s.number), board(s.number)) for s in game.seats]
     else:
         boards = [("", board(None))]
     entry = game.moves[at - 1] if at else None
-    who = names.get(entry.seat, f"seat {entry.seat + 1}") if entry else ""
+    who = handle_or_seat(game, entry.seat) if entry else ""
     return Position(at, len(all_states) - 1, boards, entry, who)
 

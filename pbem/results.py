@@ -16,7 +16,7 @@ The public functions:
 - :func:`seat_result` and :func:`user_result`: one player's result in a word or two ("won", "drew",
   "2nd of 3"), :func:`seat_words` with how the seat finished ("won (cleared)"), :func:`headline` for
   a mail's subject ("you won", "alice wins");
-- :func:`player_name`, :func:`side`, :func:`reason_name`: how a seat is named;
+- :func:`handle_or_seat`, :func:`player_name`, :func:`side`, :func:`reason_name`: how a seat is named;
 - :func:`opponents`, :func:`players`: the people of a game, for lists;
 - :func:`seat_states`: each seat of a game still gathering players, with who is challenged.
 """
@@ -70,19 +70,18 @@ def reason_name(engine: games.Engine, number: int) -> str:
     return sides[number] if 0 <= number < len(sides) else f"seat {number + 1}"
 
 
-def _handle(game: Game, number: int) -> str | None:
+def handle_or_seat(game: Game, number: int) -> str:
+    """The player at seat ``number`` by handle ("alice"), or the seat's label while nobody holds it
+    ("seat 2"): how a page, a mail or a refusal names who moved or is to move."""
     seat = next((s for s in game.seats if s.number == number), None)
-    return seat.user.handle if seat is not None and seat.user is not None else None
+    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
 
 
-def player_name(game: Game, number: int, with_side: bool = True) -> str:
-    """Seat ``number`` named for people: "alice (Red)", "alice" where seats have no side, or the
-    seat's label while nobody holds it ("seat 2")."""
-    handle = _handle(game, number)
-    colour = side(game, number) if with_side else None
-    if handle is None:
-        return f"seat {number + 1}" + (f" ({colour})" if colour else "")
-    return f"{handle} ({colour})" if colour else handle
+def player_name(game: Game, number: int) -> str:
+    """Seat ``number`` named with its side, for results and rosters: "alice (Red)", "alice" where seats
+    have no side, "seat 2 (Blue)" while nobody holds it."""
+    name, colour = handle_or_seat(game, number), side(game, number)
+    return f"{name} ({colour})" if colour else name
 
 
 def outcome_of(game: Game) -> Outcome | None:
@@ -251,7 +250,7 @@ def headline(game: Game, number: int | None = None) -> str:
         return f"{player_name(game, 0)}: {seat_result(game, 0)}"
     if all(r == DRAW for r in outcome.results):
         return "a draw"
-    first = [player_name(game, n, with_side=False) for n, p in enumerate(_places(outcome)) if p == 1]
+    first = [handle_or_seat(game, n) for n, p in enumerate(_places(outcome)) if p == 1]
     if len(first) == 1:
         return f"{first[0]} wins"
     return f"{join_words(first, 'and')} share first place"
@@ -267,9 +266,8 @@ def user_result(game: Game, user: User) -> str:
 def players(game: Game, with_side: bool = False) -> str:
     """The game's players in words: "alice vs bob" for two, "alice, bob and carol" for more; an open
     seat is "an open seat"."""
-    names = [
-        player_name(game, s.number, with_side) if s.user is not None else "an open seat" for s in game.seats
-    ]
+    name = player_name if with_side else handle_or_seat
+    names = [name(game, s.number) if s.user is not None else "an open seat" for s in game.seats]
     if len(names) == 2:
         return " vs ".join(names)
     return join_words(names, "and")

@@ -9,7 +9,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem import accounts, archive, challenges, clock, conditional, play
+from pbem import accounts, archive, challenges, clock, conditional, play, results
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
@@ -198,7 +198,7 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
         db.session.expire_all()
         legal = present.game(_game_for(user, game_id), user, body.get("seat"))["legal_moves"] or []
         raise ApiError(exc.http_status, exc.code, exc.message, legal_moves=legal) from None
-    name = gameview.player_name(game, played.seat)
+    name = results.handle_or_seat(game, played.seat)
     return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
 
 

@@ -119,8 +119,7 @@ def replay_position(game_id: int, number: int) -> str:
     game = db.session.get(Game, game_id)
     if game is None or not gameview.visible(game, current_user) or not replay.replayable(game):
         abort(404)
-    names = {s.number: gameview.player_name(game, s.number) for s in game.seats}
-    position = replay.position(game, number, names)
+    position = replay.position(game, number)
     return render_template("games/_replay_position.html", view={"replay": position})
 
 

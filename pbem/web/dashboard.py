@@ -11,7 +11,6 @@ from sqlalchemy import select
 from pbem import challenges, clock, play, results
 from pbem.extensions import db
 from pbem.models import Challenge, Game, Seat, User
-from pbem.web.gameview import player_name
 
 FINISHED_SHOWN = 10
 
@@ -67,7 +66,7 @@ def build(user: User) -> Dashboard:
             waiting_on = [s for s in game.seats if s.number in movers]
             soonest = min(waiting_on, key=lambda s: s.deadline or datetime.max, default=None)
             board.their_move.append(Entry(
-                game, title, ", ".join(player_name(game, s.number) for s in waiting_on),
+                game, title, ", ".join(results.handle_or_seat(game, s.number) for s in waiting_on),
                 clock.describe(clock.time_left(soonest)) if soonest else "",
                 soonest.deadline if soonest else None,
                 opponents=results.opponents(game, user),

@@ -13,7 +13,7 @@ from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem import challenges, clock, conditional, play, watching
+from pbem import challenges, clock, conditional, play, results, watching
 from pbem.extensions import db
 from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
@@ -202,7 +202,7 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
         answers = play.answers_to(played)
         if answers:
             message += " Answered at once by conditional moves: " + ", ".join(
-                f"{gameview.player_name(game, m.seat)} {m.text}" for m in answers) + "."
+                f"{results.handle_or_seat(game, m.seat)} {m.text}" for m in answers) + "."
         if wants_json():
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")

@@ -128,12 +128,6 @@ class GameView:
         return self.game.status == "waiting"
 
 
-def player_name(game: Game, number: int) -> str:
-    """The handle at seat ``number``, or the seat's label while it is open."""
-    seat = next((s for s in game.seats if s.number == number), None)
-    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
-
-
 def build(game: Game, viewer: User | None, seat_number: int | None = None,
           replay_at: int | None = None) -> GameView:
     """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
@@ -184,8 +178,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     view.replay_links = replay_service.replayable(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
-        names = {s.number: player_name(game, s.number) for s in game.seats}
-        view.replay = replay_service.position(game, replay_at, names)
+        view.replay = replay_service.position(game, replay_at)
     else:
         # The page shows the replay's boards in place of these, so they are drawn only when shown.
         view.boards = _boards(game, engine, state, viewer_seat, my_turn)
@@ -201,7 +194,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         # Only ever the viewer's own lines: the opponent's are never read here.
         view.conditionals = [conditional.describe(line) for line in viewer_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
-        view.opponent = player_name(game, 1 - viewer_seat.number)
+        view.opponent = results.handle_or_seat(game, 1 - viewer_seat.number)
     if signed_in and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == viewer.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
@@ -231,7 +224,7 @@ def _status(game: Game, movers: frozenset[int]) -> str:
     if game.result:
         over = "Abandoned" if game.status == "abandoned" else "Game over"
         return f"{over}: {results.sentence(game)}"
-    names = [player_name(game, n) for n in sorted(movers)]
+    names = [results.handle_or_seat(game, n) for n in sorted(movers)]
     return f"{join_words(names, 'and')} to move." if names else "Nobody can move."
 
 
@@ -243,7 +236,7 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
         return []
     over = game.status != "active"
     if engine.simultaneous and over:
-        return [Board(player_name(game, s.number),
+        return [Board(results.handle_or_seat(game, s.number),
                       board_svg(engine, state, s.number, stored=game.state, over=over))
                 for s in game.seats]
     if viewer_seat is not None:
@@ -295,7 +288,7 @@ def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple
         if secret:
             hidden += 1
             continue
-        shown.append((move, player_name(game, move.seat)))
+        shown.append((move, results.handle_or_seat(game, move.seat)))
     return shown, hidden
 
 
