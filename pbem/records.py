@@ -28,6 +28,7 @@ from pbem import accounts, archive, results
 from pbem.database import begin_write
 from pbem.extensions import db
 from pbem.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
+from pbem.replay import Replay
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
@@ -227,10 +228,7 @@ def check(data: Any) -> Checked:
     if not isinstance(stated, dict) or not isinstance(stated.get("results"), list):
         raise RecordError("the record has no result: only finished games are imported")
 
-    state = engine.new(len(players), options, seed)
-    outcome: Outcome | None = None
-    ending = ""
-    offer: int | None = None
+    replay = Replay(engine, len(players), options, seed)
     for index, entry in enumerate(entries, 1):
         where = f"entry {index}"
         if not isinstance(entry, dict):
@@ -249,39 +247,18 @@ def check(data: Any) -> Checked:
             raise RecordError(f"{where}'s comment is not text of at most {MAX_COMMENT} characters")
         _parse_time(entry.get("time"), f"{where}'s time")
         where = f"move {index} ({move_text!r} by seat {seat})"
-        if outcome is not None:
+        if replay.outcome is not None:
             raise RecordError(f"{where} comes after the game ended")
         number = seat - 1
-        if kind == "move":
-            if number not in engine.to_move(state):
-                raise RecordError(f"{where}: it is not seat {seat}'s turn")
-            try:
-                state = engine.play(state, number, move_text)
-            except IllegalMove as exc:
-                raise RecordError(f"{where} is illegal: {exc.message}") from None
-            if offer is not None and offer != number:
-                offer = None  # Moving instead of answering a draw offer declines it.
-            outcome = engine.outcome(state)
-        elif kind == "draw-offer":
-            offer = number
-        elif kind == "draw-decline":
-            offer = None
-        elif kind == "draw-accept":
-            if offer is None and "timeout" not in move_text:
-                raise RecordError(f"{where} accepts a draw nobody offered")
-            outcome = Outcome.draw(len(players), "")
-            ending = "time" if "timeout" in move_text else "agreement"
-        elif kind == "resign":
-            outcome, ending = _resigned(len(players), number), "resignation"
-        elif kind == "timeout":
-            if len(players) > 1 and engine.scores_absent_players:
-                state = engine.time_out(state, number)
-                outcome = engine.outcome(state)
-                if outcome is not None:
-                    ending = "time"  # As the server files a game its timeout ended (pbem.play).
-            else:
-                outcome = Outcome(tuple("loss" if n == number else "win" for n in range(len(players))), "")
-                ending = "time"
+        if kind == "move" and number not in engine.to_move(replay.state):
+            raise RecordError(f"{where}: it is not seat {seat}'s turn")
+        if kind == "draw-accept" and replay.draw_offer is None and "timeout" not in move_text:
+            raise RecordError(f"{where} accepts a draw nobody offered")
+        try:
+            replay.apply(number, kind, move_text)
+        except IllegalMove as exc:
+            raise RecordError(f"{where} is illegal: {exc.message}") from None
+    outcome, ending, state = replay.outcome, replay.ending, replay.state
     if outcome is None:
         raise RecordError("the moves do not finish the game, but the record says it is finished")
     if list(outcome.results) != stated["results"]:
@@ -297,15 +274,6 @@ def check(data: Any) -> Checked:
         "options": options, "moves": [[e.get("seat"), e.get("kind", "move"), e.get("text")] for e in entries]}
     key = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
     return Checked(data, engine, options, state, outcome, ending, key)
-
-
-def _resigned(players: int, seat: int) -> Outcome:
-    """The results of a resignation, as :func:`pbem.play.resign` decides them (the words come later)."""
-    if players == 1:
-        return Outcome(("loss",), "")
-    if players == 2:
-        return Outcome.win(1 - seat, 2, "")
-    return Outcome(tuple("loss" if n == seat else "draw" for n in range(players)), "")
 
 
 def _player(handle: str) -> User:

@@ -207,7 +207,7 @@ def forfeit_words(game: Game, seat: Seat) -> str:
     engine = play.engine_of(game)
     if game.draw_offered_by is not None and game.draw_offered_by != seat.number:
         return "the draw your opponent offered is accepted for you and the game ends drawn"
-    if engine.scores_absent_players and game.players > 1:
+    if play.scores_timeout(engine, game.players):
         return "you are out of this round, scored as its last finisher, and the game goes on without you"
     if game.players == 1:
         return "the game is abandoned"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from games import IllegalMove
-from pbem import play
+from pbem import play, replay
 from pbem.extensions import db
 from pbem.models import Game
 
@@ -32,7 +32,7 @@ def check_game(game: Game) -> Mismatch | None:
         return None
     engine = play.engine_of(game)
     try:
-        replayed = play.replay(game)
+        replayed = replay.final_state(game)
     except IllegalMove as exc:
         return Mismatch(game.id, f"its record does not replay: {exc.message}")
     if _canonical(engine.dump(replayed)) != _canonical(game.state):

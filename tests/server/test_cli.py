@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from pbem import play
+from pbem import play, replay
 from pbem.extensions import db
 from pbem.models import Game, utcnow
 from tests.conftest import free_port
@@ -41,7 +41,7 @@ def test_verify_catches_a_tampered_game(ctx: Flask, players) -> None:
     # Store a position no recorded move led to: the state after an extra, unrecorded reply.
     tampered = db.session.get(Game, game.id)
     engine = play.engine_of(tampered)
-    honest = play.replay(tampered)
+    honest = replay.final_state(tampered)
     tampered.state = engine.dump(engine.play(honest, 1, engine.moves(honest, 1)[0]))
     db.session.commit()
     caught = pbem(ctx, "verify")

@@ -11,7 +11,7 @@ from flask import Flask
 from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem import clock, outbox, play, records, results, sweep, tokens, vacation
+from pbem import clock, outbox, play, records, replay, results, sweep, tokens, vacation
 from pbem.database import batched_writes, begin_write, writes_batched
 from pbem.extensions import db
 from pbem.models import Game, Move, OutboxMail, RatingHistory, User, set_clock
@@ -316,7 +316,7 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert fresh(broken).status == "active"
     # Mended, the broken game is timed out by the next sweep, once.
     broken = fresh(broken)
-    broken.state = play.engine_of(broken).dump(play.replay(broken))
+    broken.state = play.engine_of(broken).dump(replay.final_state(broken))
     db.session.commit()
     assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
     assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0
