@@ -10,8 +10,6 @@ stepping through a finished game costs one rendering per step.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +18,13 @@ from markupsafe import Markup
 import games
 from games import Outcome
 from pbem import play
-from pbem.boards import drawn
+from pbem.boards import Kept, drawn
 from pbem.models import Game, Move
 from pbem.results import handle_or_seat
 
+# The states of the games replayed lately, by record (:func:`_record_key`).
 CACHED_GAMES = 64
-_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
-_lock = threading.Lock()
+_states = Kept(CACHED_GAMES)
 
 
 @dataclass
@@ -145,18 +143,12 @@ def _record_key(game: Game) -> tuple[Any, ...]:
 
 def states(game: Game) -> list[Any]:
     """The state before the first entry and after each entry of the record."""
-    key = _record_key(game)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    replay = Replay.of(game)
-    found = [replay.state] + [replay.apply(move.seat, move.kind, move.text) for move in game.moves]
-    with _lock:
-        _cache[key] = found
-        while len(_cache) > CACHED_GAMES:
-            _cache.popitem(last=False)
-    return found
+
+    def replayed() -> list[Any]:
+        replay = Replay.of(game)
+        return [replay.state] + [replay.apply(move.seat, move.kind, move.text) for move in game.moves]
+
+    return _states(_record_key(game), replayed)
 
 
 def clamp(game: Game, at: int | None) -> int:
