@@ -173,7 +173,7 @@ def send_verification(user: User) -> None:
     token = _signer("verify").dumps({"u": user.id, "e": user.email})
     outbox.enqueue(
         user,
-        "[pbem] Confirm your address",
+        outbox.subject("Confirm your address"),
         render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
@@ -196,7 +196,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
     outbox.enqueue(
         email,
-        "[pbem] Confirm your address",
+        outbox.subject("Confirm your address"),
         render_template("mail/verify.txt", user=placeholder, url=_link(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
@@ -334,7 +334,7 @@ def request_reset(login: str) -> None:
     token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
     outbox.enqueue(
         user,
-        "[pbem] Reset your password",
+        outbox.subject("Reset your password"),
         render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
                         hours=RESET_LINK_SECONDS // 3600),
         kind="reset",
@@ -381,7 +381,7 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
     and carries no link that acts: the reset page asks for a new link by mail."""
     outbox.enqueue(
         user,
-        "[pbem] Your password was changed",
+        outbox.subject("Your password was changed"),
         render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
                         when=clock.format_time(utcnow(), user.time_zone),
                         cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
@@ -463,7 +463,7 @@ def mail_new_key(user: User, occasion: str) -> str:
     user.mail_key_paused_until = None
     outbox.enqueue(
         user,
-        "[pbem] Welcome: your mail key" if occasion == "welcome" else "[pbem] Your new mail key",
+        outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
         render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
                         settings_url=_link("/settings")),
         kind="mail-key",
@@ -535,14 +535,14 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     days = EMAIL_LINK_SECONDS // 86400
     outbox.enqueue(
         new_email,
-        "[pbem] Confirm your new address",
+        outbox.subject("Confirm your new address"),
         render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
                         url=_link(f"/settings/email/{token}")),
         kind="email-change",
     )
     outbox.enqueue(
         fresh,
-        "[pbem] Your address is about to change",
+        outbox.subject("Your address is about to change"),
         render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
         kind="email-change-notice",
     )
@@ -595,7 +595,7 @@ def confirm_email_change(token: str) -> tuple[User, int]:
     # a masked form of the new address: it may be a stranger's).
     outbox.enqueue(
         old_email,
-        "[pbem] Your address was changed",
+        outbox.subject("Your address was changed"),
         render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
                         when=clock.format_time(utcnow(), user.time_zone)),
         kind="email-changed",

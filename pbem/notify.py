@@ -48,7 +48,7 @@ def move_link(game: Game, seat: Seat, number: int, move: str | None = None) -> s
 
 def subject(game: Game, engine: games.Engine, what: str) -> str:
     """The subject of a mail about ``game``: ``[pbem] Cambio #12: what``."""
-    return f"[pbem] {engine.title} #{game.id}: {what}"
+    return outbox.subject(f"{engine.title} #{game.id}: {what}")
 
 
 def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:

@@ -35,7 +35,7 @@ from pbem import bouncing, tokens
 from pbem.database import DirectWrite, begin_write, writes_batched
 from pbem.extensions import db, mail
 from pbem.mail.bounces import enhanced_status
-from pbem.models import Game, OutboxMail, User, utcnow, wall_clock
+from pbem.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,11 @@ def make_message_id(kind: str, game: Game | None = None) -> str:
 def thread_id(game: Game) -> str:
     """The Message-ID every mail of a game refers to, so mail clients thread them together."""
     return f"<game-{game.id}@{settings()['domain']}>"
+
+
+def subject(words: str) -> str:
+    """The subject of a mail the server sends: its tag, then ``words`` (``[pbem] Confirm your address``)."""
+    return f"{SUBJECT_TAG} {words}"
 
 
 def enqueue(

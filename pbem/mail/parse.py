@@ -20,7 +20,7 @@ from functools import lru_cache
 from html import unescape
 from typing import Any
 
-from pbem.models import MAX_COMMENT
+from pbem.models import MAX_COMMENT, SUBJECT_TAG
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,11 @@ class _ReadingPolicy(EmailPolicy):
 READING_POLICY = _ReadingPolicy()
 
 
-# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" at the start of a subject; matched at a position and
-# never searched for, so stripping any number of them takes linear time.
+# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" (our tag) at the start of a subject; matched at a
+# position and never searched for, so stripping any number of them takes linear time.
 _PREFIX = re.compile(
-    r"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{1,9}\])?\s*:|\[pbem\])\s*", re.IGNORECASE
+    rf"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{{1,9}}\])?\s*:|{re.escape(SUBJECT_TAG)})\s*",
+    re.IGNORECASE,
 )
 
 
@@ -109,7 +110,7 @@ def tagged(subject: str) -> bool:
     (``Re: [pbem] Cambio #12: your move``)."""
     pos = 0
     while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
-        if "[pbem]" in found.group().lower():
+        if SUBJECT_TAG in found.group().lower():
             return True
         pos = found.end()
     return False
