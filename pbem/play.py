@@ -24,7 +24,6 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from games.words import join_words
 from pbem import archive, clock, conditional, notify, ratings, results, watching
 from pbem.database import (
     DirectWrite,
@@ -599,7 +598,7 @@ def resign(game: Game | int, user: User, via: str, comment: str | None = None) -
     result, and into the record."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
-        outcome = resignation(engine_of(locked), locked.players, seat.number)
+        outcome = results.resignation(engine_of(locked), locked.players, seat.number)
         entry = _record(locked, seat, "resign", "resign", via, user, comment)
         _finish(locked, outcome, "resignation", entry)
         return outcome
@@ -635,7 +634,7 @@ def accept_draw(game: Game | int, user: User, via: str, comment: str | None = No
         if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
             raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
         entry = _record(locked, seat, "draw-accept", "draw accept", via, user, comment)
-        outcome = draw_agreed(locked.players)
+        outcome = results.draw_agreed(locked.players)
         _finish(locked, outcome, "agreement", entry)
         return outcome
 
@@ -762,11 +761,11 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         clock.stop_turn(game, seat)
         return False, None
     if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
-        _record(game, seat, "draw-accept", DRAW_ON_TIME, "server", None)
-        outcome = draw_on_time(engine, game.players, seat_number)
+        _record(game, seat, "draw-accept", results.DRAW_ON_TIME, "server", None)
+        outcome = results.draw_on_time(engine, game.players, seat_number)
         _finish(game, outcome, "time")
         return True, outcome
-    if scores_timeout(engine, game.players):
+    if results.scores_timeout(engine, game.players):
         record = _record(game, seat, "timeout", "timeout", "server", None)
         new_state = engine.time_out(state, seat_number)
         # A timeout that leaves nobody to play ends the game on time; its game-over mail tells everyone,
@@ -777,60 +776,11 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
             notify.move_played(game, engine, new_state, record, before)
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
-    outcome = loss_on_time(engine, game.players, seat_number)
+    outcome = results.loss_on_time(engine, game.players, seat_number)
     _finish(game, outcome, "time")
     if game.players == 1:
         game.status = "abandoned"
     return True, outcome
-
-
-# The server's rulings: how its actions end a game.  Pure, so that a replay of the record (pbem.replay)
-# judges each action as the move path did when it was taken.
-
-# The record's text of the draw accepted for a seat whose time ran out with its opponent's offer pending.
-DRAW_ON_TIME = "draw accept (timeout)"
-
-
-def resignation(engine: games.Engine, players: int, seat: int) -> Outcome:
-    """How ``seat``'s resignation ends a game of ``players``: the opponent wins, or with more players the
-    resigner loses and the others share first place; a solitaire game is abandoned."""
-    name = results.reason_name(engine, seat)
-    others = [results.reason_name(engine, n) for n in range(players) if n != seat]
-    if players == 1:
-        return Outcome(("loss",), f"{name} abandoned the game")
-    if players == 2:
-        return Outcome.win(1 - seat, 2, f"{others[0]} wins: {name} resigned")
-    outcome_results = tuple("loss" if n == seat else "draw" for n in range(players))
-    return Outcome(outcome_results, f"{name} resigned; {join_words(others, 'and')} share first place")
-
-
-def draw_agreed(players: int) -> Outcome:
-    """A draw offered and accepted."""
-    return Outcome.draw(players, "Drawn by agreement")
-
-
-def draw_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
-    """``seat``'s time ran out with its opponent's draw offer pending: the offer is accepted for it."""
-    name = results.reason_name(engine, seat)
-    return Outcome.draw(players, f"Drawn: {name} ran out of time with a draw offer pending")
-
-
-def scores_timeout(engine: games.Engine, players: int) -> bool:
-    """Whether the game itself deals with a seat whose time ran out (``engine.time_out``: a game of more
-    than one player whose engine scores absent players), rather than the server ending the game."""
-    return engine.scores_absent_players and players > 1
-
-
-def loss_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
-    """How the server ends a game when ``seat``'s time ran out and the game does not deal with it itself:
-    a solitaire game is abandoned, otherwise the seat loses and the others win."""
-    name = results.reason_name(engine, seat)
-    if players == 1:
-        return Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
-    others = join_words([results.reason_name(engine, n) for n in range(players) if n != seat], "and")
-    outcome_results = tuple("loss" if n == seat else "win" for n in range(players))
-    win = "wins" if players == 2 else "win"
-    return Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")
 
 
 # Words ---------------------------------------------------------------------------

@@ -17,10 +17,9 @@ from markupsafe import Markup
 
 import games
 from games import Outcome
-from pbem import play
+from pbem import results
 from pbem.boards import Kept, drawn
 from pbem.models import Game, Move
-from pbem.results import handle_or_seat
 
 # The states of the games replayed lately, by record (:func:`_record_key`).
 CACHED_GAMES = 64
@@ -51,7 +50,7 @@ class Position:
 class Replay:
     """A game's record replayed entry by entry as the move path (:mod:`pbem.play`) played it: a move
     through the engine, the server's actions (a resignation, a draw offered, declined or accepted, a
-    timeout) by the move path's own rulings.
+    timeout) by the rulings the move path ends a game by (:mod:`pbem.results`).
 
     ``state`` is the position after the entries applied so far, and ``draw_offer`` the seat whose draw
     offer is pending; :attr:`outcome` and :attr:`ending` say whether and how they ended the game."""
@@ -105,17 +104,17 @@ class Replay:
             self.draw_offer = seat
         elif kind == "draw-decline":
             self.draw_offer = None
-        elif kind == "draw-accept" and "timeout" in text:  # As the sweep writes it (play.DRAW_ON_TIME).
-            self._ended_by_server = play.draw_on_time(engine, self.players, seat), "time"
+        elif kind == "draw-accept" and "timeout" in text:  # As the sweep writes it (results.DRAW_ON_TIME).
+            self._ended_by_server = results.draw_on_time(engine, self.players, seat), "time"
         elif kind == "draw-accept":
-            self._ended_by_server = play.draw_agreed(self.players), "agreement"
+            self._ended_by_server = results.draw_agreed(self.players), "agreement"
         elif kind == "resign":
-            self._ended_by_server = play.resignation(engine, self.players, seat), "resignation"
-        elif kind == "timeout" and play.scores_timeout(engine, self.players):
+            self._ended_by_server = results.resignation(engine, self.players, seat), "resignation"
+        elif kind == "timeout" and results.scores_timeout(engine, self.players):
             self.state = engine.time_out(self.state, seat)
             self._timed_out_last = True
         elif kind == "timeout":
-            self._ended_by_server = play.loss_on_time(engine, self.players, seat), "time"
+            self._ended_by_server = results.loss_on_time(engine, self.players, seat), "time"
         return self.state
 
 
@@ -173,10 +172,10 @@ def position(game: Game, at: int | None) -> Position:
                      lambda: engine.render_svg(state, seat, targets=False, over=over))
 
     if engine.simultaneous:
-        boards = [(handle_or_seat(game, s.number), board(s.number)) for s in game.seats]
+        boards = [(results.handle_or_seat(game, s.number), board(s.number)) for s in game.seats]
     else:
         boards = [("", board(None))]
     entry = game.moves[at - 1] if at else None
-    who = handle_or_seat(game, entry.seat) if entry else ""
+    who = results.handle_or_seat(game, entry.seat) if entry else ""
     return Position(at, len(all_states) - 1, boards, entry, who)
 

@@ -3,7 +3,8 @@
 Every page and mail that shows a result takes its words from here.  An engine's
 :class:`games.Outcome` names the seats by their side ("Red wins by joining …", from ``engine.sides``)
 or, in games without sides, as "seat 1"; the server's own outcomes (resignations, draws by agreement,
-timeouts, written by :mod:`pbem.play`) do the same.  This module puts the players' handles in:
+timeouts: :func:`resignation` and the others below, by which :mod:`pbem.play` ends a game and
+:mod:`pbem.replay` replays its record) do the same.  This module puts the players' handles in:
 "alice (Red) wins by joining all 12 red tiles into one group."  Results stored before the engines
 wrote them this way (a handle, or "O (seat 1)") read correctly too.
 
@@ -18,7 +19,9 @@ The public functions:
   a mail's subject ("you won", "alice wins");
 - :func:`handle_or_seat`, :func:`player_name`, :func:`side`, :func:`reason_name`: how a seat is named;
 - :func:`opponents`, :func:`players`: the people of a game, for lists;
-- :func:`seat_states`: each seat of a game still gathering players, with who is challenged.
+- :func:`seat_states`: each seat of a game still gathering players, with who is challenged;
+- :func:`resignation`, :func:`draw_agreed`, :func:`draw_on_time`, :func:`loss_on_time` (and
+  :func:`scores_timeout`: whether the game deals with a timeout itself): the server's outcomes.
 """
 
 from __future__ import annotations
@@ -307,3 +310,52 @@ def seat_states(game: Game, challenges: Iterable[Challenge] | None = None) -> li
         else:
             states.append((seat.number, "open seat"))
     return states
+
+
+# The server's outcomes: how its actions end a game.  The move path (pbem.play) ends games by them, and a
+# replay of the record (pbem.replay) judges each action by them as the move path did when it was taken.
+
+# The record's text of the draw accepted for a seat whose time ran out with its opponent's offer pending.
+DRAW_ON_TIME = "draw accept (timeout)"
+
+
+def resignation(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """How ``seat``'s resignation ends a game of ``players``: the opponent wins, or with more players the
+    resigner loses and the others share first place; a solitaire game is abandoned."""
+    name = reason_name(engine, seat)
+    others = [reason_name(engine, n) for n in range(players) if n != seat]
+    if players == 1:
+        return Outcome(("loss",), f"{name} abandoned the game")
+    if players == 2:
+        return Outcome.win(1 - seat, 2, f"{others[0]} wins: {name} resigned")
+    outcome_results = tuple("loss" if n == seat else "draw" for n in range(players))
+    return Outcome(outcome_results, f"{name} resigned; {join_words(others, 'and')} share first place")
+
+
+def draw_agreed(players: int) -> Outcome:
+    """A draw offered and accepted."""
+    return Outcome.draw(players, "Drawn by agreement")
+
+
+def draw_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """``seat``'s time ran out with its opponent's draw offer pending: the offer is accepted for it."""
+    name = reason_name(engine, seat)
+    return Outcome.draw(players, f"Drawn: {name} ran out of time with a draw offer pending")
+
+
+def scores_timeout(engine: games.Engine, players: int) -> bool:
+    """Whether the game itself deals with a seat whose time ran out (``engine.time_out``: a game of more
+    than one player whose engine scores absent players), rather than the server ending the game."""
+    return engine.scores_absent_players and players > 1
+
+
+def loss_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """How the server ends a game when ``seat``'s time ran out and the game does not deal with it itself:
+    a solitaire game is abandoned, otherwise the seat loses and the others win."""
+    name = reason_name(engine, seat)
+    if players == 1:
+        return Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
+    others = join_words([reason_name(engine, n) for n in range(players) if n != seat], "and")
+    outcome_results = tuple("loss" if n == seat else "win" for n in range(players))
+    win = "wins" if players == 2 else "win"
+    return Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.orm import joinedload
 
-from pbem import clock, notify, play, vacation
+from pbem import clock, notify, play, results, vacation
 from pbem.database import batched_writes, begin_write, is_postgresql
 from pbem.digest import turn_summary
 from pbem.extensions import db
@@ -207,7 +207,7 @@ def forfeit_words(game: Game, seat: Seat) -> str:
     engine = play.engine_of(game)
     if game.draw_offered_by is not None and game.draw_offered_by != seat.number:
         return "the draw your opponent offered is accepted for you and the game ends drawn"
-    if play.scores_timeout(engine, game.players):
+    if results.scores_timeout(engine, game.players):
         return "you are out of this round, scored as its last finisher, and the game goes on without you"
     if game.players == 1:
         return "the game is abandoned"
