@@ -628,26 +628,29 @@ def accept_draw(game: Game | int, user: User, via: str, comment: str | None = No
     """``user`` accepts the pending draw offer; the game ends drawn.  ``comment`` goes to the others with
     the result, and into the record."""
     with locked_game(game) as locked:
-        seat = _players_seat(locked, user)
-        if locked.draw_offered_by is None:
-            _require_draws(locked)
-        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
-            raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
+        seat = _answering_seat(locked, user, "accept")
         entry = _record(locked, seat, "draw-accept", "draw accept", via, user, comment)
         outcome = results.draw_agreed(locked.players)
         _finish(locked, outcome, "agreement", entry)
         return outcome
 
 
+def _answering_seat(game: Game, user: User, answer: str) -> Seat:
+    """The seat of ``user``, who would ``answer`` ("accept" or "decline") the opponent's pending draw
+    offer; refused when there is none (or the game has no draws)."""
+    seat = _players_seat(game, user)
+    if game.draw_offered_by is None:
+        _require_draws(game)
+    if game.draw_offered_by is None or game.draw_offered_by == seat.number:
+        raise PlayError(f"There is no draw offer from your opponent to {answer}.", "no-draw-offer")
+    return seat
+
+
 def decline_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> None:
     """``user`` declines the pending draw offer; play goes on.  ``comment`` goes to the offerer with the
     answer, and into the record."""
     with locked_game(game) as locked:
-        seat = _players_seat(locked, user)
-        if locked.draw_offered_by is None:
-            _require_draws(locked)
-        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
-            raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
+        seat = _answering_seat(locked, user, "decline")
         locked.draw_offered_by = None
         entry = _record(locked, seat, "draw-decline", "draw decline", via, user, comment)
         notify.draw_declined(locked, seat, entry.comment)
