@@ -170,9 +170,14 @@ def sign_up(handle: str, email: str, password: str) -> User:
 
 def send_verification(user: User) -> None:
     """Write the mail with the link that confirms ``user``'s address into the outbox (caller commits)."""
-    token = _signer("verify").dumps({"u": user.id, "e": user.email})
+    _mail_confirmation(user, user, _signer("verify").dumps({"u": user.id, "e": user.email}))
+
+
+def _mail_confirmation(to: User | str, user: User, token: str) -> None:
+    """Write the mail with the link (bearing ``token``) that confirms ``user``'s address into the outbox,
+    to ``to``: the account, or the address a placeholder is being claimed with."""
     outbox.enqueue(
-        user,
+        to,
         outbox.subject("Confirm your address"),
         render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
@@ -194,13 +199,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
         raise AccountError(f"There is already an account for {email}.")
     placeholder.password_hash = password_hash
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
-    outbox.enqueue(
-        email,
-        outbox.subject("Confirm your address"),
-        render_template("mail/verify.txt", user=placeholder, url=_link(f"/verify/{token}"),
-                        days=VERIFY_LINK_SECONDS // 86400),
-        kind="verify",
-    )
+    _mail_confirmation(email, placeholder, token)
     db.session.commit()
     return placeholder
 
