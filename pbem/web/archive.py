@@ -12,7 +12,7 @@ import games
 from pbem import accounts, archive, feeds, records, replay, results, standings
 from pbem.extensions import db
 from pbem.models import Game
-from pbem.web import gameview, pagecache
+from pbem.web import engine_or_404, gameview, pagecache
 
 bp = Blueprint("archive", __name__)
 
@@ -105,10 +105,7 @@ def player_feed(handle: str) -> Response:
 @bp.get("/standings/<slug>")
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""
-    try:
-        engine = games.get(slug)
-    except games.UnknownGame:
-        abort(404)
+    engine = engine_or_404(slug)
     return render_template("archive/standings.html", engine=engine, rows=standings.table(engine.slug),
                            engines=games.all())
 

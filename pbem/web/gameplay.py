@@ -18,7 +18,7 @@ from pbem.extensions import db
 from pbem.models import MAX_COMMENT, Game, Seat, User
 from pbem.play import PlayError
 from pbem.web import dashboard as dashboard_service
-from pbem.web import gameview, newgame, pagecache, wants_json
+from pbem.web import engine_or_404, gameview, newgame, pagecache, wants_json
 
 bp = Blueprint("games", __name__)
 
@@ -92,11 +92,7 @@ def rules_index() -> str:
 @bp.get("/rules/<slug>")
 def rules(slug: str) -> str:
     """A game's rules, notation and rulings."""
-    try:
-        engine = games.get(slug)
-    except games.UnknownGame:
-        abort(404)
-    return render_template("games/rules.html", engine=engine)
+    return render_template("games/rules.html", engine=engine_or_404(slug))
 
 
 @bp.get("/lobby")
