@@ -8,9 +8,11 @@ entry-point group.  The protocol every engine follows is :class:`Engine` (see ``
 from __future__ import annotations
 
 import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from marshmallow import Schema
 
@@ -23,6 +25,7 @@ __all__ = [
     "Outcome",
     "UnknownGame",
     "all",
+    "as_typed",
     "get",
 ]
 
@@ -120,26 +123,40 @@ class Outcome:
         )
 
 
-@runtime_checkable
-class Engine(Protocol):
-    """The engine protocol.  States are immutable values; ``play`` returns a new one.
+def as_typed(text: str) -> str:
+    """A move as typed, in lower case with single spaces: how a record writes a move the game has no
+    notation of its own for."""
+    return " ".join(text.split()).lower()
 
-    ``simultaneous`` is True for games where several seats move at once, each on their own (Easy
-    Slider); the server then numbers moves per seat rather than per game.  An engine whose seats play
-    a side or colour names them in ``sides`` (optional: ``("Red", "Blue")``, one per seat), and its
-    outcome reasons name the seats by those words.
 
-    Optional methods, looked up with ``getattr``: ``time_out(state, seat)`` (a simultaneous game scores
-    an absent seat and goes on), ``group_values(state)`` (Carreaux, for its page), ``clearable(state,
-    seat)`` (Box Off's hint) and ``turn_note(state, seat) -> str | None``: a sentence for the player asked
-    to move when a ruling shapes that move (Carreaux: "No slide lowers the total group value (36), so
-    the slides that raise it least are allowed: c3."; Cambio: the phase, and whose cube a placement puts
-    down), shown on the game page and in the move-request mail (unless its text board says it already);
-    None when there is nothing to say; and ``notation(state, seat, text) -> str``: a move the engine
-    accepts in more than one spelling, as the record writes it (Box Off: ``B1 a1`` is ``a1-b1``), which
-    ``play`` must accept as the same move; without it the record keeps the move as typed, in lower case.
-    Optional attribute: ``summary``, the game in a sentence
-    (for the rules index).
+class Engine(ABC):
+    """The engine protocol, with a default for every optional part: every engine the server sees is one.
+
+    The engines shipped here derive from it; a third party's engine may too, or may follow the protocol
+    without deriving from it (then :func:`get` hands the server an adapter that gives it the defaults).
+    States are immutable values; ``play`` returns a new one.
+
+    Every engine has ``slug``, ``title``, ``players`` (the seat counts allowed), ``options`` (a marshmallow
+    schema), ``help`` (rules, notation and rulings) and ``simultaneous``: True for games where several
+    seats move at once, each on their own (Easy Slider, Box Off); the server then numbers moves per seat
+    rather than per game.  The methods without a default below are the rules themselves.
+
+    The optional parts, with what an engine that leaves them out gets:
+
+    - ``summary``: the game in a sentence, for the rules index (``""``);
+    - ``sides``: the side or colour each seat plays (``("Red", "Blue")``), by which the outcome reasons
+      name the seats (``()``: seats have no side, and reasons name them "seat 1");
+    - :meth:`notation`: a move the engine reads in several spellings, as the record writes it (the move
+      as typed, in lower case with single spaces);
+    - :meth:`turn_note`: a sentence for the player asked to move when a ruling shapes the move (None);
+    - :meth:`group_values`: each side's group value, for the game page (None: the page shows none);
+    - ``scores_absent_players`` with :meth:`time_out`: the game itself deals with a seat whose time ran
+      out (False: the server's own rule ends the game, see ``pbem.play.time_out``);
+    - ``offers_clearable_hint`` with :meth:`clearable`: the player may ask whether their board can still
+      be cleared (False: no such hint).
+
+    The two flags say what the server must know before it asks: it calls :meth:`time_out` and
+    :meth:`clearable` only of an engine that declares them.
     """
 
     slug: str
@@ -148,22 +165,32 @@ class Engine(Protocol):
     options: Schema
     simultaneous: bool
     help: str
+    summary: str = ""
+    sides: tuple[str, ...] = ()
+    scores_absent_players: bool = False
+    offers_clearable_hint: bool = False
 
+    @abstractmethod
     def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
         """The starting state for ``players`` seats, validated ``options`` and ``seed``."""
 
+    @abstractmethod
     def to_move(self, state: Any) -> frozenset[int]:
         """The seats (0-based) that may move now; empty when the game is over."""
 
+    @abstractmethod
     def moves(self, state: Any, seat: int) -> list[str]:
         """Every legal move of ``seat``, in canonical notation."""
 
+    @abstractmethod
     def play(self, state: Any, seat: int, text: str) -> Any:
         """Parse, validate and apply a move; raise :class:`IllegalMove` with a reason if refused."""
 
+    @abstractmethod
     def outcome(self, state: Any) -> Outcome | None:
         """The result once the game is over, else None."""
 
+    @abstractmethod
     def render_text(self, state: Any, seat: int | None = None, *, over: bool = False) -> str:
         """A fixed-width board for mail, with coordinates.
 
@@ -173,6 +200,7 @@ class Engine(Protocol):
         are shown as ever, but nothing only a position with a mover has: whose move it is, what may be
         played, the hints that go with them.  The server gives the reason, so the engine names none."""
 
+    @abstractmethod
     def render_svg(self, state: Any, seat: int | None = None, targets: bool = True, *,
                    over: bool = False) -> str:
         """An SVG board for the web; legal move targets of ``seat`` carry ``data-move`` attributes.
@@ -182,11 +210,135 @@ class Engine(Protocol):
         ``over`` True the game has ended though the state has a mover (see :meth:`render_text`): no
         targets, and the board's title names no mover."""
 
+    @abstractmethod
     def dump(self, state: Any) -> dict[str, Any]:
         """A JSON-safe form of ``state``."""
 
+    @abstractmethod
     def load(self, data: dict[str, Any]) -> Any:
         """The inverse of :meth:`dump`."""
+
+    # -- optional, with defaults ------------------------------------------------------------------------
+
+    def notation(self, state: Any, seat: int, text: str) -> str:
+        """The move ``text`` (one :meth:`play` accepts from ``seat`` in ``state``) as the record writes it,
+        which :meth:`play` must accept as the same move (Box Off writes ``B1 a1`` as ``a1-b1``).  By
+        default: as typed, in lower case with single spaces (:func:`as_typed`)."""
+        return as_typed(text)
+
+    def turn_note(self, state: Any, seat: int) -> str | None:
+        """A sentence for ``seat``, asked to move, when a ruling shapes the move (Carreaux: "No slide lowers
+        the total group value (36), so the slides that raise it least are allowed: c3."), shown on the
+        game page and in the move-request mail; None (the default) when there is nothing to say."""
+        return None
+
+    def group_values(self, state: Any) -> tuple[int, ...] | None:
+        """Each seat's group value, shown next to the players on the game page (Carreaux); None (the
+        default) in games that count none."""
+        return None
+
+    def time_out(self, state: Any, seat: int) -> Any:
+        """The state once ``seat``'s time ran out, scored by the game as it goes on (Easy Slider: out of
+        the round, as its last finisher).  Asked only of an engine whose ``scores_absent_players`` is
+        True, in a game of more than one player; any other game is ended by the server's own rule."""
+        raise NotImplementedError(f"{self.slug} does not score an absent player (scores_absent_players)")
+
+    def clearable(self, state: Any, seat: int) -> bool | None:
+        """Whether ``seat``'s board, as it stands, can still be cleared: a hint shown only when asked for
+        (Box Off).  Asked only of an engine whose ``offers_clearable_hint`` is True; None otherwise."""
+        return None
+
+
+# What an engine must have: a third party's engine lacking one of these is refused when it registers.
+REQUIRED = ("slug", "title", "players", "options", "simultaneous", "help", "new", "to_move", "moves", "play",
+            "outcome", "render_text", "render_svg", "dump", "load")
+
+
+class _Adapted(Engine):
+    """A third party's engine that follows the protocol without deriving from :class:`Engine`: the server
+    sees it through this, with :class:`Engine`'s default for each optional part it leaves out.  What it
+    has is looked up here, once, when the registry loads it, so that nothing else has to ask."""
+
+    def __init__(self, engine: Any, target: str) -> None:
+        missing = [name for name in REQUIRED if not hasattr(engine, name)]
+        if missing:
+            raise TypeError(f"the game engine {target} lacks {', '.join(missing)} (see games.Engine)")
+        self.engine = engine
+        self.slug, self.title, self.players = engine.slug, engine.title, engine.players
+        self.options, self.simultaneous, self.help = engine.options, engine.simultaneous, engine.help
+        self.summary = getattr(engine, "summary", None) or ""
+        self.sides = tuple(getattr(engine, "sides", None) or ())
+        self._notation: Callable[[Any, int, str], str] | None = getattr(engine, "notation", None)
+        self._turn_note: Callable[[Any, int], str | None] | None = getattr(engine, "turn_note", None)
+        self._group_values: Callable[[Any], tuple[int, ...] | None] | None = getattr(
+            engine, "group_values", None)
+        self._time_out: Callable[[Any, int], Any] | None = getattr(engine, "time_out", None)
+        self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
+        self.scores_absent_players = self._time_out is not None
+        self.offers_clearable_hint = self._clearable is not None
+
+    def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
+        """The engine's own."""
+        return self.engine.new(players, options, seed)
+
+    def to_move(self, state: Any) -> frozenset[int]:
+        """The engine's own."""
+        return frozenset(self.engine.to_move(state))
+
+    def moves(self, state: Any, seat: int) -> list[str]:
+        """The engine's own."""
+        return list(self.engine.moves(state, seat))
+
+    def play(self, state: Any, seat: int, text: str) -> Any:
+        """The engine's own."""
+        return self.engine.play(state, seat, text)
+
+    def outcome(self, state: Any) -> Outcome | None:
+        """The engine's own."""
+        found: Outcome | None = self.engine.outcome(state)
+        return found
+
+    def render_text(self, state: Any, seat: int | None = None, *, over: bool = False) -> str:
+        """The engine's own."""
+        return str(self.engine.render_text(state, seat, over=over))
+
+    def render_svg(self, state: Any, seat: int | None = None, targets: bool = True, *,
+                   over: bool = False) -> str:
+        """The engine's own."""
+        return str(self.engine.render_svg(state, seat, targets, over=over))
+
+    def dump(self, state: Any) -> dict[str, Any]:
+        """The engine's own."""
+        dumped: dict[str, Any] = self.engine.dump(state)
+        return dumped
+
+    def load(self, data: dict[str, Any]) -> Any:
+        """The engine's own."""
+        return self.engine.load(data)
+
+    def notation(self, state: Any, seat: int, text: str) -> str:
+        """The engine's own, else the default (as typed, in lower case)."""
+        if self._notation is None:
+            return super().notation(state, seat, text)
+        return self._notation(state, seat, text)
+
+    def turn_note(self, state: Any, seat: int) -> str | None:
+        """The engine's own, else None."""
+        return None if self._turn_note is None else self._turn_note(state, seat)
+
+    def group_values(self, state: Any) -> tuple[int, ...] | None:
+        """The engine's own, else None."""
+        return None if self._group_values is None else self._group_values(state)
+
+    def time_out(self, state: Any, seat: int) -> Any:
+        """The engine's own (then ``scores_absent_players`` is True), else the default's refusal."""
+        if self._time_out is None:
+            return super().time_out(state, seat)
+        return self._time_out(state, seat)
+
+    def clearable(self, state: Any, seat: int) -> bool | None:
+        """The engine's own (then ``offers_clearable_hint`` is True), else None."""
+        return None if self._clearable is None else self._clearable(state, seat)
 
 
 @dataclass
@@ -210,7 +362,9 @@ class _Registry:
                 if exc.name == module_name:
                     continue
                 raise
-            self.engines[slug] = getattr(module, attr or "engine")
+            engine = getattr(module, attr or "engine")
+            # A third party's engine that does not derive from Engine is adapted here, once.
+            self.engines[slug] = engine if isinstance(engine, Engine) else _Adapted(engine, target)
         self.loaded = True
 
 

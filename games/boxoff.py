@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
 
-from games import IllegalMove, Outcome
+from games import Engine, IllegalMove, Outcome, as_typed
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
 from games.words import quoted
 
@@ -503,7 +503,7 @@ Files are letters from the left, ranks numbers from the bottom; a1 is the bottom
 """
 
 
-class BoxOff:
+class BoxOff(Engine):
     """The Box Off engine: every seat clears its own copy of one deal (see the module docstring)."""
 
     slug = "boxoff"
@@ -514,6 +514,8 @@ class BoxOff:
     options = BoxOffOptions()
     simultaneous = True
     help = HELP
+    scores_absent_players = True
+    offers_clearable_hint = True
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -543,7 +545,7 @@ class BoxOff:
     def notation(self, state: BoxOffState, seat: int, text: str) -> str:
         """A move as the record writes it: its two tiles sorted by file, then rank, with a dash between
         (``B1 a1`` and ``a1 to b1`` are ``a1-b1``); anything else lower-cased, with single spaces."""
-        words = " ".join(text.lower().split())
+        words = as_typed(text)
         match = _MOVE.fullmatch(words)
         if match is None:
             return words

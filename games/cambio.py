@@ -14,7 +14,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from games import IllegalMove, Outcome
+from games import Engine, IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
 from games.words import join_words, quoted
 
@@ -311,7 +311,7 @@ Rulings:
 """
 
 
-class Cambio:
+class Cambio(Engine):
     """The Cambio rule engine."""
 
     slug = "cambio"

@@ -25,7 +25,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from games import IllegalMove, Outcome
+from games import Engine, IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
 from games.words import join_words
 
@@ -554,7 +554,7 @@ def _work_out_choice(state: State) -> Choice:
     return Choice(total, after, repeats, tuple(t for t in fresh if after[t] == least), True)
 
 
-class Carreaux:
+class Carreaux(Engine):
     """The Carreaux engine: Red (seat 0) and Blue (seat 1) slide tiles into the bubble."""
 
     slug = "carreaux"

@@ -18,7 +18,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from games import IllegalMove, Outcome
+from games import Engine, IllegalMove, Outcome
 from games.coords import Cell, cell_name, file_letters, parse_cell, parse_position
 from games.words import join_words
 
@@ -380,7 +380,7 @@ Cells are chess-like: files a to e from left to right, ranks 1 to 5 from bottom 
 """
 
 
-class EasySlider:
+class EasySlider(Engine):
     """The Easy Slider engine (see the module docstring and ``HELP``)."""
 
     slug = "easyslider"
@@ -390,6 +390,7 @@ class EasySlider:
     players = range(1, 9)
     options = EasySliderOptions()
     simultaneous = True
+    scores_absent_players = True
     help = HELP
 
     # --- life cycle ------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, pre_load, validate, validates_schema
 
-from games import IllegalMove, Outcome
+from games import Engine, IllegalMove, Outcome
 from games.coords import cell_name, file_letters, parse_cell, parse_position
 from games.words import join_words, quoted
 
@@ -867,7 +867,7 @@ Rulings:
 """
 
 
-class TruchetEngine:
+class TruchetEngine(Engine):
     """The Truchet rule engine."""
 
     slug = "truchet"

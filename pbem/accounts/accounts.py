@@ -171,10 +171,15 @@ def sign_up(handle: str, email: str, password: str) -> User:
 
 def send_verification(user: User) -> None:
     """Write the mail with the link that confirms ``user``'s address into the outbox (caller commits)."""
-    token = _signer("verify").dumps({"u": user.id, "e": user.email})
+    _mail_confirmation(user, user, _signer("verify").dumps({"u": user.id, "e": user.email}))
+
+
+def _mail_confirmation(to: User | str, user: User, token: str) -> None:
+    """Write the mail with the link (bearing ``token``) that confirms ``user``'s address into the outbox,
+    to ``to``: the account, or the address a placeholder is being claimed with."""
     outbox.enqueue(
-        user,
-        "[pbem] Confirm your address",
+        to,
+        outbox.subject("Confirm your address"),
         render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
@@ -195,13 +200,7 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
         raise AccountError(f"There is already an account for {email}.")
     placeholder.password_hash = password_hash
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
-    outbox.enqueue(
-        email,
-        "[pbem] Confirm your address",
-        render_template("mail/verify.txt", user=placeholder, url=_link(f"/verify/{token}"),
-                        days=VERIFY_LINK_SECONDS // 86400),
-        kind="verify",
-    )
+    _mail_confirmation(email, placeholder, token)
     db.session.commit()
     return placeholder
 
@@ -335,7 +334,7 @@ def request_reset(login: str) -> None:
     token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
     outbox.enqueue(
         user,
-        "[pbem] Reset your password",
+        outbox.subject("Reset your password"),
         render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
                         hours=RESET_LINK_SECONDS // 3600),
         kind="reset",
@@ -382,7 +381,7 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
     and carries no link that acts: the reset page asks for a new link by mail."""
     outbox.enqueue(
         user,
-        "[pbem] Your password was changed",
+        outbox.subject("Your password was changed"),
         render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
                         when=clock.format_time(utcnow(), user.time_zone),
                         cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
@@ -464,7 +463,7 @@ def mail_new_key(user: User, occasion: str) -> str:
     user.mail_key_paused_until = None
     outbox.enqueue(
         user,
-        "[pbem] Welcome: your mail key" if occasion == "welcome" else "[pbem] Your new mail key",
+        outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
         render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
                         settings_url=_link("/settings")),
         kind="mail-key",
@@ -533,14 +532,14 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
     days = EMAIL_LINK_SECONDS // 86400
     outbox.enqueue(
         new_email,
-        "[pbem] Confirm your new address",
+        outbox.subject("Confirm your new address"),
         render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
                         url=_link(f"/settings/email/{token}")),
         kind="email-change",
     )
     outbox.enqueue(
         fresh,
-        "[pbem] Your address is about to change",
+        outbox.subject("Your address is about to change"),
         render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
         kind="email-change-notice",
     )
@@ -593,7 +592,7 @@ def confirm_email_change(token: str) -> tuple[User, int]:
     # a masked form of the new address: it may be a stranger's).
     outbox.enqueue(
         old_email,
-        "[pbem] Your address was changed",
+        outbox.subject("Your address was changed"),
         render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
                         when=clock.format_time(utcnow(), user.time_zone)),
         kind="email-changed",

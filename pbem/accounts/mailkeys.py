@@ -89,7 +89,7 @@ def record_failure(user: User, sender: str) -> None:
         user.mail_key_paused_until = now + period
         outbox.enqueue(
             user,
-            "[pbem] Mail commands for your account are paused",
+            outbox.subject("Mail commands for your account are paused"),
             render_template(
                 "mail/key_paused.txt", user=user, failures=failures, sender=sender[:200],
                 until=clock.format_time(user.mail_key_paused_until),

@@ -150,7 +150,7 @@ def end_expired() -> int:
             away = _come_back(user, run_out)
             outbox.enqueue(
                 user,
-                "[pbem] your vacation is over",
+                outbox.subject("your vacation is over"),
                 render_template(
                     "mail/vacation_over.txt", user=user, away=_days(away), year=run_out.year,
                     allowance=allowance_days(), ended=clock.format_time(run_out, user.time_zone),

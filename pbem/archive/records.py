@@ -33,6 +33,7 @@ from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
 from pbem.game import endings, results
+from pbem.game.replay import Replay
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
@@ -103,10 +104,9 @@ def to_json(data: dict[str, Any]) -> str:
 def text(game: Game) -> str:
     """The plain-text record: a header, the numbered moves with their comments, the board at the end."""
     engine = games.get(game.engine)
-    names = {s.number: (s.user.handle if s.user else f"seat {s.number + 1}") for s in game.seats}
     lines = [f"{engine.title} #{game.id}"]
     for seat in game.seats:
-        lines.append(f"Seat {seat.number + 1}: {names[seat.number]}")
+        lines.append(f"Seat {seat.number + 1}: {results.handle_or_seat(game, seat.number)}")
     # An option left unset (a Truchet game without a set-up position, say) is not worth a line's
     # "position=None": only the options that have a value are shown.
     options = ", ".join(f"{k}={v}" for k, v in sorted(game.options.items()) if v is not None)
@@ -126,7 +126,7 @@ def text(game: Game) -> str:
     lines.append("")
     for move in game.moves:
         what = move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
-        lines.append(f"{move.number:>4}. {names.get(move.seat, move.seat + 1)}: {what}")
+        lines.append(f"{move.number:>4}. {results.handle_or_seat(game, move.seat)}: {what}")
         if move.comment:
             lines.extend(f"      {line}" for line in move.comment.splitlines())
     if game.state is not None:
@@ -243,10 +243,7 @@ def check(data: Any) -> Checked:
     if not isinstance(stated, dict) or not isinstance(stated.get("results"), list):
         raise RecordError("the record has no result: only finished games are imported")
 
-    state = engine.new(len(players), options, seed)
-    outcome: Outcome | None = None
-    ending = ""
-    offer: int | None = None
+    replay = Replay(engine, len(players), options, seed)
     for index, entry in enumerate(entries, 1):
         where = f"entry {index}"
         if not isinstance(entry, dict):
@@ -265,39 +262,18 @@ def check(data: Any) -> Checked:
             raise RecordError(f"{where}'s comment is not text of at most {MAX_COMMENT} characters")
         _parse_time(entry.get("time"), f"{where}'s time")
         where = f"move {index} ({move_text!r} by seat {seat})"
-        if outcome is not None:
+        if replay.outcome is not None:
             raise RecordError(f"{where} comes after the game ended")
         number = seat - 1
-        if kind == "move":
-            if number not in engine.to_move(state):
-                raise RecordError(f"{where}: it is not seat {seat}'s turn")
-            try:
-                state = engine.play(state, number, move_text)
-            except IllegalMove as exc:
-                raise RecordError(f"{where} is illegal: {exc.message}") from None
-            if offer is not None and offer != number:
-                offer = None  # Moving instead of answering a draw offer declines it.
-            outcome = engine.outcome(state)
-        elif kind == "draw-offer":
-            offer = number
-        elif kind == "draw-decline":
-            offer = None
-        elif kind == "draw-accept":
-            if offer is None and "timeout" not in move_text:
-                raise RecordError(f"{where} accepts a draw nobody offered")
-            outcome = Outcome.draw(len(players), "")
-            ending = "time" if "timeout" in move_text else "agreement"
-        elif kind == "resign":
-            outcome, ending = _resigned(len(players), number), "resignation"
-        elif kind == "timeout":
-            if len(players) > 1 and hasattr(engine, "time_out"):
-                state = engine.time_out(state, number)
-                outcome = engine.outcome(state)
-                if outcome is not None:
-                    ending = "time"  # As the server files a game its timeout ended (pbem.game.play).
-            else:
-                outcome = Outcome(tuple("loss" if n == number else "win" for n in range(len(players))), "")
-                ending = "time"
+        if kind == "move" and number not in engine.to_move(replay.state):
+            raise RecordError(f"{where}: it is not seat {seat}'s turn")
+        if kind == "draw-accept" and replay.draw_offer is None and "timeout" not in move_text:
+            raise RecordError(f"{where} accepts a draw nobody offered")
+        try:
+            replay.apply(number, kind, move_text)
+        except IllegalMove as exc:
+            raise RecordError(f"{where} is illegal: {exc.message}") from None
+    outcome, ending, state = replay.outcome, replay.ending, replay.state
     if outcome is None:
         raise RecordError("the moves do not finish the game, but the record says it is finished")
     if list(outcome.results) != stated["results"]:
@@ -351,15 +327,6 @@ def _already_here(checked: Checked) -> Game | None:
                     and _content_key(record(own), checked.options) == checked.key:
                 return own
     return db.session.scalar(select(Game).where(Game.import_key == checked.key))
-
-
-def _resigned(players: int, seat: int) -> Outcome:
-    """The results of a resignation, as :func:`pbem.game.play.resign` decides them (the words come later)."""
-    if players == 1:
-        return Outcome(("loss",), "")
-    if players == 2:
-        return Outcome.win(1 - seat, 2, "")
-    return Outcome(tuple("loss" if n == seat else "draw" for n in range(players)), "")
 
 
 def _player(handle: str) -> User:

@@ -278,6 +278,11 @@ class Seat(Model):
 # by mail, on the web or through the API, and so the longest a record entry (or an imported one) holds.
 MAX_COMMENT = 2000
 
+# The tag that starts the subject of every mail the server sends (``pbem.outbox.subject`` writes it), by
+# which the mail processor knows a reply to one (``pbem.mail.parse.tagged``): here, where both sides of
+# the mail read it.
+SUBJECT_TAG = "[pbem]"
+
 
 class Move(Model):
     """One entry of a game's record: an engine move, or a server action (resign, draw, timeout).

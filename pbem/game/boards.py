@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from markupsafe import Markup
 
@@ -21,25 +21,35 @@ from markupsafe import Markup
 # their move lists.
 KEPT = 512
 
-_kept: OrderedDict[Hashable, Any] = OrderedDict()
-_lock = threading.Lock()
-
 T = TypeVar("T")
 
 
-def kept(key: Hashable, work_out: Callable[[], T]) -> T:
-    """The answer kept under ``key``, worked out by ``work_out`` the first time it is asked for.  The
-    answer is shared by every caller: it must not be changed."""
-    with _lock:
-        if key in _kept:
-            _kept.move_to_end(key)
-            return _kept[key]
-    answer = work_out()
-    with _lock:
-        _kept[key] = answer
-        while len(_kept) > KEPT:
-            _kept.popitem(last=False)
-    return answer
+class Kept:
+    """Answers worked out once and kept, at most ``size`` of them (the least recently asked for goes
+    first), shared by the threads of the process."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._answers: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, key: Hashable, work_out: Callable[[], T]) -> T:
+        """The answer kept under ``key``, worked out by ``work_out`` the first time it is asked for.  The
+        answer is shared by every caller: it must not be changed."""
+        with self._lock:
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                return cast(T, self._answers[key])
+        answer = work_out()
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+        return answer
+
+
+# The boards and move lists of positions: ``kept(key, work_out)``.
+kept = Kept(KEPT)
 
 
 def drawn(key: Hashable, draw: Callable[[], str]) -> Markup:

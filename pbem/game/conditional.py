@@ -51,11 +51,6 @@ def describe(line: Line) -> str:
     return "if " + " then ".join(line)
 
 
-def normal(text: str) -> str:
-    """A move as the record writes it: lower case, single spaces."""
-    return " ".join(text.split()).lower()
-
-
 def parse_line(text: str, partial: bool = False) -> Line:
     """The moves of a typed line, ``if c4 then d4 [then e3 then f5]`` (the ``if`` may be left out).
 
@@ -81,7 +76,7 @@ def parse_line(text: str, partial: bool = False) -> Line:
                 f"{quoted(text.strip(), 100)} is not a conditional line: a move is missing. Write it like "
                 "'if c4 then d4', or longer: 'if c4 then d4 then e3 then f5'.", "conditional"
             )
-        moves.append(normal(" ".join(current)))
+        moves.append(games.as_typed(" ".join(current)))
         current = []
     if not partial and (len(moves) < 2 or len(moves) % 2):
         raise PlayError(

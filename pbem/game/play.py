@@ -25,7 +25,6 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from games.words import join_words
 from pbem.core.database import (
     DirectWrite,
     batched_writes,
@@ -253,7 +252,7 @@ def _seat_for(game: Game, user: User, seat_number: int | None, movers: frozenset
         raise PlayError(f"Game #{game.id} is {_status_words(game)}; no more moves can be made.", "over")
     ready = [s for s in mine if s.number in movers]
     if not ready:
-        whose = ", ".join(_seat_name(game, n) for n in sorted(movers)) or "nobody"
+        whose = ", ".join(results.handle_or_seat(game, n) for n in sorted(movers)) or "nobody"
         raise PlayError(f"It is not your move in game #{game.id}: it is {whose}'s.", "not-your-turn")
     return ready[0]
 
@@ -363,7 +362,7 @@ def submit(
             new_state = engine.play(state, player_seat.number, text)
         except IllegalMove as exc:
             raise PlayError(exc.message, "illegal") from None
-        canonical = _record_text(engine, state, player_seat.number, text)
+        canonical = engine.notation(state, player_seat.number, text)
         move = _record(locked, player_seat, "move", canonical, via, user, comment)
         before = _advance(locked, engine, state, new_state, player_seat)
         if conditionals and locked.status == "active":
@@ -376,16 +375,6 @@ def submit(
             events.publish(events.MovesPlayed(locked, engine, state_of(locked), played, notes))
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return move
-
-
-def _record_text(engine: games.Engine, state: Any, seat: int, text: str) -> str:
-    """The move ``text`` (one ``engine`` accepted from ``seat`` in ``state``) as the record writes it: in
-    the game's own notation when the engine gives one (Box Off writes ``a1 b1`` as ``a1-b1``), else
-    as typed, in lower case with single spaces."""
-    notation = getattr(engine, "notation", None)
-    if notation is not None:
-        return notation(state, seat, text)
-    return " ".join(text.split()).lower()
 
 
 def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:
@@ -423,11 +412,11 @@ def _stale(game: Game, seat: Seat, expect: int, number: int, text: str) -> PlayE
 
 
 def _as_recorded(game: Game, seat: Seat, text: str) -> str:
-    """``text`` as the record would write it for ``seat`` now (see :func:`_record_text`)."""
+    """``text`` as the record would write it for ``seat`` now (see :meth:`games.Engine.notation`)."""
     try:
-        return _record_text(engine_of(game), state_of(game), seat.number, text)
+        return engine_of(game).notation(state_of(game), seat.number, text)
     except IllegalMove:  # An engine may read a move only in a position where it is legal.
-        return " ".join(text.split()).lower()
+        return games.as_typed(text)
 
 
 def _played_as(game: Game, seat: Seat, number: int) -> Move | None:
@@ -573,17 +562,7 @@ def resign(game: Game | int, user: User, via: str, comment: str | None = None) -
     result, and into the record."""
     with locked_game(game) as locked:
         seat = _players_seat(locked, user)
-        engine = engine_of(locked)
-        name = results.reason_name(engine, seat.number)
-        others = [results.reason_name(engine, n) for n in range(locked.players) if n != seat.number]
-        if locked.players == 1:
-            outcome = Outcome(("loss",), f"{name} abandoned the game")
-        elif locked.players == 2:
-            outcome = Outcome.win(1 - seat.number, 2, f"{others[0]} wins: {name} resigned")
-        else:
-            outcome_results = tuple("loss" if n == seat.number else "draw" for n in range(locked.players))
-            others_words = join_words(others, "and")
-            outcome = Outcome(outcome_results, f"{name} resigned; {others_words} share first place")
+        outcome = results.resignation(engine_of(locked), locked.players, seat.number)
         entry = _record(locked, seat, "resign", "resign", via, user, comment)
         _finish(locked, outcome, "resignation", entry)
         return outcome
@@ -613,26 +592,29 @@ def accept_draw(game: Game | int, user: User, via: str, comment: str | None = No
     """``user`` accepts the pending draw offer; the game ends drawn.  ``comment`` goes to the others with
     the result, and into the record."""
     with locked_game(game) as locked:
-        seat = _players_seat(locked, user)
-        if locked.draw_offered_by is None:
-            _require_draws(locked)
-        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
-            raise PlayError("There is no draw offer from your opponent to accept.", "no-draw-offer")
+        seat = _answering_seat(locked, user, "accept")
         entry = _record(locked, seat, "draw-accept", "draw accept", via, user, comment)
-        outcome = Outcome.draw(locked.players, "Drawn by agreement")
+        outcome = results.draw_agreed(locked.players)
         _finish(locked, outcome, "agreement", entry)
         return outcome
+
+
+def _answering_seat(game: Game, user: User, answer: str) -> Seat:
+    """The seat of ``user``, who would ``answer`` ("accept" or "decline") the opponent's pending draw
+    offer; refused when there is none (or the game has no draws)."""
+    seat = _players_seat(game, user)
+    if game.draw_offered_by is None:
+        _require_draws(game)
+    if game.draw_offered_by is None or game.draw_offered_by == seat.number:
+        raise PlayError(f"There is no draw offer from your opponent to {answer}.", "no-draw-offer")
+    return seat
 
 
 def decline_draw(game: Game | int, user: User, via: str, comment: str | None = None) -> None:
     """``user`` declines the pending draw offer; play goes on.  ``comment`` goes to the offerer with the
     answer, and into the record."""
     with locked_game(game) as locked:
-        seat = _players_seat(locked, user)
-        if locked.draw_offered_by is None:
-            _require_draws(locked)
-        if locked.draw_offered_by is None or locked.draw_offered_by == seat.number:
-            raise PlayError("There is no draw offer from your opponent to decline.", "no-draw-offer")
+        seat = _answering_seat(locked, user, "decline")
         locked.draw_offered_by = None
         entry = _record(locked, seat, "draw-decline", "draw decline", via, user, comment)
         events.publish(events.DrawDeclined(locked, seat, entry.comment))
@@ -745,16 +727,14 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
         # sweep does not find it again and again.
         clock.stop_turn(game, seat)
         return False, None
-    name = results.reason_name(engine, seat_number)
     if game.draw_offered_by is not None and game.draw_offered_by != seat_number:
-        _record(game, seat, "draw-accept", "draw accept (timeout)", "server", None)
-        outcome = Outcome.draw(game.players, f"Drawn: {name} ran out of time with a draw offer pending")
+        _record(game, seat, "draw-accept", results.DRAW_ON_TIME, "server", None)
+        outcome = results.draw_on_time(engine, game.players, seat_number)
         _finish(game, outcome, "time")
         return True, outcome
-    engine_time_out = getattr(engine, "time_out", None)
-    if engine_time_out is not None and game.players > 1:
+    if results.scores_timeout(engine, game.players):
         record = _record(game, seat, "timeout", "timeout", "server", None)
-        new_state = engine_time_out(state, seat_number)
+        new_state = engine.time_out(state, seat_number)
         # A timeout that leaves nobody to play ends the game on time; its game-over mail tells everyone,
         # and a notice that "the game goes on" would say the opposite in the same minute.
         before = _advance(game, engine, state, new_state, None, ending="time")
@@ -763,43 +743,14 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
             events.publish(events.MovePlayed(game, engine, new_state, record, before))
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
+    outcome = results.loss_on_time(engine, game.players, seat_number)
+    _finish(game, outcome, "time")
     if game.players == 1:
-        outcome = Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
-        _finish(game, outcome, "time")
         game.status = "abandoned"
-    else:
-        others = join_words([results.reason_name(engine, n) for n in range(game.players) if n != seat_number],
-                            "and")
-        outcome_results = tuple("loss" if n == seat_number else "win" for n in range(game.players))
-        win = "wins" if game.players == 2 else "win"
-        outcome = Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")
-        _finish(game, outcome, "time")
     return True, outcome
 
 
-# Replaying ---------------------------------------------------------------------------
-
-
-def replay(game: Game) -> Any:
-    """The state rebuilt from (engine, options, seed, recorded moves), for checking the stored one."""
-    engine = engine_of(game)
-    state = engine.new(game.players, engine.options.load(game.options), game.seed)
-    for move in game.moves:
-        if move.kind == "move":
-            state = engine.play(state, move.seat, move.text)
-        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
-            state = engine.time_out(state, move.seat)
-    return state
-
-
 # Words ---------------------------------------------------------------------------
-
-
-def _seat_name(game: Game, number: int) -> str:
-    seat = next((s for s in game.seats if s.number == number), None)
-    if seat is not None and seat.user is not None:
-        return seat.user.handle
-    return f"seat {number + 1}"
 
 
 def _status_words(game: Game) -> str:

@@ -1,4 +1,6 @@
-"""Replaying a game's record: the board after any entry of the record, for the game page's replay.
+"""Replaying a game's record: :class:`Replay`, the one replay of a record, which ``pbem verify``
+(:func:`final_state`), ``pbem import`` (:func:`pbem.records.check`) and the game page's replay use; and
+the board after any entry of the record, for the game page.
 
 Positions are numbered by the record: position N is the board after entry N (0 is the start), so a
 link ``?move=N`` shows the position after the entry numbered N in the move list.  The states of a
@@ -8,20 +10,20 @@ stepping through a finished game costs one rendering per step.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
 import games
+from games import Outcome
 from pbem.core.models import Game, Move
-from pbem.game.boards import drawn
+from pbem.game import results
+from pbem.game.boards import Kept, drawn
 
+# The states of the games replayed lately, by record (:func:`_record_key`).
 CACHED_GAMES = 64
-_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
-_lock = threading.Lock()
+_states = Kept(CACHED_GAMES)
 
 
 @dataclass
@@ -45,6 +47,85 @@ class Position:
         return self.at == self.last
 
 
+class Replay:
+    """A game's record replayed entry by entry as the move path (:mod:`pbem.play`) played it: a move
+    through the engine, the server's actions (a resignation, a draw offered, declined or accepted, a
+    timeout) by the rulings the move path ends a game by (:mod:`pbem.results`).
+
+    ``state`` is the position after the entries applied so far, and ``draw_offer`` the seat whose draw
+    offer is pending; :attr:`outcome` and :attr:`ending` say whether and how they ended the game."""
+
+    def __init__(self, engine: games.Engine, players: int, options: dict[str, Any], seed: int) -> None:
+        self.engine, self.players = engine, players
+        self.state = engine.new(players, options, seed)
+        self.draw_offer: int | None = None
+        self._ended_by_server: tuple[Outcome, str] | None = None
+        self._timed_out_last = False  # The last entry was a timeout the game itself scored.
+        # The engine's outcome of ``_judged`` (asked for only when wanted: replaying the states for the
+        # game page or for verify needs none, and it can cost as much as the move).
+        self._judged: Any = None
+        self._verdict: Outcome | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The result once an entry ended the game: the server's action, or the engine's rules."""
+        if self._ended_by_server is not None:
+            return self._ended_by_server[0]
+        if self._judged is not self.state:
+            self._judged, self._verdict = self.state, self.engine.outcome(self.state)
+        return self._verdict
+
+    @property
+    def ending(self) -> str:
+        """How the server ended the game (a key of ``pbem.game.endings.ENDINGS``: a timeout the game scored and
+        which left nobody to play ended it on time, as the move path files it); empty while it goes on or
+        when the engine's rules ended it."""
+        if self._ended_by_server is not None:
+            return self._ended_by_server[1]
+        return "time" if self._timed_out_last and self.outcome is not None else ""
+
+    @classmethod
+    def of(cls, game: Game) -> Replay:
+        """The replay of ``game`` before its first entry."""
+        engine = games.get(game.engine)
+        return cls(engine, game.players, engine.options.load(game.options), game.seed)
+
+    def apply(self, seat: int, kind: str, text: str) -> Any:
+        """Apply the entry of ``seat`` (0-based) of ``kind`` (``"move"``, ``"resign"``, ``"draw-offer"``,
+        ``"draw-decline"``, ``"draw-accept"`` or ``"timeout"``) and ``text``; returns the state after it.
+        A move the engine refuses raises :class:`games.IllegalMove`."""
+        engine = self.engine
+        self._timed_out_last = False
+        if kind == "move":
+            self.state = engine.play(self.state, seat, text)
+            if self.draw_offer is not None and self.draw_offer != seat:
+                self.draw_offer = None  # Moving instead of answering a draw offer declines it.
+        elif kind == "draw-offer":
+            self.draw_offer = seat
+        elif kind == "draw-decline":
+            self.draw_offer = None
+        elif kind == "draw-accept" and "timeout" in text:  # As the sweep writes it (results.DRAW_ON_TIME).
+            self._ended_by_server = results.draw_on_time(engine, self.players, seat), "time"
+        elif kind == "draw-accept":
+            self._ended_by_server = results.draw_agreed(self.players), "agreement"
+        elif kind == "resign":
+            self._ended_by_server = results.resignation(engine, self.players, seat), "resignation"
+        elif kind == "timeout" and results.scores_timeout(engine, self.players):
+            self.state = engine.time_out(self.state, seat)
+            self._timed_out_last = True
+        elif kind == "timeout":
+            self._ended_by_server = results.loss_on_time(engine, self.players, seat), "time"
+        return self.state
+
+
+def final_state(game: Game) -> Any:
+    """The state ``game``'s record replays to, for checking the stored one (``pbem verify``)."""
+    replay = Replay.of(game)
+    for move in game.moves:
+        replay.apply(move.seat, move.kind, move.text)
+    return replay.state
+
+
 def replayable(game: Game) -> bool:
     """Whether the game's record may be replayed by anyone who can see the game: a started game, except
     a running game where everyone plays the same deal at once (its moves stay hidden until the end)."""
@@ -61,25 +142,12 @@ def _record_key(game: Game) -> tuple[Any, ...]:
 
 def states(game: Game) -> list[Any]:
     """The state before the first entry and after each entry of the record."""
-    key = _record_key(game)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    engine = games.get(game.engine)
-    state = engine.new(game.players, engine.options.load(game.options), game.seed)
-    found = [state]
-    for move in game.moves:
-        if move.kind == "move":
-            state = engine.play(state, move.seat, move.text)
-        elif move.kind == "timeout" and game.players > 1 and hasattr(engine, "time_out"):
-            state = engine.time_out(state, move.seat)
-        found.append(state)
-    with _lock:
-        _cache[key] = found
-        while len(_cache) > CACHED_GAMES:
-            _cache.popitem(last=False)
-    return found
+
+    def replayed() -> list[Any]:
+        replay = Replay.of(game)
+        return [replay.state] + [replay.apply(move.seat, move.kind, move.text) for move in game.moves]
+
+    return _states(_record_key(game), replayed)
 
 
 def clamp(game: Game, at: int | None) -> int:
@@ -88,9 +156,9 @@ def clamp(game: Game, at: int | None) -> int:
     return last if at is None else max(0, min(at, last))
 
 
-def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
-    """The position after entry ``at`` (clamped to the record); ``names`` names the seats for the
-    captions of simultaneous games, which show every seat's board."""
+def position(game: Game, at: int | None) -> Position:
+    """The position after entry ``at`` (clamped to the record); a simultaneous game shows every seat's
+    board, each captioned with its player."""
     engine = games.get(game.engine)
     all_states = states(game)
     at = clamp(game, at)
@@ -104,10 +172,10 @@ def position(game: Game, at: int | None, names: dict[int, str]) -> Position:
                      lambda: engine.render_svg(state, seat, targets=False, over=over))
 
     if engine.simultaneous:
-        boards = [(names.get(s.number, f"seat {s.number + 1}"), board(s.number)) for s in game.seats]
+        boards = [(results.handle_or_seat(game, s.number), board(s.number)) for s in game.seats]
     else:
         boards = [("", board(None))]
     entry = game.moves[at - 1] if at else None
-    who = names.get(entry.seat, f"seat {entry.seat + 1}") if entry else ""
+    who = results.handle_or_seat(game, entry.seat) if entry else ""
     return Position(at, len(all_states) - 1, boards, entry, who)
 

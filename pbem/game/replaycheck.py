@@ -11,7 +11,7 @@ from sqlalchemy import select
 from games import IllegalMove
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import play, queries
+from pbem.game import queries, replay
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def check_game(game: Game) -> Mismatch | None:
         return None
     engine = queries.engine_of(game)
     try:
-        replayed = play.replay(game)
+        replayed = replay.final_state(game)
     except IllegalMove as exc:
         return Mismatch(game.id, f"its record does not replay: {exc.message}")
     if _canonical(engine.dump(replayed)) != _canonical(game.state):

@@ -3,7 +3,8 @@
 Every page and mail that shows a result takes its words from here.  An engine's
 :class:`games.Outcome` names the seats by their side ("Red wins by joining …", from ``engine.sides``)
 or, in games without sides, as "seat 1"; the server's own outcomes (resignations, draws by agreement,
-timeouts, written by :mod:`pbem.game.play`) do the same.  This module puts the players' handles in:
+timeouts: :func:`resignation` and the others below, by which :mod:`pbem.game.play` ends a game and
+:mod:`pbem.game.replay` replays its record) do the same.  This module puts the players' handles in:
 "alice (Red) wins by joining all 12 red tiles into one group."  Results stored before the engines
 wrote them this way (a handle, or "O (seat 1)") read correctly too.
 
@@ -16,9 +17,11 @@ The public functions:
 - :func:`seat_result` and :func:`user_result`: one player's result in a word or two ("won", "drew",
   "2nd of 3"), :func:`seat_words` with how the seat finished ("won (cleared)"), :func:`headline` for
   a mail's subject ("you won", "alice wins");
-- :func:`player_name`, :func:`side`, :func:`reason_name`: how a seat is named;
+- :func:`handle_or_seat`, :func:`player_name`, :func:`side`, :func:`reason_name`: how a seat is named;
 - :func:`opponents`, :func:`players`: the people of a game, for lists;
-- :func:`seat_states`: each seat of a game still gathering players, with who is challenged.
+- :func:`seat_states`: each seat of a game still gathering players, with who is challenged;
+- :func:`resignation`, :func:`draw_agreed`, :func:`draw_on_time`, :func:`loss_on_time` (and
+  :func:`scores_timeout`: whether the game deals with a timeout itself): the server's outcomes.
 """
 
 from __future__ import annotations
@@ -49,9 +52,16 @@ def engine_of(game: Game) -> games.Engine | None:
         return None
 
 
+def _sides(game: Game) -> tuple[str, ...]:
+    """The sides the seats of ``game`` play, one per seat; none in games without sides, or whose engine is
+    no longer installed."""
+    engine = engine_of(game)
+    return engine.sides if engine is not None else ()
+
+
 def side(game: Game, number: int) -> str | None:
     """The side seat ``number`` plays ("Red", "X", "Dark"), in games whose seats have one."""
-    sides = getattr(engine_of(game), "sides", None) or ()
+    sides = _sides(game)
     return sides[number] if 0 <= number < len(sides) else None
 
 
@@ -59,23 +69,22 @@ def reason_name(engine: games.Engine, number: int) -> str:
     """How an outcome's reason names seat ``number``: its side, or "seat N" in games without sides.
 
     :mod:`pbem.game.play` writes the server's outcomes with it, so that they read like the engines' own."""
-    sides = getattr(engine, "sides", None) or ()
+    sides = engine.sides
     return sides[number] if 0 <= number < len(sides) else f"seat {number + 1}"
 
 
-def _handle(game: Game, number: int) -> str | None:
+def handle_or_seat(game: Game, number: int) -> str:
+    """The player at seat ``number`` by handle ("alice"), or the seat's label while nobody holds it
+    ("seat 2"): how a page, a mail or a refusal names who moved or is to move."""
     seat = next((s for s in game.seats if s.number == number), None)
-    return seat.user.handle if seat is not None and seat.user is not None else None
+    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
 
 
-def player_name(game: Game, number: int, with_side: bool = True) -> str:
-    """Seat ``number`` named for people: "alice (Red)", "alice" where seats have no side, or the
-    seat's label while nobody holds it ("seat 2")."""
-    handle = _handle(game, number)
-    colour = side(game, number) if with_side else None
-    if handle is None:
-        return f"seat {number + 1}" + (f" ({colour})" if colour else "")
-    return f"{handle} ({colour})" if colour else handle
+def player_name(game: Game, number: int) -> str:
+    """Seat ``number`` named with its side, for results and rosters: "alice (Red)", "alice" where seats
+    have no side, "seat 2 (Blue)" while nobody holds it."""
+    name, colour = handle_or_seat(game, number), side(game, number)
+    return f"{name} ({colour})" if colour else name
 
 
 def outcome_of(game: Game) -> Outcome | None:
@@ -86,7 +95,7 @@ def outcome_of(game: Game) -> Outcome | None:
 def _with_names(game: Game, text: str) -> str:
     """``text`` with every seat named by side or number replaced by the player's name, in one pass (so
     that a handle which happens to be a side's name is never replaced again)."""
-    sides = [s for s in (getattr(engine_of(game), "sides", None) or ()) if s]
+    sides = [s for s in _sides(game) if s]
     patterns = [_SEAT_NUMBER]
     if sides:
         # An older reason wrote "O (seat 1)"; the seat number goes, since the name says it.
@@ -244,7 +253,7 @@ def headline(game: Game, number: int | None = None) -> str:
         return f"{player_name(game, 0)}: {seat_result(game, 0)}"
     if all(r == DRAW for r in outcome.results):
         return "a draw"
-    first = [player_name(game, n, with_side=False) for n, p in enumerate(_places(outcome)) if p == 1]
+    first = [handle_or_seat(game, n) for n, p in enumerate(_places(outcome)) if p == 1]
     if len(first) == 1:
         return f"{first[0]} wins"
     return f"{join_words(first, 'and')} share first place"
@@ -260,9 +269,8 @@ def user_result(game: Game, user: User) -> str:
 def players(game: Game, with_side: bool = False) -> str:
     """The game's players in words: "alice vs bob" for two, "alice, bob and carol" for more; an open
     seat is "an open seat"."""
-    names = [
-        player_name(game, s.number, with_side) if s.user is not None else "an open seat" for s in game.seats
-    ]
+    name = player_name if with_side else handle_or_seat
+    names = [name(game, s.number) if s.user is not None else "an open seat" for s in game.seats]
     if len(names) == 2:
         return " vs ".join(names)
     return join_words(names, "and")
@@ -300,3 +308,52 @@ def seat_states(game: Game, challenges: Iterable[Challenge] | None = None) -> li
         else:
             states.append((seat.number, "open seat"))
     return states
+
+
+# The server's outcomes: how its actions end a game.  The move path (pbem.play) ends games by them, and a
+# replay of the record (pbem.replay) judges each action by them as the move path did when it was taken.
+
+# The record's text of the draw accepted for a seat whose time ran out with its opponent's offer pending.
+DRAW_ON_TIME = "draw accept (timeout)"
+
+
+def resignation(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """How ``seat``'s resignation ends a game of ``players``: the opponent wins, or with more players the
+    resigner loses and the others share first place; a solitaire game is abandoned."""
+    name = reason_name(engine, seat)
+    others = [reason_name(engine, n) for n in range(players) if n != seat]
+    if players == 1:
+        return Outcome(("loss",), f"{name} abandoned the game")
+    if players == 2:
+        return Outcome.win(1 - seat, 2, f"{others[0]} wins: {name} resigned")
+    outcome_results = tuple("loss" if n == seat else "draw" for n in range(players))
+    return Outcome(outcome_results, f"{name} resigned; {join_words(others, 'and')} share first place")
+
+
+def draw_agreed(players: int) -> Outcome:
+    """A draw offered and accepted."""
+    return Outcome.draw(players, "Drawn by agreement")
+
+
+def draw_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """``seat``'s time ran out with its opponent's draw offer pending: the offer is accepted for it."""
+    name = reason_name(engine, seat)
+    return Outcome.draw(players, f"Drawn: {name} ran out of time with a draw offer pending")
+
+
+def scores_timeout(engine: games.Engine, players: int) -> bool:
+    """Whether the game itself deals with a seat whose time ran out (``engine.time_out``: a game of more
+    than one player whose engine scores absent players), rather than the server ending the game."""
+    return engine.scores_absent_players and players > 1
+
+
+def loss_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """How the server ends a game when ``seat``'s time ran out and the game does not deal with it itself:
+    a solitaire game is abandoned, otherwise the seat loses and the others win."""
+    name = reason_name(engine, seat)
+    if players == 1:
+        return Outcome(("loss",), f"{name} ran out of time; the game is abandoned")
+    others = join_words([reason_name(engine, n) for n in range(players) if n != seat], "and")
+    outcome_results = tuple("loss" if n == seat else "win" for n in range(players))
+    win = "wins" if players == 2 else "win"
+    return Outcome(outcome_results, f"{others} {win} on time: {name} did not move in time")

@@ -19,6 +19,7 @@ from email.utils import getaddresses
 from functools import lru_cache
 from typing import Any
 
+from pbem.core.models import SUBJECT_TAG
 from pbem.mailin.htmltext import html_to_text
 
 log = logging.getLogger(__name__)
@@ -65,10 +66,11 @@ class _ReadingPolicy(EmailPolicy):
 READING_POLICY = _ReadingPolicy()
 
 
-# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" at the start of a subject; matched at a position and
-# never searched for, so stripping any number of them takes linear time.
+# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" (our tag) at the start of a subject; matched at a
+# position and never searched for, so stripping any number of them takes linear time.
 _PREFIX = re.compile(
-    r"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{1,9}\])?\s*:|\[pbem\])\s*", re.IGNORECASE
+    rf"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{{1,9}}\])?\s*:|{re.escape(SUBJECT_TAG)})\s*",
+    re.IGNORECASE,
 )
 
 
@@ -85,7 +87,7 @@ def tagged(subject: str) -> bool:
     (``Re: [pbem] Cambio #12: your move``)."""
     pos = 0
     while (found := _PREFIX.match(subject, pos)) is not None and found.end() > pos:
-        if "[pbem]" in found.group().lower():
+        if SUBJECT_TAG in found.group().lower():
             return True
         pos = found.end()
     return False

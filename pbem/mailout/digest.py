@@ -92,7 +92,7 @@ def send_due() -> int:
                 plural = "s" if len(games) != 1 else ""
                 outbox.enqueue(
                     user,
-                    f"[pbem] daily digest: {len(games)} game{plural} awaiting your move",
+                    outbox.subject(f"daily digest: {len(games)} game{plural} awaiting your move"),
                     render_template("mail/digest.txt", user=user, games=games),
                     kind="digest",
                     # With one game, answering the digest is answering that game.

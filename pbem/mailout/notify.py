@@ -47,12 +47,12 @@ def move_link(game: Game, seat: Seat, number: int, move: str | None = None) -> s
 
 def subject(game: Game, engine: games.Engine, what: str) -> str:
     """The subject of a mail about ``game``: ``[pbem] Cambio #12: what``."""
-    return f"[pbem] {engine.title} #{game.id}: {what}"
+    return outbox.subject(f"{engine.title} #{game.id}: {what}")
 
 
 def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
     """The players of these seats, in words ("alice", "alice and bob"; "nobody" for none)."""
-    names = [_player(game, n) for n in sorted(numbers)]
+    names = [results.handle_or_seat(game, n) for n in sorted(numbers)]
     if not names:
         return "nobody"
     return join_words(names, "and")
@@ -81,7 +81,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
     last = queries.last_move(game)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
-    note = turn_note(engine, state, mover) if mover is not None else None
+    note = engine.turn_note(state, mover) if mover is not None else None
     return {
         "game": game,
         "engine": engine,
@@ -104,7 +104,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "draws": queries.draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
-        "last_by": _player(game, last.seat) if last is not None else None,
+        "last_by": results.handle_or_seat(game, last.seat) if last is not None else None,
     }
 
 
@@ -128,10 +128,6 @@ def _move_link_tail(move: str) -> str:
     return f'?move={escape(quote(move))}" style="{style}">{escape(move)}</a>'
 
 
-def turn_note(engine: games.Engine, state: Any, seat: int) -> str | None:
-    """The engine's word on the move asked of ``seat`` (a ruling that shapes it), if it offers one."""
-    note = getattr(engine, "turn_note", None)
-    return note(state, seat) if note is not None else None
 
 
 def render_mail(template: str, **context: Any) -> str:
@@ -227,6 +223,7 @@ def move_played(event: events.MovePlayed) -> None:
         return  # game_over() has told everyone.
     notes = notes or {}
     after = engine.to_move(state)
+    mover = results.handle_or_seat(game, move.seat)
     for seat in game.seats:
         if seat.user is None:
             continue
@@ -235,16 +232,15 @@ def move_played(event: events.MovePlayed) -> None:
             request_move(game, engine, state, seat, note=notes.get(seat.number))
         elif seat.number != move.seat and not engine.simultaneous:
             ctx = position(game, engine, state, seat)
-            _mail(seat.user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
-                  "move-notice", move=move, mover=_player(game, move.seat), note=notes.get(seat.number),
-                  **ctx)
+            _mail(seat.user, game, f"{mover} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=mover, note=notes.get(seat.number), **ctx)
     if not engine.simultaneous:
         # Watchers follow each move; in a game where everyone solves the same deal at once, the moves
         # would give the solution away, so they only get the result.
         for user in watchers(game):
             ctx = position(game, engine, state, None)
-            _mail(user, game, f"{_player(game, move.seat)} played {move.text}", "mail/move_notice.txt",
-                  "move-notice", move=move, mover=_player(game, move.seat), **ctx)
+            _mail(user, game, f"{mover} played {move.text}", "mail/move_notice.txt",
+                  "move-notice", move=move, mover=mover, **ctx)
 
 
 def moves_played(event: events.MovesPlayed) -> None:
@@ -256,7 +252,7 @@ def moves_played(event: events.MovesPlayed) -> None:
     if game.status != "active":
         return  # game_over() has told everyone.
     after = engine.to_move(state)
-    played = [(_player(game, m.seat), m) for m in moves]
+    played = [(results.handle_or_seat(game, m.seat), m) for m in moves]
     what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
     for seat in game.seats:
         if seat.user is None:
@@ -301,7 +297,7 @@ def game_over(event: events.GameOver) -> None:
     last = queries.last_move(game)
     words = {"sentence": results.sentence(game), "ranking": results.ranking(game)}
     said_by = last_word.seat if last_word is not None and last_word.comment else None
-    said = ({"said": last_word.comment, "said_by": _player(game, last_word.seat)}
+    said = ({"said": last_word.comment, "said_by": results.handle_or_seat(game, last_word.seat)}
             if last_word is not None and last_word.comment else {})
     for seat in game.seats:
         if seat.user is None:
@@ -325,7 +321,7 @@ def send(to: User, game: Game, what: str, template: str, **context: Any) -> None
 def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context: Any) -> None:
     for seat in game.seats:
         if seat.user is not None and seat.number != actor.number:
-            send(seat.user, game, what, template, actor=_player(game, actor.number), **context)
+            send(seat.user, game, what, template, actor=results.handle_or_seat(game, actor.number), **context)
 
 
 def draw_offered(event: events.DrawOffered) -> None:
@@ -333,7 +329,7 @@ def draw_offered(event: events.DrawOffered) -> None:
     conditional moves the offer cancelled (``cancelled``, seat numbers) are told so.  Only those whose
     move it is are told that moving declines the offer: the others cannot move now."""
     game, seat, cancelled, comment = event.game, event.seat, event.cancelled, event.comment
-    actor = _player(game, seat.number)
+    actor = results.handle_or_seat(game, seat.number)
     movers = queries.seats_to_move(game)
     for other in game.seats:
         if other.user is not None and other.number != seat.number:
@@ -344,19 +340,16 @@ def draw_offered(event: events.DrawOffered) -> None:
 def draw_declined(event: events.DrawDeclined) -> None:
     """The offerer learns the answer, with the decliner's ``comment``."""
     game, seat = event.game, event.seat
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} declined the draw", "mail/draw_declined.txt",
-                    comment=event.comment)
+    name = results.handle_or_seat(game, seat.number)
+    _tell_opponents(game, seat, f"{name} declined the draw", "mail/draw_declined.txt", comment=event.comment)
 
 
 def timed_out(event: events.TimedOut) -> None:
     """The others learn that a seat ran out of time while the game goes on, and so does its player."""
     game, seat = event.game, event.seat
-    _tell_opponents(game, seat, f"{_player(game, seat.number)} ran out of time", "mail/timed_out.txt")
+    name = results.handle_or_seat(game, seat.number)
+    _tell_opponents(game, seat, f"{name} ran out of time", "mail/timed_out.txt")
     if seat.user is not None:
         send(seat.user, game, "you ran out of time", "mail/you_timed_out.txt")
 
 
-def _player(game: Game, number: int) -> str:
-    seat = next((s for s in game.seats if s.number == number), None)
-    user: User | None = seat.user if seat is not None else None
-    return user.handle if user is not None else f"seat {number + 1}"

@@ -33,7 +33,7 @@ from sqlalchemy import Row, insert, or_, select, update
 
 from pbem.core.database import DirectWrite, begin_write, writes_batched
 from pbem.core.extensions import db, mail
-from pbem.core.models import Game, OutboxMail, User, utcnow, wall_clock
+from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
 from pbem.mailout import bouncing, tokens
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,11 @@ def make_message_id(kind: str, game: Game | None = None) -> str:
 def thread_id(game: Game) -> str:
     """The Message-ID every mail of a game refers to, so mail clients thread them together."""
     return f"<game-{game.id}@{settings()['domain']}>"
+
+
+def subject(words: str) -> str:
+    """The subject of a mail the server sends: its tag, then ``words`` (``[pbem] Confirm your address``)."""
+    return f"{SUBJECT_TAG} {words}"
 
 
 def enqueue(

@@ -12,7 +12,6 @@ from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Seat, User
 from pbem.game import clock, queries, results
 from pbem.lobby import challenges
-from pbem.present.gameview import player_name
 
 FINISHED_SHOWN = 10
 
@@ -68,7 +67,7 @@ def build(user: User) -> Dashboard:
             waiting_on = [s for s in game.seats if s.number in movers]
             soonest = min(waiting_on, key=lambda s: s.deadline or datetime.max, default=None)
             board.their_move.append(Entry(
-                game, title, ", ".join(player_name(game, s.number) for s in waiting_on),
+                game, title, ", ".join(results.handle_or_seat(game, s.number) for s in waiting_on),
                 clock.describe(clock.time_left(soonest)) if soonest else "",
                 soonest.deadline if soonest else None,
                 opponents=results.opponents(game, user),

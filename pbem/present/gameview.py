@@ -17,7 +17,6 @@ from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
 from pbem.game import boards, clock, conditional, queries, results, watching
 from pbem.game import replay as replay_service
-from pbem.mailout import notify
 
 # The most legal moves the game page lists (a disclosure under the move form, readable without script);
 # past this it gives their number only, so that a position of many moves does not swell the page.
@@ -129,12 +128,6 @@ class GameView:
         return self.game.status == "waiting"
 
 
-def player_name(game: Game, number: int) -> str:
-    """The handle at seat ``number``, or the seat's label while it is open."""
-    seat = next((s for s in game.seats if s.number == number), None)
-    return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
-
-
 def build(game: Game, viewer: User | None, seat_number: int | None = None,
           replay_at: int | None = None) -> GameView:
     """The page of ``game`` for ``viewer`` (None for a visitor); ``seat_number`` picks among several
@@ -150,8 +143,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     # Who was asked to each empty seat, while the game gathers players or after it was called off.
     asked = dict(results.seat_states(game)) if game.state is None else {}
     # Carreaux shows each side's group value next to the players.
-    group_values = engine.group_values(state) if state is not None and hasattr(engine, "group_values") \
-        else None
+    group_values = engine.group_values(state) if state is not None else None
 
     seats = []
     for seat in game.seats:
@@ -187,8 +179,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     view.replay_links = replay_service.replayable(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
-        names = {s.number: player_name(game, s.number) for s in game.seats}
-        view.replay = replay_service.position(game, replay_at, names)
+        view.replay = replay_service.position(game, replay_at)
     else:
         # The page shows the replay's boards in place of these, so they are drawn only when shown.
         view.boards = _boards(game, engine, state, viewer_seat, my_turn)
@@ -196,8 +187,8 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     active_player = player_seat is not None
     view.can_resign = active_player
     # Box Off's hint, only when asked for: whether the board can still be cleared.
-    view.can_hint = my_turn and hasattr(engine, "clearable")
-    view.turn_note = notify.turn_note(engine, state, viewer_seat.number) if my_turn and viewer_seat else None
+    view.can_hint = my_turn and engine.offers_clearable_hint
+    view.turn_note = engine.turn_note(state, viewer_seat.number) if my_turn and viewer_seat else None
     view.can_offer_draw = active_player and queries.draws_allowed(game) and game.draw_offered_by is None
     view.can_answer_draw = (player_seat is not None and game.draw_offered_by is not None
                             and game.draw_offered_by != player_seat.number)
@@ -205,7 +196,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         # Only ever the viewer's own lines: the opponent's are never read here.
         view.conditionals = [conditional.describe(line) for line in player_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
-        view.opponent = player_name(game, 1 - player_seat.number)
+        view.opponent = results.handle_or_seat(game, 1 - player_seat.number)
     if reader is not None and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == reader.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
@@ -235,7 +226,7 @@ def _status(game: Game, movers: frozenset[int]) -> str:
     if game.result:
         over = "Abandoned" if game.status == "abandoned" else "Game over"
         return f"{over}: {results.sentence(game)}"
-    names = [player_name(game, n) for n in sorted(movers)]
+    names = [results.handle_or_seat(game, n) for n in sorted(movers)]
     return f"{join_words(names, 'and')} to move." if names else "Nobody can move."
 
 
@@ -247,7 +238,7 @@ def _boards(game: Game, engine: games.Engine, state: Any, viewer_seat: Seat | No
         return []
     over = game.status != "active"
     if engine.simultaneous and over:
-        return [Board(player_name(game, s.number),
+        return [Board(results.handle_or_seat(game, s.number),
                       board_svg(engine, state, s.number, stored=game.state, over=over))
                 for s in game.seats]
     if viewer_seat is not None:
@@ -300,7 +291,7 @@ def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple
         if secret:
             hidden += 1
             continue
-        shown.append((move, player_name(game, move.seat)))
+        shown.append((move, results.handle_or_seat(game, move.seat)))
     return shown, hidden
 
 

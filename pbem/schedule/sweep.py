@@ -29,7 +29,7 @@ from pbem.accounts import vacation
 from pbem.core.database import batched_writes, begin_write, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
-from pbem.game import clock, play, queries
+from pbem.game import clock, play, queries, results
 from pbem.mailout import notify
 from pbem.mailout.digest import turn_summary
 
@@ -209,7 +209,7 @@ def forfeit_words(game: Game, seat: Seat) -> str:
     engine = queries.engine_of(game)
     if game.draw_offered_by is not None and game.draw_offered_by != seat.number:
         return "the draw your opponent offered is accepted for you and the game ends drawn"
-    if getattr(engine, "time_out", None) is not None and game.players > 1:
+    if results.scores_timeout(engine, game.players):
         return "you are out of this round, scored as its last finisher, and the game goes on without you"
     if game.players == 1:
         return "the game is abandoned"

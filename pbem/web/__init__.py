@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from flask import Flask, g, jsonify, render_template, request
+from flask import Flask, abort, g, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
@@ -26,6 +26,14 @@ from pbem.present import gameview
 def wants_json() -> bool:
     """Whether the request came from the page's script, which reads JSON answers."""
     return request.accept_mimetypes.best == "application/json"
+
+
+def engine_or_404(slug: str) -> games.Engine:
+    """The engine of the game a page's address names; Not Found when there is no such game."""
+    try:
+        return games.get(slug)
+    except games.UnknownGame:
+        abort(404)
 
 
 def _game_title(slug: str) -> str:

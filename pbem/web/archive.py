@@ -15,7 +15,7 @@ from pbem.core.extensions import db
 from pbem.core.models import Game
 from pbem.game import endings, replay, results
 from pbem.present import gameview
-from pbem.web import pagecache
+from pbem.web import engine_or_404, pagecache
 
 bp = Blueprint("archive", __name__)
 
@@ -108,10 +108,7 @@ def player_feed(handle: str) -> Response:
 @bp.get("/standings/<slug>")
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""
-    try:
-        engine = games.get(slug)
-    except games.UnknownGame:
-        abort(404)
+    engine = engine_or_404(slug)
     return render_template("archive/standings.html", engine=engine, rows=standings.table(engine.slug),
                            engines=games.all())
 
@@ -122,8 +119,7 @@ def replay_position(game_id: int, number: int) -> str:
     game = db.session.get(Game, game_id)
     if game is None or not gameview.visible(game, current_user) or not replay.replayable(game):
         abort(404)
-    names = {s.number: gameview.player_name(game, s.number) for s in game.seats}
-    position = replay.position(game, number, names)
+    position = replay.position(game, number)
     return render_template("games/_replay_position.html", view={"replay": position})
 
 

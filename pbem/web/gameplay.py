@@ -17,12 +17,12 @@ from werkzeug.wrappers import Response
 import games
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, play, queries, queueing, watching
+from pbem.game import clock, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
 from pbem.present import gameview, newgame
-from pbem.web import pagecache, wants_json
+from pbem.web import engine_or_404, pagecache, wants_json
 
 bp = Blueprint("games", __name__)
 
@@ -96,11 +96,7 @@ def rules_index() -> str:
 @bp.get("/rules/<slug>")
 def rules(slug: str) -> str:
     """A game's rules, notation and rulings."""
-    try:
-        engine = games.get(slug)
-    except games.UnknownGame:
-        abort(404)
-    return render_template("games/rules.html", engine=engine)
+    return render_template("games/rules.html", engine=engine_or_404(slug))
 
 
 @bp.get("/lobby")
@@ -206,7 +202,7 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
         answers = play.answers_to(played)
         if answers:
             message += " Answered at once by conditional moves: " + ", ".join(
-                f"{gameview.player_name(game, m.seat)} {m.text}" for m in answers) + "."
+                f"{results.handle_or_seat(game, m.seat)} {m.text}" for m in answers) + "."
         if wants_json():
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")
@@ -335,7 +331,7 @@ def hint(game_id: int) -> Response:
     engine = queries.engine_of(game)
     seat = next((s for s in game.seats if s.user_id == current_user.id and
                  (_seat_arg() is None or s.number == _seat_arg())), None)
-    if seat is None or game.status != "active" or not hasattr(engine, "clearable"):
+    if seat is None or game.status != "active" or not engine.offers_clearable_hint:
         abort(404)
     if engine.clearable(queries.state_of(game), seat.number):
         flash("Hint: your board can still be cleared.", "info")

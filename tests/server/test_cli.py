@@ -17,7 +17,7 @@ from flask.testing import FlaskCliRunner
 from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, utcnow
-from pbem.game import play, queries
+from pbem.game import play, queries, replay
 from tests.conftest import free_port
 
 
@@ -34,7 +34,7 @@ def test_verify_catches_a_tampered_game(ctx: Flask, runner: FlaskCliRunner, play
     # Store a position no recorded move led to: the state after an extra, unrecorded reply.
     tampered = db.session.get(Game, game.id)
     engine = queries.engine_of(tampered)
-    honest = play.replay(tampered)
+    honest = replay.final_state(tampered)
     tampered.state = engine.dump(engine.play(honest, 1, engine.moves(honest, 1)[0]))
     db.session.commit()
     caught = runner.invoke(main, ["verify"])

@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User
-from pbem.game import conditional, play, queries, queueing
+from pbem.game import conditional, play, queries, queueing, replay
 from pbem.game.play import PlayError
 
 
@@ -265,7 +265,8 @@ def test_truchet_lines_answer_flips_and_stack_moves(ctx: Flask, players) -> None
     assert lines(game.id, alice) == [[theirs_next, mine_next]]
     play.submit(game.id, bob, theirs_next, "web")
     assert record(game.id)[-1] == (mine_next, "conditional")
-    assert play.replay(db.session.get(Game, game.id)) == queries.state_of(db.session.get(Game, game.id))
+    stored = db.session.get(Game, game.id)
+    assert replay.final_state(stored) == queries.state_of(stored)
 
 
 def test_truchet_a_line_broken_by_another_move(ctx: Flask, players) -> None:
@@ -332,7 +333,7 @@ def test_truchet_two_conditional_answers_in_a_row(ctx: Flask, players) -> None:
     assert lines(game.id, alice) == lines(game.id, bob) == []
     game = db.session.get(Game, game.id)
     assert queries.seats_to_move(game) == {0}
-    assert play.replay(game) == queries.state_of(game)
+    assert replay.final_state(game) == queries.state_of(game)
 
 
 def test_truchet_an_answer_that_became_illegal_is_dropped_and_told(ctx: Flask, players) -> None:

@@ -123,6 +123,8 @@ def test_rules_index_favicon_and_header(app: Flask, ctx: Flask, settings) -> Non
         assert f'href="/rules/{engine.slug}">{engine.title}</a>' in row.group(1)
         assert play.count_words(engine.players) in row.group(1) and engine.summary in row.group(1)
     assert "1 to 8 players" in index and "2 players" in index
+    assert "<h1>Cambio</h1>" in text_of(visitor.get("/rules/cambio"))
+    assert visitor.get("/rules/chess").status_code == 404
     home = text_of(visitor.get("/"))
     assert '<a href="/rules">Rules</a>' in home
     assert 'rel="icon" href="/static/favicon.svg"' in home

@@ -116,6 +116,20 @@ def test_a_tampered_record_is_refused_naming_the_first_bad_move(ctx: Flask, play
     assert db.session.scalar(select(func.count(Game.id))) == count  # Nothing of any was stored.
 
 
+def test_a_timeout_the_game_cannot_take_is_refused_and_the_other_records_still_import(ctx: Flask,
+                                                                                     players) -> None:
+    """A timeout entry is judged by the game as the sweep's was (Easy Slider scores an absent player):
+    one for a seat already out of the round refuses that record, naming the entry, and nothing else."""
+    data = {"format": 1, "game": "easyslider", "options": {}, "seed": 4,
+            "players": [{"seat": 1, "handle": "alice"}, {"seat": 2, "handle": "bob"}],
+            "moves": [{"number": n, "seat": 1, "kind": "timeout", "text": "timeout"} for n in (1, 2)],
+            "result": {"results": ["loss", "win"]}}
+    report = records.import_lines([json.dumps(data), json.dumps(good_record(ctx, players))])
+    assert report.added == 1
+    assert report.refused == [(1, "move 2 ('timeout' by seat 1) is illegal: You are done with round 1 of 3 "
+                                  "(your time ran out); wait for the others to finish it.")]
+
+
 def test_the_cli_reports_refusals_and_exits_65(ctx: Flask, runner: FlaskCliRunner, players,
                                                tmp_path: Path) -> None:
     data = good_record(ctx, players)

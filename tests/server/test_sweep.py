@@ -18,7 +18,7 @@ from pbem.cli import main
 from pbem.core.database import batched_writes, begin_write, writes_batched
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock, utcnow
-from pbem.game import clock, play, queries, results
+from pbem.game import clock, play, queries, replay, results
 from pbem.mailout import outbox, tokens
 from pbem.schedule import sweep
 
@@ -322,7 +322,7 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert fresh(broken).status == "active"
     # Mended, the broken game is timed out by the next sweep, once.
     broken = fresh(broken)
-    broken.state = queries.engine_of(broken).dump(play.replay(broken))
+    broken.state = queries.engine_of(broken).dump(replay.final_state(broken))
     db.session.commit()
     assert sweep_at(T0 + timedelta(days=2, minutes=1)).timed_out == 1
     assert sweep_at(T0 + timedelta(days=2, minutes=2)).timed_out == 0
