@@ -1,4 +1,5 @@
-"""Reading a stored message: its sender, subject and recipients, its text, and the command in it.
+"""Reading a stored message: its sender, subject and recipients, and its text (whose reading, the
+player's own words and the command in them, is :mod:`pbem.mail.quotes` and :mod:`pbem.mail.reading`).
 
 Mail arrives in every shape: plain or HTML-only, quoted-printable or base64, any charset, with the
 whole conversation quoted below (or above) the answer, and sometimes broken.  Nothing here raises on a
