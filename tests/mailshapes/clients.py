@@ -781,7 +781,7 @@ def mailru(r: Reply) -> bytes:
     blockquote."""
     attribution = r.when(r.extra("mailru"))
     html = (f'\n<HTML><BODY>{html_lines(r, "<div>{}</div>", "<div>&nbsp;</div>")}<div>&nbsp;</div><div '
-            f'data-signature-widget="container"><div data-signature-widget="content"><div>--<br>{escape(r.name)}'
+            f'data-signature-widget="container"><div data-signature-widget="content"><div>-- <br>{escape(r.name)}'
             f"</div></div></div><div>&nbsp;</div><br><br>{escape(attribution[0].upper() + attribution[1:])}<br>\n"
             '<blockquote style="border-left:1px solid #0857A6; margin:10px; padding:0 0 0 10px;">\n\t<div id="">\n'
             f'<div class="js-helper js-readmsg-msg">\n\t<div>\n\t\t<div id="style_1700_BODY">{r.o.html_body}\n'

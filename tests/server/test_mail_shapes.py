@@ -187,3 +187,29 @@ def test_a_reply_as_a_mail_program_writes_it(corpus: Corpus, case: Case) -> None
 def game_title(case: Case) -> str:
     """The game's title as the answers write it."""
     return games.get(case.game).title
+
+
+# The programs whose replies carry Outlook's header block, and those that add a phone or app footer.
+HEADER_BLOCKS = {"outlook", "outlook-2010-html", "outlook-web", "outlook-web-html", "outlook-ios",
+                 "outlook-android", "windows-mail", "windows-live-mail"}
+FOOTERS = {"ios-mail", "ios-mail-wrapped", "outlook-ios", "outlook-android", "outlook-android-bare",
+           "yahoo-android", "windows-mail", "samsung"}
+
+
+def test_the_corpus_covers_what_issue_27_asks() -> None:
+    """The corpus keeps the breadth the issue asks of it: rows, programs, languages, postings, shapes,
+    encodings, header blocks and footers in several languages, HTML quote containers, hard moves."""
+    langs = {case.lang.split("-")[0] for case in CASES}
+    assert len(CASES) >= 60 and len({case.client for case in CASES}) >= 25 and len(langs) >= 15
+    assert {case.posting for case in CASES} == {"top", "bottom", "inline"}
+    assert {CLIENTS[case.client].shape for case in CASES} == {"plain", "html", "multipart"}
+    assert {"quoted-printable", "base64", "7bit", "8bit"} <= {case.cte for case in CASES}
+    charsets = {case.charset for case in CASES}
+    assert {"windows-1252", "iso-2022-jp", "big5", "iso-8859-1", "koi8-r", "utf-8"} <= charsets
+    assert len({case.lang for case in CASES if case.client in HEADER_BLOCKS}) >= 6
+    assert len({case.lang for case in CASES if case.client in FOOTERS}) >= 8
+    assert {"gmail-html", "yahoo-android", "outlook-web-html", "thunderbird-html", "zoho"} <= {
+        case.client for case in CASES if CLIENTS[case.client].shape == "html"}
+    words = "\n".join(case.words for case in CASES)
+    assert all(move in words for move in ("*b3*", "b3 :)", "ｂ３", "Hi Bob,\n\nb3"))
+    assert sum(1 for case in CASES if case.refused) >= 2 and any(case.attach for case in CASES)
