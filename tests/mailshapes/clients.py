@@ -288,6 +288,13 @@ def outlook(r: Reply) -> bytes:
                    with_attachment(r, body))
 
 
+def _source_wrapped(html: str, width: int = 24) -> str:
+    """``html`` broken onto a new source line at the first space after ``width`` characters, as Word's
+    HTML wraps long source lines (a browser shows one line; a reader that keeps source breaks, two)."""
+    cut = html.find(" ", width)
+    return html if cut < 0 else html[:cut] + "\n" + html[cut + 1:]
+
+
 @client("outlook-2010-html", "Outlook 2010 (HTML only)", "html")
 def outlook_2010_html(r: Reply) -> bytes:
     """Outlook 2010 sending HTML alone: "From: pbem [mailto:…]" and source line breaks inside the
@@ -304,7 +311,7 @@ def outlook_2010_html(r: Reply) -> bytes:
             f"{escape(r.o.sender_name)} [mailto:{r.o.sender_addr}]\n<br>\n"
             f"<b>{escape(labels[1])}:</b> {escape(r.when(r.lang.outlook_date))}<br>\n"
             f"<b>{escape(labels[2])}:</b> {escape(r.o.to_addr)}<br>\n"
-            f"<b>{escape(labels[3])}:</b> {escape(r.o.subject)}<o:p></o:p></span></p>\n"
+            f"<b>{escape(labels[3])}:</b> {_source_wrapped(escape(r.o.subject))}<o:p></o:p></span></p>\n"
             f'<p class="MsoNormal"><o:p>&nbsp;</o:p></p>\n{r.o.html_body}\n</div>\n</body>\n</html>\n')
     return message(headers(r, r.lang.reply_prefix, subject_charset=r.charset), html_part(r, html))
 
