@@ -174,7 +174,8 @@ def check_reply(corpus: Corpus, case: Case) -> None:
 
     record = _record(game.id)
     played = [m for m in record if m.user_id == mover.id]
-    answer = [m for m in bag.to(mover.email) if str(m["Subject"]).lower().startswith(("re:", "aw:", "sv:"))]
+    # Every answer says "Re:", whatever prefix the reply had.
+    answer = [m for m in bag.to(mover.email) if str(m["Subject"]).lower().startswith("re:")]
     said = text_of(answer[-1]).strip() if answer else "(no answer)"
     first_words = said.split("\n\n")[0]
     news = bag.to(other.email)[others_before:]
