@@ -46,9 +46,11 @@ class Reply:
         """A date template of the language filled in for the mail answered."""
         return self.lang.date(template, self.o.date, self.o.sender_name, self.o.sender_addr, **more)
 
-    def extra(self, key: str) -> str:
-        """A program's own string in the language (English when the language has none)."""
-        return self.lang.extra.get(key) or LANGS["en"].extra[key]
+    def extra(self, key: str, **more: str) -> str:
+        """A program's own string in the language (English when the language has none), its date
+        filled in in the language it is written in."""
+        lang = self.lang if key in self.lang.extra else LANGS["en"]
+        return lang.date(lang.extra[key], self.o.date, self.o.sender_name, self.o.sender_addr, **more)
 
     def uid(self) -> str:
         """Hex digits unique to this reply (for Message-IDs and boundaries)."""
@@ -489,14 +491,14 @@ def k9(r: Reply) -> bytes:
 @client("mutt", "Mutt / NeoMutt", "plain")
 def mutt(r: Reply) -> bytes:
     """Mutt: the attribution, "> " quotes (">" for a blank line), words under or between them."""
-    text = compose(r, r.when(r.extra("mutt")), gt(r.o))
+    text = compose(r, r.extra("mutt"), gt(r.o))
     return message(headers(r, mailer=("User-Agent", "NeoMutt/20231103")), text_part(r, text))
 
 
 @client("mutt-signed", "Mutt with a PGP/MIME signature", "multipart")
 def mutt_signed(r: Reply) -> bytes:
     """Mutt signing with PGP/MIME: multipart/signed, the text then the signature part."""
-    text = compose(r, r.when(r.extra("mutt")), gt(r.o))
+    text = compose(r, r.extra("mutt"), gt(r.o))
     signature = ("-----BEGIN PGP SIGNATURE-----\n\niHUEARYKAB0WIQT4bWlkZGxlLWVhcnRoLXNpZ25hdHVyZQAKCRBhbGljZS1rZXkA\n"
                  "=Zm9v\n-----END PGP SIGNATURE-----\n")
     sig = Part("pgp-signature", maintype="application", data=signature.encode(), encoding="7bit",
@@ -509,24 +511,24 @@ def mutt_signed(r: Reply) -> bytes:
 @client("evolution", "Evolution", "plain")
 def evolution(r: Reply) -> bytes:
     """Evolution: "On Wed, 2026-11-25 at 17:46 +0000, pbem wrote:", "> " quotes."""
-    text = compose(r, r.when(r.extra("evolution")), gt(r.o))
+    text = compose(r, r.extra("evolution"), gt(r.o))
     return message(headers(r, mailer=("X-Mailer", "Evolution 3.50.3-1")), text_part(r, text))
 
 
 @client("thebat", "The Bat!", "plain")
 def thebat(r: Reply) -> bytes:
     """The Bat!: a greeting its template writes, "Вы писали …:", the quote, the words, its signature."""
-    hello = r.when(r.extra("thebat_hello"))
-    quote = r.o.quoted("> ", "", r.o.lines())
+    hello = r.extra("thebat_hello")
+    quote = r.o.quoted()
     sig = f"-- \n{r.extra('thebat_sig')}\n {r.name}                          mailto:{r.sender}"
-    text = f"{hello}\n\n{r.when(r.extra('thebat'))}\n\n{quote}\n\n{r.words}\n\n{sig}\n"
+    text = f"{hello}\n\n{r.extra('thebat')}\n\n{quote}\n\n{r.words}\n\n{sig}\n"
     return message(headers(r, mailer=("X-Mailer", "The Bat! (v10.5.3) Professional")), text_part(r, text))
 
 
 @client("becky", "Becky! Internet Mail", "plain")
 def becky(r: Reply) -> bytes:
     """Becky!: the attribution on two lines (date, then sender "wrote:"), "> " quotes, the words on top."""
-    text = compose(r, r.when(r.extra("becky")) + "\n", gt(r.o))
+    text = compose(r, r.extra("becky") + "\n", gt(r.o))
     return message(headers(r, mailer=("X-Mailer", "Becky! ver. 2.81.04"), subject_charset=r.charset),
                    text_part(r, text))
 
@@ -552,7 +554,7 @@ def sparrow(r: Reply) -> bytes:
 def yahoo(r: Reply) -> bytes:
     """Yahoo Mail: the plain part carries the original unquoted under an indented attribution; the HTML
     has it in div.yahoo_quoted."""
-    attribution = r.when(r.extra("yahoo"))
+    attribution = r.extra("yahoo")
     text = f"{r.words}\n\n    {attribution}  \n \n \n {r.o.text}\n"
     style = "font-family:Helvetica Neue, Helvetica, Arial, sans-serif;font-size:13px;"
     html = (f'<html><head></head><body><div class="ydp3a1b2c3dyahoo-style-wrap" style="{style}">'
@@ -569,7 +571,7 @@ def yahoo(r: Reply) -> bytes:
 def yahoo_android(r: Reply) -> bytes:
     """Yahoo Mail's Android app, HTML only: the words, its footer link, then div.yahoo_quoted."""
     footer = r.extra("yahoo_android")
-    attribution = r.when(r.extra("yahoo"))
+    attribution = r.extra("yahoo")
     html = (f'<html><head></head><body>{html_lines(r)}<br><br><div id="ymail_android_signature">'
             f'<a href="https://mail.onelink.me/107872968?pid=nativeplacement">{escape(footer)}</a></div>'
             f'<div id="yahoo_quoted_{r.uid()[:10]}" class="yahoo_quoted"><div>{escape(attribution)}</div>'
@@ -627,7 +629,7 @@ def zimbra_free(r: Reply) -> bytes:
     écrit :" and a ">" quote."""
     zw = "\u200b"
     words = "\n".join(f"{zw}{line}{zw}" if line.strip() else line for line in r.words.split("\n"))
-    text = f"{words}\n\n{r.when(r.extra('zimbra'))}\n{r.o.quoted()}\n"
+    text = f"{words}\n\n{r.extra('zimbra')}\n{r.o.quoted()}\n"
     return message(headers(r, domain="free.fr", mailer=("X-Mailer", "Zimbra 8.8.15_GA_3928 (ZimbraWebClient)")),
                    text_part(r, text))
 
@@ -724,7 +726,7 @@ def samsung(r: Reply) -> bytes:
 @client("zoho", "Zoho Mail", "html")
 def zoho(r: Reply) -> bytes:
     """Zoho Mail, HTML: "---- On … wrote ----" (no colon) over a blockquote, in div.zmail_extra."""
-    attribution = r.when(r.extra("zoho"))
+    attribution = r.extra("zoho")
     html = ('<!DOCTYPE html><html><head><meta content="text/html;charset=UTF-8" http-equiv="Content-Type"></head>'
             f'<body><div style="font-family: Verdana, Arial, Helvetica, sans-serif; font-size: 10pt;">'
             f'{html_lines(r)}<div><br></div><div class="zmail_extra_hr" style="border-top: 1px solid rgb(204, 204,'
@@ -739,7 +741,7 @@ def zoho(r: Reply) -> bytes:
 def proton(r: Reply) -> bytes:
     """Proton Mail: its signature line under the words, then an attribution and a ">" quote."""
     footer = "Sent with Proton Mail secure email."
-    attribution = r.when(r.extra("proton"))
+    attribution = r.extra("proton")
     text = compose(r, attribution + "\n", gt(r.o), footer=footer)
     html = (f'<div style="font-family: Arial, sans-serif; font-size: 14px;">{html_lines(r)}</div><div style="'
             'font-family: Arial, sans-serif; font-size: 14px;"><br></div><div class="protonmail_signature_block">'
@@ -752,7 +754,7 @@ def proton(r: Reply) -> bytes:
 @client("fastmail", "Fastmail", "multipart")
 def fastmail(r: Reply) -> bytes:
     """Fastmail: "On Wed, 25 Nov 2026, at 17:46, pbem wrote:", blockquote#qt."""
-    attribution = r.when(r.extra("fastmail"))
+    attribution = r.extra("fastmail")
     text = compose(r, attribution, gt(r.o))
     html = (f'<!DOCTYPE html><html><head><title></title></head><body>{html_lines(r)}<div><br></div><div>'
             f'{escape(attribution)}</div><blockquote type="cite" id="qt" style="">{r.o.html_body}</blockquote>'
@@ -773,7 +775,7 @@ def roundcube(r: Reply) -> bytes:
 @client("spark", "Spark", "multipart")
 def spark(r: Reply) -> bytes:
     """Spark: "On 25 Nov 2026 at 17:46 +0000, pbem <…>, wrote:", div[name=messageReplySection]."""
-    attribution = r.when(r.extra("spark"))
+    attribution = r.extra("spark")
     text = compose(r, attribution, gt(r.o))
     html = (f'<html><head></head><body><div name="messageBodySection">{html_lines(r, "<div dir=auto>{}</div>")}'
             f'</div><div name="messageReplySection">{escape(attribution)}<br><blockquote type="cite" '
@@ -786,7 +788,7 @@ def spark(r: Reply) -> bytes:
 def mailru(r: Reply) -> bytes:
     """Mail.ru's webmail, HTML only: "Среда, 25 ноября 2026, 17:46 +03:00 от pbem <…>:" over a
     blockquote."""
-    attribution = r.when(r.extra("mailru"))
+    attribution = r.extra("mailru")
     html = (f'\n<HTML><BODY>{html_lines(r, "<div>{}</div>", "<div>&nbsp;</div>")}<div>&nbsp;</div><div '
             f'data-signature-widget="container"><div data-signature-widget="content"><div>-- <br>{escape(r.name)}'
             f"</div></div></div><div>&nbsp;</div><br><br>{escape(attribution[0].upper() + attribution[1:])}<br>\n"
@@ -799,7 +801,7 @@ def mailru(r: Reply) -> bytes:
 @client("yandex", "Yandex Mail", "html")
 def yandex(r: Reply) -> bytes:
     """Yandex Mail, HTML only: '25.11.2026, 17:46, "pbem" <…>:' over a blockquote."""
-    attribution = r.when(r.extra("yandex"))
+    attribution = r.extra("yandex")
     html = (f'<div>{html_lines(r, "<div>{}</div>", "<div> </div>")}</div><div> </div><div>-- </div>'
             f"<div>{escape(r.name)}</div><div> </div><div> </div><div>{escape(attribution)}</div><blockquote>"
             f"{r.o.html_body}</blockquote>")
