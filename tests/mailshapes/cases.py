@@ -288,9 +288,15 @@ CASES: list[Case] = [
          "b3 or c2? Hmm, can't decide.", None, refused=("b3", "c2")),
     Case("gmail-en-move-2-quoted-comment", "gmail", "en", "top", "utf-8", "7bit",
          "a2\nThanks, you too!", "a2", "Thanks, you too!", first=("b3", "Your turn, Bob. Good luck!")),
-    Case("generic-en-unthreaded", "generic", "en", "top", "utf-8", "8bit",
-         "b3\nGood luck!", "b3", "Good luck!", threaded=False,
-         what="no In-Reply-To or References: the quote is known from the mails sent for the game"),
+    Case("outlook-android-en-unthreaded-bare-repeat", "outlook-android-bare", "en", "top", "utf-8", "8bit",
+         "b2\nSee you tomorrow.", "b2", "See you tomorrow.", threaded=False,
+         what="no In-Reply-To or References, no attribution: the repeat is known from the mails sent for "
+              "the game"),
+    Case("k9-de-greeting-lines", "k9", "de", "top", "utf-8", "quoted-printable",
+         "Hallo Bob,\ndanke für die Partie.\n\nb3\n\nGruß\nAlice", "b3",
+         "Hallo Bob,\ndanke für die Partie.\n\nGruß\nAlice"),
+    Case("yandex-ru-two-moves", "yandex", "ru", "top", "utf-8", "8bit",
+         "b3\nили c2?", None, refused=("b3", "c2"), what="two moves in an HTML-only reply"),
     # The other games -----------------------------------------------------------------------------------
     Case("ios-mail-en-truchet", "ios-mail", "en", "top", "utf-8", "quoted-printable",
          "a2<es\nGood luck!", "a2<es", "Good luck!", game="truchet", options={"size": 5}, seed=7),

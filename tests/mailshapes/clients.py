@@ -46,9 +46,11 @@ class Reply:
         """A date template of the language filled in for the mail answered."""
         return self.lang.date(template, self.o.date, self.o.sender_name, self.o.sender_addr, **more)
 
-    def extra(self, key: str) -> str:
-        """A program's own string in the language (English when the language has none)."""
-        return self.lang.extra.get(key) or LANGS["en"].extra[key]
+    def extra(self, key: str, **more: str) -> str:
+        """A program's own string in the language (English when the language has none), its date
+        filled in in the language it is written in."""
+        lang = self.lang if key in self.lang.extra else LANGS["en"]
+        return lang.date(lang.extra[key], self.o.date, self.o.sender_name, self.o.sender_addr, **more)
 
     def uid(self) -> str:
         """Hex digits unique to this reply (for Message-IDs and boundaries)."""
@@ -288,6 +290,13 @@ def outlook(r: Reply) -> bytes:
                    with_attachment(r, body))
 
 
+def _source_wrapped(html: str, width: int = 24) -> str:
+    """``html`` broken onto a new source line at the first space after ``width`` characters, as Word's
+    HTML wraps long source lines (a browser shows one line; a reader that keeps source breaks, two)."""
+    cut = html.find(" ", width)
+    return html if cut < 0 else html[:cut] + "\n" + html[cut + 1:]
+
+
 @client("outlook-2010-html", "Outlook 2010 (HTML only)", "html")
 def outlook_2010_html(r: Reply) -> bytes:
     """Outlook 2010 sending HTML alone: "From: pbem [mailto:…]" and source line breaks inside the
@@ -304,7 +313,7 @@ def outlook_2010_html(r: Reply) -> bytes:
             f"{escape(r.o.sender_name)} [mailto:{r.o.sender_addr}]\n<br>\n"
             f"<b>{escape(labels[1])}:</b> {escape(r.when(r.lang.outlook_date))}<br>\n"
             f"<b>{escape(labels[2])}:</b> {escape(r.o.to_addr)}<br>\n"
-            f"<b>{escape(labels[3])}:</b> {escape(r.o.subject)}<o:p></o:p></span></p>\n"
+            f"<b>{escape(labels[3])}:</b> {_source_wrapped(escape(r.o.subject))}<o:p></o:p></span></p>\n"
             f'<p class="MsoNormal"><o:p>&nbsp;</o:p></p>\n{r.o.html_body}\n</div>\n</body>\n</html>\n')
     return message(headers(r, r.lang.reply_prefix, subject_charset=r.charset), html_part(r, html))
 
@@ -482,14 +491,14 @@ def k9(r: Reply) -> bytes:
 @client("mutt", "Mutt / NeoMutt", "plain")
 def mutt(r: Reply) -> bytes:
     """Mutt: the attribution, "> " quotes (">" for a blank line), words under or between them."""
-    text = compose(r, r.when(r.extra("mutt")), gt(r.o))
+    text = compose(r, r.extra("mutt"), gt(r.o))
     return message(headers(r, mailer=("User-Agent", "NeoMutt/20231103")), text_part(r, text))
 
 
 @client("mutt-signed", "Mutt with a PGP/MIME signature", "multipart")
 def mutt_signed(r: Reply) -> bytes:
     """Mutt signing with PGP/MIME: multipart/signed, the text then the signature part."""
-    text = compose(r, r.when(r.extra("mutt")), gt(r.o))
+    text = compose(r, r.extra("mutt"), gt(r.o))
     signature = ("-----BEGIN PGP SIGNATURE-----\n\niHUEARYKAB0WIQT4bWlkZGxlLWVhcnRoLXNpZ25hdHVyZQAKCRBhbGljZS1rZXkA\n"
                  "=Zm9v\n-----END PGP SIGNATURE-----\n")
     sig = Part("pgp-signature", maintype="application", data=signature.encode(), encoding="7bit",
@@ -502,24 +511,24 @@ def mutt_signed(r: Reply) -> bytes:
 @client("evolution", "Evolution", "plain")
 def evolution(r: Reply) -> bytes:
     """Evolution: "On Wed, 2026-11-25 at 17:46 +0000, pbem wrote:", "> " quotes."""
-    text = compose(r, r.when(r.extra("evolution")), gt(r.o))
+    text = compose(r, r.extra("evolution"), gt(r.o))
     return message(headers(r, mailer=("X-Mailer", "Evolution 3.50.3-1")), text_part(r, text))
 
 
 @client("thebat", "The Bat!", "plain")
 def thebat(r: Reply) -> bytes:
     """The Bat!: a greeting its template writes, "Вы писали …:", the quote, the words, its signature."""
-    hello = r.when(r.extra("thebat_hello"))
-    quote = r.o.quoted("> ", "", r.o.lines())
+    hello = r.extra("thebat_hello")
+    quote = r.o.quoted()
     sig = f"-- \n{r.extra('thebat_sig')}\n {r.name}                          mailto:{r.sender}"
-    text = f"{hello}\n\n{r.when(r.extra('thebat'))}\n\n{quote}\n\n{r.words}\n\n{sig}\n"
+    text = f"{hello}\n\n{r.extra('thebat')}\n\n{quote}\n\n{r.words}\n\n{sig}\n"
     return message(headers(r, mailer=("X-Mailer", "The Bat! (v10.5.3) Professional")), text_part(r, text))
 
 
 @client("becky", "Becky! Internet Mail", "plain")
 def becky(r: Reply) -> bytes:
     """Becky!: the attribution on two lines (date, then sender "wrote:"), "> " quotes, the words on top."""
-    text = compose(r, r.when(r.extra("becky")) + "\n", gt(r.o))
+    text = compose(r, r.extra("becky") + "\n", gt(r.o))
     return message(headers(r, mailer=("X-Mailer", "Becky! ver. 2.81.04"), subject_charset=r.charset),
                    text_part(r, text))
 
@@ -545,7 +554,7 @@ def sparrow(r: Reply) -> bytes:
 def yahoo(r: Reply) -> bytes:
     """Yahoo Mail: the plain part carries the original unquoted under an indented attribution; the HTML
     has it in div.yahoo_quoted."""
-    attribution = r.when(r.extra("yahoo"))
+    attribution = r.extra("yahoo")
     text = f"{r.words}\n\n    {attribution}  \n \n \n {r.o.text}\n"
     style = "font-family:Helvetica Neue, Helvetica, Arial, sans-serif;font-size:13px;"
     html = (f'<html><head></head><body><div class="ydp3a1b2c3dyahoo-style-wrap" style="{style}">'
@@ -562,7 +571,7 @@ def yahoo(r: Reply) -> bytes:
 def yahoo_android(r: Reply) -> bytes:
     """Yahoo Mail's Android app, HTML only: the words, its footer link, then div.yahoo_quoted."""
     footer = r.extra("yahoo_android")
-    attribution = r.when(r.extra("yahoo"))
+    attribution = r.extra("yahoo")
     html = (f'<html><head></head><body>{html_lines(r)}<br><br><div id="ymail_android_signature">'
             f'<a href="https://mail.onelink.me/107872968?pid=nativeplacement">{escape(footer)}</a></div>'
             f'<div id="yahoo_quoted_{r.uid()[:10]}" class="yahoo_quoted"><div>{escape(attribution)}</div>'
@@ -620,7 +629,7 @@ def zimbra_free(r: Reply) -> bytes:
     écrit :" and a ">" quote."""
     zw = "\u200b"
     words = "\n".join(f"{zw}{line}{zw}" if line.strip() else line for line in r.words.split("\n"))
-    text = f"{words}\n\n{r.when(r.extra('zimbra'))}\n{r.o.quoted()}\n"
+    text = f"{words}\n\n{r.extra('zimbra')}\n{r.o.quoted()}\n"
     return message(headers(r, domain="free.fr", mailer=("X-Mailer", "Zimbra 8.8.15_GA_3928 (ZimbraWebClient)")),
                    text_part(r, text))
 
@@ -717,7 +726,7 @@ def samsung(r: Reply) -> bytes:
 @client("zoho", "Zoho Mail", "html")
 def zoho(r: Reply) -> bytes:
     """Zoho Mail, HTML: "---- On … wrote ----" (no colon) over a blockquote, in div.zmail_extra."""
-    attribution = r.when(r.extra("zoho"))
+    attribution = r.extra("zoho")
     html = ('<!DOCTYPE html><html><head><meta content="text/html;charset=UTF-8" http-equiv="Content-Type"></head>'
             f'<body><div style="font-family: Verdana, Arial, Helvetica, sans-serif; font-size: 10pt;">'
             f'{html_lines(r)}<div><br></div><div class="zmail_extra_hr" style="border-top: 1px solid rgb(204, 204,'
@@ -732,7 +741,7 @@ def zoho(r: Reply) -> bytes:
 def proton(r: Reply) -> bytes:
     """Proton Mail: its signature line under the words, then an attribution and a ">" quote."""
     footer = "Sent with Proton Mail secure email."
-    attribution = r.when(r.extra("proton"))
+    attribution = r.extra("proton")
     text = compose(r, attribution + "\n", gt(r.o), footer=footer)
     html = (f'<div style="font-family: Arial, sans-serif; font-size: 14px;">{html_lines(r)}</div><div style="'
             'font-family: Arial, sans-serif; font-size: 14px;"><br></div><div class="protonmail_signature_block">'
@@ -745,7 +754,7 @@ def proton(r: Reply) -> bytes:
 @client("fastmail", "Fastmail", "multipart")
 def fastmail(r: Reply) -> bytes:
     """Fastmail: "On Wed, 25 Nov 2026, at 17:46, pbem wrote:", blockquote#qt."""
-    attribution = r.when(r.extra("fastmail"))
+    attribution = r.extra("fastmail")
     text = compose(r, attribution, gt(r.o))
     html = (f'<!DOCTYPE html><html><head><title></title></head><body>{html_lines(r)}<div><br></div><div>'
             f'{escape(attribution)}</div><blockquote type="cite" id="qt" style="">{r.o.html_body}</blockquote>'
@@ -766,7 +775,7 @@ def roundcube(r: Reply) -> bytes:
 @client("spark", "Spark", "multipart")
 def spark(r: Reply) -> bytes:
     """Spark: "On 25 Nov 2026 at 17:46 +0000, pbem <…>, wrote:", div[name=messageReplySection]."""
-    attribution = r.when(r.extra("spark"))
+    attribution = r.extra("spark")
     text = compose(r, attribution, gt(r.o))
     html = (f'<html><head></head><body><div name="messageBodySection">{html_lines(r, "<div dir=auto>{}</div>")}'
             f'</div><div name="messageReplySection">{escape(attribution)}<br><blockquote type="cite" '
@@ -779,9 +788,9 @@ def spark(r: Reply) -> bytes:
 def mailru(r: Reply) -> bytes:
     """Mail.ru's webmail, HTML only: "Среда, 25 ноября 2026, 17:46 +03:00 от pbem <…>:" over a
     blockquote."""
-    attribution = r.when(r.extra("mailru"))
+    attribution = r.extra("mailru")
     html = (f'\n<HTML><BODY>{html_lines(r, "<div>{}</div>", "<div>&nbsp;</div>")}<div>&nbsp;</div><div '
-            f'data-signature-widget="container"><div data-signature-widget="content"><div>--<br>{escape(r.name)}'
+            f'data-signature-widget="container"><div data-signature-widget="content"><div>-- <br>{escape(r.name)}'
             f"</div></div></div><div>&nbsp;</div><br><br>{escape(attribution[0].upper() + attribution[1:])}<br>\n"
             '<blockquote style="border-left:1px solid #0857A6; margin:10px; padding:0 0 0 10px;">\n\t<div id="">\n'
             f'<div class="js-helper js-readmsg-msg">\n\t<div>\n\t\t<div id="style_1700_BODY">{r.o.html_body}\n'
@@ -792,7 +801,7 @@ def mailru(r: Reply) -> bytes:
 @client("yandex", "Yandex Mail", "html")
 def yandex(r: Reply) -> bytes:
     """Yandex Mail, HTML only: '25.11.2026, 17:46, "pbem" <…>:' over a blockquote."""
-    attribution = r.when(r.extra("yandex"))
+    attribution = r.extra("yandex")
     html = (f'<div>{html_lines(r, "<div>{}</div>", "<div> </div>")}</div><div> </div><div>-- </div>'
             f"<div>{escape(r.name)}</div><div> </div><div> </div><div>{escape(attribution)}</div><blockquote>"
             f"{r.o.html_body}</blockquote>")

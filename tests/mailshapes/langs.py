@@ -84,7 +84,7 @@ LANGS: dict[str, Lang] = {lang.code: lang for lang in (
         outlook=("Von", "Gesendet", "An", "Betreff"), outlook_date="{WD}, {d}. {MON} {yyyy} {HH}:{MM}",
         original_message="-----Ursprüngliche Nachricht-----", iphone="Von meinem iPhone gesendet",
         reply_prefix="AW:",
-        extra={"k9": "Am {dd}.{mm}.{yyyy} {H}:{MM} nachm. schrieb {name} <{addr}>:",
+        extra={"k9": "Am {dd}.{mm}.{yyyy} {h}:{MM} nachm. schrieb {name} <{addr}>:",
                "yahoo": "Am {WD}, {d}. {MON} {yyyy}, {HH}:{MM}:{SS} MEZ hat {name} <{addr}> "
                         "Folgendes geschrieben:",
                "roundcube": "Am {yyyy}-{mm}-{dd} {HH}:{MM}, schrieb {name}:",

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import parseaddr, parsedate_to_datetime
-from html import escape
 
 _BODY = re.compile(r"<body[^>]*>(.*)</body>", re.DOTALL | re.IGNORECASE)
 
@@ -54,32 +53,17 @@ class Original:
         lines = self.lines() if lines is None else lines
         return "\n".join(mark + line if line else blank for line in lines)
 
-    def wrapped(self, width: int = 72) -> list[str]:
-        """The text's lines wrapped at ``width`` as a mail program wraps a quote (words never cut, so a
-        link stays whole on a line of its own)."""
-        out: list[str] = []
-        for line in self.lines():
-            if len(line) <= width:
-                out.append(line)
-                continue
-            indent = len(line) - len(line.lstrip(" "))
-            out.extend(textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
-                                     break_on_hyphens=False))
-        return out
-
     def flowed(self, width: int = 72) -> str:
-        """The text quoted as format=flowed writes it (RFC 3676): long lines broken with a space left
-        at the end of each soft break, every line marked ">" (quote marks without a space after them
-        but one space-stuffed)."""
+        """The text quoted as a format=flowed program writes it (RFC 3676): each line marked "> ", a
+        long one broken into lines of at most ``width`` with a space left at the end of each soft break,
+        an empty one a bare ">"."""
         out: list[str] = []
         for line in self.lines():
             if not line:
                 out.append(">")
                 continue
-            pieces = textwrap.wrap(line, width - 2, break_long_words=False, break_on_hyphens=False,
-                                   drop_whitespace=True) if len(line) > width - 2 else [line]
-            if line.startswith(" ") and len(pieces) == 1:
-                pieces = [line]
+            pieces = textwrap.wrap(line, width - 2, break_long_words=False, break_on_hyphens=False) \
+                if len(line) > width - 2 else [line]
             for n, piece in enumerate(pieces):
                 soft = " " if n < len(pieces) - 1 else ""
                 out.append("> " + piece + soft)
@@ -92,10 +76,6 @@ class Original:
             if marker in line:
                 return lines[: n + 1], lines[n + 1 :]
         raise AssertionError(f"{marker!r} is not in the mail answered")
-
-    def text_as_html(self) -> str:
-        """The text as an HTML program that only has the text (Hotmail, some webmails) shows it."""
-        return "<br>\n".join(escape(line).replace("  ", "&nbsp; ") for line in self.lines())
 
     def legal_moves(self) -> list[str]:
         """The moves the mail lists as legal (an empty list when it gives only their number)."""
