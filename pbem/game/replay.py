@@ -77,9 +77,9 @@ class Replay:
 
     @property
     def ending(self) -> str:
-        """How the server ended the game (a key of ``pbem.game.endings.ENDINGS``: a timeout the game scored and
-        which left nobody to play ended it on time, as the move path files it); empty while it goes on or
-        when the engine's rules ended it."""
+        """How the server ended the game (a key of ``pbem.game.endings.ENDINGS``: a timeout the game
+        scored and which left nobody to play ended it on time, as the move path files it); empty while it
+        goes on or when the engine's rules ended it."""
         if self._ended_by_server is not None:
             return self._ended_by_server[1]
         return "time" if self._timed_out_last and self.outcome is not None else ""
