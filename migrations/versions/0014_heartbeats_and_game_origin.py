@@ -29,15 +29,16 @@ def upgrade():
         sa.PrimaryKeyConstraint('id', name=op.f('pk_heartbeat')),
         sa.UniqueConstraint('kind', 'name', name='uq_heartbeat_kind_name'),
     )
-    with op.batch_alter_table('game', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('origin', sa.String(length=200), nullable=True))
-        batch_op.add_column(sa.Column('origin_game_id', sa.Integer(), nullable=True))
-        batch_op.create_unique_constraint('uq_game_origin', ['origin', 'origin_game_id'])
+    # Plain ALTER TABLE ADD COLUMN and CREATE INDEX: SQLite's batch mode would copy the game table, and
+    # with foreign keys on, dropping the old copy would take every game's seats and moves with it.
+    op.add_column('game', sa.Column('origin', sa.String(length=200), nullable=True))
+    op.add_column('game', sa.Column('origin_game_id', sa.Integer(), nullable=True))
+    op.create_index('ix_game_origin', 'game', ['origin', 'origin_game_id'], unique=True)
 
 
 def downgrade():
     with op.batch_alter_table('game', schema=None) as batch_op:
-        batch_op.drop_constraint('uq_game_origin', type_='unique')
+        batch_op.drop_index('ix_game_origin')
         batch_op.drop_column('origin_game_id')
         batch_op.drop_column('origin')
     op.drop_table('heartbeat')

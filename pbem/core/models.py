@@ -223,7 +223,7 @@ class Game(Model):
         Index("ix_game_archive", "status", "public", "finished_at", "id"),
         Index("ix_game_front", "status", "public", "updated_at"),
         Index("ix_game_archive_engine", "engine", "status", "public", "finished_at", "id"),
-        UniqueConstraint("origin", "origin_game_id", name="uq_game_origin"),
+        Index("ix_game_origin", "origin", "origin_game_id", unique=True),
     )
 
     def seat_of(self, user: User) -> Seat | None:
