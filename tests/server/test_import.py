@@ -124,7 +124,8 @@ def test_a_timeout_the_game_cannot_take_is_refused_and_the_other_records_still_i
             "players": [{"seat": 1, "handle": "alice"}, {"seat": 2, "handle": "bob"}],
             "moves": [{"number": n, "seat": 1, "kind": "timeout", "text": "timeout"} for n in (1, 2)],
             "result": {"results": ["loss", "win"]}}
-    report = records.import_lines([json.dumps(data), json.dumps(good_record(ctx, players))])
+    elsewhere = good_record(ctx, players) | {"origin": "https://elsewhere.example.org"}  # Not one of ours.
+    report = records.import_lines([json.dumps(data), json.dumps(elsewhere)])
     assert report.added == 1
     assert report.refused == [(1, "move 2 ('timeout' by seat 1) is illegal: You are done with round 1 of 3 "
                                   "(your time ran out); wait for the others to finish it.")]
@@ -182,7 +183,7 @@ def test_an_imported_comment_keeps_no_link_or_address_of_ours(ctx: Flask, player
     """A record exported before comments were guarded (or made by hand) may carry a one-click link or a
     reply address in a comment: imported, it is public, so they are blanked as a comment played here
     would have them."""
-    data = good_record(ctx, players)
+    data = good_record(ctx, players) | {"origin": "https://elsewhere.example.org"}  # Not one of ours.
     token = "eyJnIjoxLCJzIjowLCJ1IjoxLCJuIjozfQ.GRGnhyGq-K9-QvIP5KI-8J5RlIc"
     data["moves"][0]["comment"] = (f"good luck\n> Or play with one click: http://127.0.0.1:5000/m/{token}\n"
                                    "> Reply to: play+aaaaaaiaaaaaaai7ixvddseka4kpugq@pbem.localhost")

@@ -149,7 +149,7 @@ def test_comments_recorded_before_the_guard_lose_what_acts_for_a_player(app, ctx
         conn.execute(sa.text("UPDATE move SET comment = :c WHERE game_id = :g AND number = 1"),
                      {"c": leaked, "g": game.id})
     db.session.close()
-    _run_upgrade("0013_comments_without_secrets.py")
+    _run_upgrade("0013")
     comments = db.session.scalars(db.select(Move.comment).where(Move.game_id == game.id)
                                   .order_by(Move.number)).all()
     assert comments == ["good luck\n> Or play with one click: [link removed]\n> Reply to: [address removed]\n"

@@ -287,7 +287,7 @@ def test_a_server_away_for_longer_than_the_limit_gives_the_mail_up(ctx: Flask, s
 def test_each_mail_sent_is_logged_with_its_recipient_message_id_and_the_mta_answer(
     ctx: Flask, sink, caplog
 ) -> None:
-    caplog.set_level("INFO", logger="pbem.outbox")
+    caplog.set_level("INFO", logger="pbem.mailout.outbox")
     row_id = queue_one("dora@example.org")
     sink.refuse["erin@example.org"] = "550 5.1.1 No such user here"
     refused_id = queue_one("erin@example.org")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,9 +21,17 @@ from pbem.core.models import Game, set_clock
 from pbem.game import play, results
 from pbem.mailout import outbox
 from tests import plugin_game
-from tests.server.test_cli import pbem
 from tests.server.test_sweep import T0, fresh, mails, sweep_at
 from tests.server.test_web_games import new_game_form, signed_in, text_of
+
+
+def pbem(app: Flask, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`pbem ARGS` as a process of its own: the plug-in must be found through its entry point by a fresh
+    interpreter, as an operator's `pbem verify` finds it, not through the test's own imports."""
+    env = {**os.environ, **(env or {}), "PBEM_DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
+           "PBEM_SERVER_INSTANCE_PATH": app.instance_path}
+    return subprocess.run([sys.executable, "-m", "pbem", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
 
 
 @pytest.fixture
