@@ -27,6 +27,15 @@ def test_healthz_says_whether_the_worker_reaches_the_database(app: Flask, ctx: F
     off = create_app({"database": {"url": app.config["SQLALCHEMY_DATABASE_URI"]},
                       "server": {"instance_path": str(tmp_path / "off")}, "monitoring": {"healthz": False}})
     assert off.test_client().get("/healthz").status_code == 404
+    closed(away, off)
+
+
+def closed(*apps: Flask) -> None:
+    """Close the connections of apps a test made beside its own."""
+    for other in apps:
+        with other.app_context():
+            db.session.remove()
+            db.engine.dispose()
 
 
 def test_metrics_are_off_unless_turned_on_and_read_the_database(app: Flask, ctx: Flask, players,
@@ -50,3 +59,4 @@ def test_metrics_are_off_unless_turned_on_and_read_the_database(app: Flask, ctx:
     assert waiting >= 2 and figures[("pbem_outbox_mail_total", (("state", "sent"),))] == 0
     assert figures[("pbem_outbox_oldest_waiting_seconds", ())] >= 0
     assert figures[("pbem_problems", ())] == 0
+    closed(on)
