@@ -1,5 +1,5 @@
 """Replaying a game's record: :class:`Replay`, the one replay of a record, which ``pbem verify``
-(:func:`final_state`), ``pbem import`` (:func:`pbem.records.check`) and the game page's replay use; and
+(:func:`final_state`), ``pbem import`` (:func:`pbem.archive.records.check`) and the game page's replay use; and
 the board after any entry of the record, for the game page.
 
 Positions are numbered by the record: position N is the board after entry N (0 is the start), so a
@@ -48,9 +48,9 @@ class Position:
 
 
 class Replay:
-    """A game's record replayed entry by entry as the move path (:mod:`pbem.play`) played it: a move
+    """A game's record replayed entry by entry as the move path (:mod:`pbem.game.play`) played it: a move
     through the engine, the server's actions (a resignation, a draw offered, declined or accepted, a
-    timeout) by the rulings the move path ends a game by (:mod:`pbem.results`).
+    timeout) by the rulings the move path ends a game by (:mod:`pbem.game.results`).
 
     ``state`` is the position after the entries applied so far, and ``draw_offer`` the seat whose draw
     offer is pending; :attr:`outcome` and :attr:`ending` say whether and how they ended the game."""

@@ -11,7 +11,7 @@ exits 1 so that a monitoring system can run it as a check.
   MTA refuses (its last error is shown).
 - Sweep: the seat whose reminder or deadline has been due longest.  A sweep runs every
   ``scheduler.sweep_interval_seconds``; a lag well past that means no scheduler is sweeping.
-- Processes: each listener and scheduler writes a heartbeat (:mod:`pbem.heartbeat`).  One silent past
+- Processes: each listener and scheduler writes a heartbeat (:mod:`pbem.core.heartbeat`).  One silent past
   the limit died or hangs; none running at all, of a kind that ran, means its work waits.
 - The MTA's queue, where Postfix runs on the asking host: mail for the mail domain waiting there past
   the limit has not reached a listener (all of them stopped, or refusing), which no figure of the
