@@ -1,6 +1,6 @@
 """Replaying a game's record: :class:`Replay`, the one replay of a record, which ``pbem verify``
-(:func:`final_state`), ``pbem import`` (:func:`pbem.archive.records.check`) and the game page's replay use; and
-the board after any entry of the record, for the game page.
+(:func:`final_state`), ``pbem import`` (:func:`pbem.archive.records.check`) and the game page's replay
+use; and the board after any entry of the record, for the game page.
 
 Positions are numbered by the record: position N is the board after entry N (0 is the start), so a
 link ``?move=N`` shows the position after the entry numbered N in the move list.  The states of a
