@@ -468,6 +468,9 @@ def site_packages() -> str:
 @pytest.mark.skipif(not Path(SYSTEM_PYTHON).exists() or subprocess.run(
     [SYSTEM_PYTHON, "-c", f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"],
     check=False).returncode != 0, reason=f"{SYSTEM_PYTHON} is not the tests' Python {sys.version_info[:2]}")
+@pytest.mark.skipif(not shutil.which("runuser") or subprocess.run(
+    ["runuser", "-u", "nobody", "--", "test", "-r", str(ROOT / "pbem" / "__init__.py")], check=False,
+    capture_output=True).returncode != 0, reason="the pipe's user (nobody) cannot read this checkout")
 def test_the_pipe_as_documented_waits_for_a_missing_setting_and_never_bounces(
     app: Flask, ctx: Flask, sink, postfix: Postfix, players, tmp_path: Path
 ) -> None:
