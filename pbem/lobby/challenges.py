@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play, results
 from pbem.game.play import PlayError
 from pbem.mailout import notify
@@ -56,35 +56,36 @@ def new_game(
     are all the creator's (solitaire) starts at once.  Commits; raises PlayError or marshmallow's
     ValidationError (bad options) without storing anything.
     """
-    begin_write()
-    if not any(u is not None and u.id == creator.id for u in seats):
-        raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
-    named = [u for u in seats if u is not None and u.id != creator.id]
-    if len({u.id for u in named}) != len(named):
-        raise PlayError("Each opponent can hold only one seat.", "duplicate-opponent")
-    for user in named:
-        if not user.verified:
-            raise PlayError(f"{user.handle} has not confirmed their address yet.", "unverified")
-    mine = [u if u is not None and u.id == creator.id else None for u in seats]
-    game = play.create_game(
-        engine_slug, mine, options, created_by=creator, public=public, time_control=time_control, seed=seed,
-        rated=rated,
-    )
-    db.session.flush()
-    for number, seated in enumerate(seats):
-        if seated is not None and seated.id != creator.id:
-            challenge = Challenge(game=game, seat=number, challenger_id=creator.id, challenged_id=seated.id)
-            db.session.add(challenge)
-    db.session.flush()
-    # Every challenge is written before the mails, so that each mail lists who else is challenged.
-    seat_words = [words for _n, words in results.seat_states(game)]
-    for challenge in db.session.scalars(
-        select(Challenge).where(Challenge.game_id == game.id).order_by(Challenge.seat)
-    ):
-        notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
-                    challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
-                    seats=seat_words)
-    db.session.commit()
+    with unit_of_work() as uow:
+        if not any(u is not None and u.id == creator.id for u in seats):
+            raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
+        named = [u for u in seats if u is not None and u.id != creator.id]
+        if len({u.id for u in named}) != len(named):
+            raise PlayError("Each opponent can hold only one seat.", "duplicate-opponent")
+        for user in named:
+            if not user.verified:
+                raise PlayError(f"{user.handle} has not confirmed their address yet.", "unverified")
+        mine = [u if u is not None and u.id == creator.id else None for u in seats]
+        game = play.create_game(
+            engine_slug, mine, options, created_by=creator, public=public, time_control=time_control,
+            seed=seed, rated=rated,
+        )
+        db.session.flush()
+        for number, seated in enumerate(seats):
+            if seated is not None and seated.id != creator.id:
+                challenge = Challenge(game=game, seat=number, challenger_id=creator.id,
+                                      challenged_id=seated.id)
+                db.session.add(challenge)
+        db.session.flush()
+        # Every challenge is written before the mails, so that each mail lists who else is challenged.
+        seat_words = [words for _n, words in results.seat_states(game)]
+        for challenge in db.session.scalars(
+            select(Challenge).where(Challenge.game_id == game.id).order_by(Challenge.seat)
+        ):
+            notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
+                        challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
+                        seats=seat_words)
+        uow.commit()
     return game
 
 

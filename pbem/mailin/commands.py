@@ -76,6 +76,7 @@ class Answer:
     game: Game | None = None
     seat: Seat | None = None
     extra: str = ""
+    state: Any = None  # The engine's state of ``game`` to show, when the command has it (a move's result).
 
 
 # Grammar ---------------------------------------------------------------------------------------------
@@ -432,8 +433,8 @@ def _move(
 ) -> Answer:
     engine = games.get(game.engine)
     try:
-        move = play.submit(game.id, user, command.move, via, expect=command.expect, comment=comment or None,
-                           seat=seat_number, conditionals=command.conditionals)
+        played = play.submit(game.id, user, command.move, via, expect=command.expect,
+                             comment=comment or None, seat=seat_number, conditionals=command.conditionals)
     except PlayError as exc:
         seat = _seat(game, user, seat_number)
         message, said = exc.message, quoted(command.move)
@@ -447,21 +448,18 @@ def _move(
         elif exc.code == "stale" and not isinstance(exc, play.AlreadyPlayed):
             message = f"{said} was not played. {exc.message}"
         raise CommandError(message, game, seat) from None
-    game = db.session.get_one(Game, game.id)
-    seat = _seat(game, user, move.seat)
-    number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
-    done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
+    game, seat = played.game, played.seat
+    done = f"Your move {played.move.text} (move {played.number}) in {engine.title} #{game.id} is played."
     done += _passed_on(comment, cut)
-    answers = play.answers_to(move)
-    if answers:
+    if played.answers:
         done += " Conditional moves answered it at once: " + ", ".join(
-            f"{notify.seat_names(game, {m.seat})} {m.text}" for m in answers) + "."
-    queued = conditional.lines_of(game, user, move.seat)
+            f"{notify.seat_names(game, {m.seat})} {m.text}" for m in played.answers) + "."
+    queued = conditional.lines_of(game, user, seat.number)
     if queued:
         done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."
     if game.status != "active":
-        return Answer(f"{done} The game is over. {results.sentence(game)}", game, seat)
-    return Answer(done, game, seat)
+        return Answer(f"{done} The game is over. {results.sentence(game)}", game, seat, state=played.state)
+    return Answer(done, game, seat, state=played.state)
 
 
 def _conditionals(command: Command, user: User, game: Game, seat_number: int | None) -> Answer:

@@ -16,9 +16,9 @@ from email.policy import default as default_policy
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
+from pbem.core.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -118,16 +118,16 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
         raise MalformedMessage("The message has no headers.")
     key = message_key(raw)
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
-    begin_write()
-    connection = db.session.connection()
-    row_id = connection.execute(_INSERTS[connection.dialect.name], {
-        "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
-    }).scalar()
-    if row_id is None:  # Stored before, by this receiver or another one a moment ago.
-        row_id = connection.execute(_FIND, {"key": key}).scalar_one()
-        db.session.rollback()
-        log.info("duplicate message %s ignored", key)
-        return row_id, False
-    db.session.commit()
+    with unit_of_work() as uow:
+        connection = db.session.connection()
+        row_id = connection.execute(_INSERTS[connection.dialect.name], {
+            "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
+        }).scalar()
+        if row_id is None:  # Stored before, by this receiver or another one a moment ago.
+            row_id = connection.execute(_FIND, {"key": key}).scalar_one()
+            uow.rollback()
+            log.info("duplicate message %s ignored", key)
+            return row_id, False
+        uow.commit()
     log.info("stored message %s from %s as #%s", key, mail_from, row_id)
     return row_id, True

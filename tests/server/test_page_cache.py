@@ -18,6 +18,7 @@ from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Seat, User, set_clock, utcnow
 from pbem.game import play, queries
 from pbem.lobby import challenges
+from pbem.schedule import sweep
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _without_token
@@ -230,7 +231,7 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
     swept = _active_game(user("alice"), user("bob"))
     step()
     seat = next(iter(queries.seats_to_move(db.session.get(Game, swept))))
-    assert play.time_out_many([play.DueTimeout(swept, seat)]) == (1, [])
+    assert sweep.time_out([play.DueTimeout(swept, seat)]) == (1, [])
     step()
     # A vacation, a time zone, sessions ended: the players' rows, not what the lists show.
     playing = _active_game(user("alice"), user("carol"))
