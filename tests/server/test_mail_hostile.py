@@ -280,6 +280,8 @@ def test_every_write_takes_the_lock_first() -> None:
     root = Path(__file__).resolve().parents[2] / "pbem"
     offenders = []
     for path in root.rglob("*.py"):
+        if path == root / "core" / "unit_of_work.py":
+            continue  # The unit of work itself, whose commit the others call.
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
