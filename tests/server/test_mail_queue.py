@@ -16,10 +16,10 @@ from sqlalchemy import event, func, select, text
 from sqlalchemy.orm import Session
 
 from pbem.cli import main
+from pbem.core import unit_of_work
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User
-from pbem.core import unit_of_work
 from pbem.game import play
 from pbem.mailin import process, receive, smtpd
 from pbem.mailout import outbox, tokens

@@ -15,7 +15,7 @@ from sqlalchemy import event, select
 from pbem.accounts import accounts, vacation
 from pbem.archive import records
 from pbem.core.extensions import db
-from pbem.core.models import Game, OutboxMail, Seat, User, set_clock, utcnow
+from pbem.core.models import Game, Move, OutboxMail, Seat, User, set_clock, utcnow
 from pbem.game import play, queries
 from pbem.lobby import challenges
 from pbem.schedule import sweep
@@ -293,3 +293,80 @@ def test_a_list_page_is_kept_under_the_stamp_of_what_it_shows(app: Flask, ctx: F
     assert f"/games/{alone}" in page
     play.time_out(alone, 0)
     assert f"/games/{alone}" not in _page(WebClient(app), "/")
+
+
+def test_every_update_of_a_game_row_raises_its_version(app: Flask, ctx: Flask, players) -> None:
+    """The stamps rely on a game's version changing with every UPDATE of its row (see pbem.web.pagecache):
+    the session's, by its version counter, and the move path's own direct writes (play._write_back, one
+    at a time or in the sweep's batches).  Along the paths that write games, every UPDATE of a game row
+    sets its version, and a visitor's kept front page is the page as it would be rendered now."""
+    alice, bob, _ = players
+    alice_id, bob_id = alice.id, bob.id
+    updates: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if re.match(r"\s*UPDATE game\b", statement):
+            updates.append(statement)
+
+    def front_page_is_fresh() -> None:
+        db.session.remove()
+        served = _page(WebClient(app), "/")
+        cache_of(app).clear()
+        assert served == _page(WebClient(app), "/")
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        game_id = _active_game(alice, bob)  # Seats filled and the game started by the session's flush.
+        front_page_is_fresh()
+        play_moves(game_id, 2)  # The move path's UPDATEs.
+        front_page_is_fresh()
+        swept = _active_game(db.session.get(User, alice_id), db.session.get(User, bob_id))
+        front_page_is_fresh()
+        seat = next(iter(queries.seats_to_move(db.session.get(Game, swept))))
+        assert sweep.time_out([play.DueTimeout(swept, seat)]) == (1, [])  # A batch's executemany.
+        front_page_is_fresh()
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    assert len(updates) >= 4
+    assert [s for s in updates if not re.search(r"\bSET\b.*\bversion\s*=", s, re.S)] == []
+
+
+def test_a_record_only_grows_and_only_with_its_games_version(app: Flask, ctx: Flask, players) -> None:
+    """The game page's stamp counts a record's entries, and the replay keeps a game's states under its
+    version and record length (pbem.game.replay): both rely on a record growing only by new entries, each
+    written with an UPDATE of its game.  Along the move path's writes, an earlier record is always the
+    start of the later one, and a game whose version stayed has the same record."""
+    alice, bob, carol = players
+    user_ids = {"alice": alice.id, "bob": bob.id, "carol": carol.id}
+    ids = (_active_game(alice, bob), _active_game(bob, carol))
+
+    def user(handle: str) -> User:
+        return db.session.get(User, user_ids[handle])
+
+    def records_now() -> dict[int, tuple[int, list[tuple[object, ...]]]]:
+        db.session.remove()
+        with db.engine.connect() as connection:
+            versions = dict(connection.execute(select(Game.id, Game.version).where(Game.id.in_(ids))).all())
+            entries = connection.execute(select(Move.game_id, Move.number, Move.kind, Move.text)
+                                         .where(Move.game_id.in_(ids)).order_by(Move.number)).all()
+        return {game_id: (versions[game_id], [tuple(e[1:]) for e in entries if e.game_id == game_id])
+                for game_id in ids}
+
+    before = records_now()
+    steps = [
+        lambda: play_moves(ids[0], 2),
+        lambda: play.offer_draw(ids[1], user("bob"), "web"),
+        lambda: play.decline_draw(ids[1], user("carol"), "web"),
+        lambda: sweep.time_out([play.DueTimeout(ids[1], next(iter(
+            queries.seats_to_move(db.session.get(Game, ids[1])))))]),
+        lambda: play.resign(ids[0], user("alice"), "web"),
+    ]
+    for step in steps:
+        step()
+        after = records_now()
+        for game_id in ids:
+            (version, record), (new_version, new_record) = before[game_id], after[game_id]
+            assert new_record[:len(record)] == record
+            assert new_version != version or new_record == record
+        before = after
+    assert all(len(record) >= 2 for _version, record in before.values())
