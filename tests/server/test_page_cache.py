@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from flask import Flask
@@ -296,38 +297,46 @@ def test_a_list_page_is_kept_under_the_stamp_of_what_it_shows(app: Flask, ctx: F
 
 
 def test_every_update_of_a_game_row_raises_its_version(app: Flask, ctx: Flask, players) -> None:
-    """The stamps rely on a game's version changing with every UPDATE of its row (see pbem.web.pagecache):
-    the session's, by its version counter, and the move path's own direct writes (play._write_back, one
-    at a time or in the sweep's batches).  Along the paths that write games, every UPDATE of a game row
-    sets its version, and a visitor's kept front page is the page as it would be rendered now."""
+    """The stamps rely on a game's row being covered by its version (see pbem.web.pagecache): raised by
+    every UPDATE of the row, the session's (its version counter) and the move path's own direct writes
+    (play._write_back, one at a time or in the sweep's batches) alike.  Along the paths that write games,
+    every UPDATE of a game row sets its version, and a row that changed has a new version."""
     alice, bob, _ = players
-    alice_id, bob_id = alice.id, bob.id
+    user_ids = {"alice": alice.id, "bob": bob.id}
     updates: list[str] = []
+
+    def user(handle: str) -> User:
+        return db.session.get(User, user_ids[handle])
 
     def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
         if re.match(r"\s*UPDATE game\b", statement):
             updates.append(statement)
 
-    def front_page_is_fresh() -> None:
+    def rows() -> dict[int, tuple[object, ...]]:
         db.session.remove()
-        served = _page(WebClient(app), "/")
-        cache_of(app).clear()
-        assert served == _page(WebClient(app), "/")
+        with db.engine.connect() as connection:
+            return {row.id: tuple(row) for row in connection.execute(select(Game.__table__))}
+
+    def step(action: Callable[[], object]) -> None:
+        before = rows()
+        action()
+        for game_id, row in rows().items():
+            if game_id in before and row != before[game_id]:
+                version = Game.__table__.c.keys().index("version")
+                assert row[version] > before[game_id][version], f"game #{game_id} changed, not its version"
 
     event.listen(db.engine, "before_cursor_execute", seen)
     try:
-        game_id = _active_game(alice, bob)  # Seats filled and the game started by the session's flush.
-        front_page_is_fresh()
-        play_moves(game_id, 2)  # The move path's UPDATEs.
-        front_page_is_fresh()
-        swept = _active_game(db.session.get(User, alice_id), db.session.get(User, bob_id))
-        front_page_is_fresh()
-        seat = next(iter(queries.seats_to_move(db.session.get(Game, swept))))
-        assert sweep.time_out([play.DueTimeout(swept, seat)]) == (1, [])  # A batch's executemany.
-        front_page_is_fresh()
+        first: list[int] = []
+        step(lambda: first.append(_active_game(user("alice"), user("bob"))))  # Started by the session.
+        step(lambda: play_moves(first[0], 2))  # The move path's direct UPDATEs.
+        step(lambda: play.offer_draw(first[0], user("alice"), "web"))
+        step(lambda: play.decline_draw(first[0], user("bob"), "web"))
+        seat = next(iter(queries.seats_to_move(db.session.get(Game, first[0]))))
+        step(lambda: sweep.time_out([play.DueTimeout(first[0], seat)]))  # A batch's executemany.
     finally:
         event.remove(db.engine, "before_cursor_execute", seen)
-    assert len(updates) >= 4
+    assert len(updates) >= 5
     assert [s for s in updates if not re.search(r"\bSET\b.*\bversion\s*=", s, re.S)] == []
 
 
