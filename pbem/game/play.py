@@ -257,7 +257,7 @@ def _next_record_number(game: Game) -> int:
     """The number of the game's next record entry.
 
     The stored maximum is read once per transaction, without flushing the session first (a flush per
-    game would undo the batching of :func:`time_out_many`); entries added since are counted here."""
+    game would undo the batching of :func:`time_out_batch`); entries added since are counted here."""
     numbers = reads("record_numbers")
     if game.id not in numbers:
         with db.session.no_autoflush:
