@@ -24,8 +24,8 @@ unit of work through ``pbem.game.play.time_out_batch`` (what each game's end rea
 numbers, last moves, watchers — is read once per batch), reminders in batches of 50 claimed under the
 row lock.  A batch's record entries, mails, rating histories and game and seat UPDATEs are sent together
 (``UnitOfWork.batched`` of ``pbem.core.unit_of_work``, one executemany per statement): 142 statements
-for 1,000 due seats, where one a row made 3,582.  The machine's speed wanders by up to half between runs; the medians above
-are one run.
+for 1,000 due seats, where one a row made 3,582.  The machine's speed wanders by up to half between
+runs; the medians above are one run.
 """
 
 from __future__ import annotations
