@@ -68,7 +68,7 @@ def watch(game: Game, user: User) -> None:
             db.session.add(Watch(game_id=game.id, user_id=user.id))
             uow.commit()
     except IntegrityError:
-        pass  # Already watching (the unit of work rolled it back).
+        db.session.rollback()  # Already watching.
 
 
 def unwatch(game: Game, user: User) -> None:
