@@ -100,7 +100,7 @@ def send_due() -> int:
     due_from = todays_digest_time(now)
     taking = (User.notify == "digest", User.verified_at.is_not(None), User.vacation_since.is_(None))
     # At the server's hour, in UTC, unless the player chose their own: those are read by the database.
-    due: list[tuple[int, datetime | None]] = [tuple(row) for row in db.session.execute(
+    due: list[tuple[int, datetime | None]] = [(row.id, row.last_digest_at) for row in db.session.execute(
         select(User.id, User.last_digest_at).where(
             *taking, User.digest_hour.is_(None),
             or_(User.last_digest_at.is_(None), User.last_digest_at < due_from),
