@@ -44,11 +44,12 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def search(prefix: str = "", after: str | None = None, limit: int = PAGE_SIZE) -> DirectoryPage:
+def search(prefix: str = "", after: str | None = None, limit: int | None = None) -> DirectoryPage:
     """Players whose handle begins with ``prefix`` (any case), in handle order, after the handle
-    ``after``; a player must have confirmed their address (or be an imported player, who has a page
-    too).  DirectoryError for a prefix or an ``after`` that no handle could begin with."""
-    prefix = prefix.strip()
+    ``after``, ``limit`` to a page (:data:`PAGE_SIZE`); a player must have confirmed their address (or
+    be an imported player, who has a page too).  DirectoryError for a prefix or an ``after`` that no
+    handle could begin with."""
+    prefix, limit = prefix.strip(), limit or PAGE_SIZE
     for value in (prefix, after or ""):
         if not SEARCH.match(value):
             raise DirectoryError("A handle has only letters, digits, '-' and '_' (at most 32): search by "
@@ -65,9 +66,9 @@ def search(prefix: str = "", after: str | None = None, limit: int = PAGE_SIZE) -
     rated: dict[int, list[tuple[str, str]]] = {}
     for row in db.session.scalars(select(Rating).where(Rating.user_id.in_(ids)).order_by(Rating.engine)):
         rated.setdefault(row.user_id, []).append((row.engine, ratings.display(row)))
-    played = dict(db.session.execute(
+    played: dict[int | None, int] = {user_id: count for user_id, count in db.session.execute(
         select(Seat.user_id, func.count()).where(Seat.user_id.in_(ids), Seat.result.is_not(None))
         .group_by(Seat.user_id)
-    ).tuples().all())
+    )}
     listed = [Listed(handle, rated.get(user_id, []), played.get(user_id, 0)) for user_id, handle in page]
     return DirectoryPage(listed, page[-1][1] if len(found) > limit else None)

@@ -20,8 +20,8 @@ ALICE_SAYS = "Plan: take the b-file early; bob over-extends on the right"
 BOB_SAYS = "She always answers b3 with c3"
 
 
-def test_notes_are_their_writers_alone_by_every_way(app: Flask, ctx: Flask, players, server, tokens,
-                                                    runner: FlaskCliRunner) -> None:
+def test_notes_are_their_writers_alone_by_every_way(
+        app: Flask, ctx: Flask, players, server, tokens, runner: FlaskCliRunner) -> None:  # noqa: F811
     alice, bob, carol = players
     game = challenges.new_game(alice, "cambio", [alice, bob], {"size": 3, "placements": 2})
     challenges.accept(game.id, bob)
@@ -36,7 +36,8 @@ def test_notes_are_their_writers_alone_by_every_way(app: Flask, ctx: Flask, play
     assert "Your note is saved; only you can read it." in mine and ALICE_SAYS in mine
     assert ALICE_SAYS in text_of(web_alice.get(page))  # And again, from the kept page.
     api_bob, api_carol = Client(server, tokens["bob"]), Client(server, tokens["carol"])
-    assert api_bob.call("PUT", f"/api/v1/games/{game.id}/note", {"note": BOB_SAYS}) == (200, {"note": BOB_SAYS})
+    kept = api_bob.call("PUT", f"/api/v1/games/{game.id}/note", {"note": BOB_SAYS})
+    assert kept == (200, {"note": BOB_SAYS})
     assert api_bob.call("GET", f"/api/v1/games/{game.id}/note") == (200, {"note": BOB_SAYS})
     status, refused = api_carol.call("GET", f"/api/v1/games/{game.id}/note")
     assert status == 403 and refused["code"] == "not-seated"

@@ -55,9 +55,9 @@ def test_a_rating_range_on_the_web_form_and_in_the_lobby(app: Flask, ctx: Flask,
     assert db.session.get(Game, game.id).status == "active"
 
 
-def test_a_seat_out_of_range_is_refused_by_mail_and_through_the_api(app: Flask, ctx: Flask, players, server,
-                                                                    tokens, postman: Postman) -> None:
-    alice, bob, carol = players
+def test_a_seat_out_of_range_is_refused_by_mail_and_through_the_api(
+        app: Flask, ctx: Flask, players, server, tokens, postman: Postman) -> None:  # noqa: F811
+    alice, bob, _carol = players
     rate(bob, "cambio", 1320)
     api_alice, api_bob = Client(server, tokens["alice"]), Client(server, tokens["bob"])
     status, made = api_alice.call("POST", "/api/v1/games", {"game": "cambio", "seats": ["me", None],
@@ -66,7 +66,8 @@ def test_a_seat_out_of_range_is_refused_by_mail_and_through_the_api(app: Flask, 
     status, lobby = api_bob.call("GET", "/api/v1/lobby")
     assert status == 200
     [entry] = [e for e in lobby["games"] if e["game"]["id"] == made["id"]]
-    assert (entry["creator"], entry["creator_rating"], entry["rating_range"]) == ("alice", "1500?", "up to 1300")
+    assert (entry["creator"], entry["creator_rating"], entry["rating_range"]) == \
+        ("alice", "1500?", "up to 1300")
 
     status, refused = api_bob.call("POST", f"/api/v1/games/{made['id']}/take")
     assert status == 403 and refused["code"] == "out-of-range" and "your Cambio rating is 1320" in \

@@ -87,7 +87,7 @@ def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> N
 
 
 def test_watch_and_unwatch_by_mail_and_the_watched_games_on_my_games(app: Flask, ctx: Flask, players,
-                                                                     postman) -> None:
+                                                                     postman) -> None:  # noqa: F811
     from pbem.accounts import vacation
     from tests.server.conftest import give_mail_key
     from tests.server.test_mail_play import text_of as mail_text
