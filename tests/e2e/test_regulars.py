@@ -42,7 +42,8 @@ def test_the_lobby_shows_ratings_and_refuses_a_seat_out_of_range(browser: Browse
     page.fill("#min_rating", "1500")
     page.fill("#max_rating", "1900")
     page.click("#create")
-    expect(page.locator(".flash.info")).to_have_text("The game is created; it starts when every seat is taken.")
+    expect(page.locator(".flash.info")).to_have_text(
+        "The game is created; it starts when every seat is taken.")
 
     other = sign_in(browser, server, "bob")
     other.click("nav >> text=Lobby")
