@@ -1,6 +1,6 @@
 """open seats restricted to a rating range; a digest hour per player; private notes per game
 
-Revision ID: 0016
+Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-26 02:00:00
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0016'
+revision = '0015'
 down_revision = '0014'
 branch_labels = None
 depends_on = None
