@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
-from sqlalchemy.orm import make_transient_to_detached, selectinload
+from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -144,8 +144,7 @@ _UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindpar
 
 def _write_back(uow: UnitOfWork, game: Game) -> None:
     """Write what the move path changed in the locked game and its seats by plain UPDATEs (direct writes
-of the unit of work), and tell the session the values written are the stored ones
-(``set_committed_value``), so that its flush finds nothing of them to write.
+    of the unit of work), and tell the session they are saved, so that its flush has nothing of them to do.
 
     The session's unit of work cost more per move than anything else in the transaction (finding the
     changes of three objects, sorting them, checking the version); here each changed object is one
@@ -153,8 +152,15 @@ of the unit of work), and tell the session the values written are the stored one
     would (a changed row raises StaleDataError); every UPDATE of a game row raises it, which is what the
     page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
     is left to the session, and so is everything else the transaction added or changed.
+
+    The session is told by SQLAlchemy's public steps for an object that stands for a row as it is stored
+    (as :func:`_record` attaches a record entry): taken out of the session (``make_transient``), given
+    back its identity with its history reset (``make_transient_to_detached``), and added again, the
+    seats with their game.  Telling it value by value (``set_committed_value``) would leave the objects
+    marked changed, and the flush would sort them out again: a third more work a move (bench/movepath.py).
     """
     game_state = inspect(game)
+    saved: list[Game | Seat] = []
     changed = game_state.committed_state
     if (changed and changed.keys() <= _GAME_COLUMNS.keys() and "version" in game_state.dict
             and not game_state.expired_attributes):
@@ -165,8 +171,7 @@ of the unit of work), and tell the session the values written are the stored one
         # (Inside the sweep's batches the UPDATEs are sent, and their rows checked, with the batch's others.)
         uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
-        for key in [*changed, "version", "updated_at"]:
-            set_committed_value(game, key, game_state.dict[key])
+        saved.append(game)
     for seat in game.seats:
         seat_state = inspect(seat)
         changed = seat_state.committed_state
@@ -174,8 +179,12 @@ of the unit of work), and tell the session the values written are the stored one
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
         uow.write(_UPDATE_SEAT, {**values, "seat_id": seat.id})
-        for key in list(changed):
-            set_committed_value(seat, key, seat_state.dict[key])
+        saved.append(seat)
+    for written in saved:
+        make_transient(written)  # (Out of the session, this object alone: no cascade.)
+        make_transient_to_detached(written)
+    if saved:
+        uow.session.add(game)  # With its seats.
 
 
 # The statements of :func:`_read_locked`, built once: building them per move cost a tenth of a move.
