@@ -153,7 +153,10 @@ class Engine(ABC):
     - ``scores_absent_players`` with :meth:`time_out`: the game itself deals with a seat whose time ran
       out (False: the server's own rule ends the game, see ``pbem.play.time_out``);
     - ``offers_clearable_hint`` with :meth:`clearable`: the player may ask whether their board can still
-      be cleared (False: no such hint).
+      be cleared (False: no such hint);
+    - ``open_information``: every seat may see the whole state and :meth:`play` draws no chance, so moves
+      tried from a running game's position (the game page's analysis board) give nothing away (False:
+      moves are tried only once the game is over).
 
     The two flags say what the server must know before it asks: it calls :meth:`time_out` and
     :meth:`clearable` only of an engine that declares them.
@@ -169,6 +172,7 @@ class Engine(ABC):
     sides: tuple[str, ...] = ()
     scores_absent_players: bool = False
     offers_clearable_hint: bool = False
+    open_information: bool = False
 
     @abstractmethod
     def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
@@ -276,6 +280,7 @@ class _Adapted(Engine):
         self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
         self.scores_absent_players = self._time_out is not None
         self.offers_clearable_hint = self._clearable is not None
+        self.open_information = bool(getattr(engine, "open_information", False))
 
     def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
         """The engine's own."""

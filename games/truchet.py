@@ -877,6 +877,7 @@ class TruchetEngine(Engine):
     players = range(2, 3)
     options = TruchetOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     sides = SIDE
     help = HELP
 

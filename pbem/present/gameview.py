@@ -15,7 +15,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import boards, clock, conditional, queries, results, watching
+from pbem.game import analysis, boards, clock, conditional, queries, results, watching
 from pbem.game import replay as replay_service
 
 # The most legal moves the game page lists (a disclosure under the move form, readable without script);
@@ -111,6 +111,8 @@ class GameView:
     # The replay: the position shown when the game is over or a past move is asked for (``?move=N``).
     replay: replay_service.Position | None = None
     replay_links: bool = False
+    # Whether the analysis board is offered (see pbem.game.analysis: what the viewer may see).
+    analysable: bool = False
 
     @property
     def my_side(self) -> str | None:
@@ -178,6 +180,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     )
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     view.replay_links = replay_service.replayable(game)
+    view.analysable = analysis.available(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
         view.replay = replay_service.position(game, replay_at)
     else:

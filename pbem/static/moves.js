@@ -64,5 +64,50 @@ window.pbemMoves = (function () {
     return left !== null && !known.some(function (f) { return find(left, f, 0) >= 0; });
   }
 
-  return { find: find, candidates: candidates, exact: exact, onlyClicked: onlyClicked };
+  // A picker of one move by clicks on a board's targets or from buttons listing the moves that fit (the
+  // conditional builder's and the analysis board's): a click on a target that is a move by itself picks
+  // it; clicks that leave one move pick that one; otherwise the moves that fit are listed in the element
+  // `listId` (found afresh each time: the page may have redrawn it) when there are few, or counted.
+  // `pick(move)` is called with the move picked.
+  var LISTED = 40;
+  function picker(listId, pick) {
+    var legal = [];
+    var clicked = [];
+
+    function list() {
+      var box = document.getElementById(listId);
+      if (!box) return;
+      box.innerHTML = "";
+      var left = candidates(legal, clicked);
+      if (left.length === 1 && clicked.length) { pick(left[0]); return; }
+      var offer = function (move) {
+        var b = document.createElement("button");
+        b.type = "button";
+        b.className = "secondary";
+        b.textContent = move;
+        b.addEventListener("click", function () { pick(move); });
+        box.append(b);
+      };
+      if (left.length <= LISTED) { left.forEach(offer); return; }
+      // The clicks may be a whole move of their own (Truchet's step "c3-b4", though its longer and flip
+      // versions fit them too): it is offered, since no further click would single it out.
+      var whole = left.filter(function (move) { return exact(move, clicked); });
+      box.textContent = left.length + " moves: click the board to narrow them down" + (whole.length ? ", or pick: " : ".");
+      whole.forEach(offer);
+    }
+
+    return {
+      // The legal moves to pick from (a new position): the clicks start again.
+      moves: function (moves) { legal = moves || []; clicked = []; list(); },
+      // A board target clicked (its data-move).
+      click: function (fragment) {
+        if (legal.indexOf(fragment) >= 0) { pick(fragment); return; }
+        clicked = clicked.indexOf(fragment) >= 0 ? clicked : clicked.concat([fragment]);
+        if (!candidates(legal, clicked).length) clicked = [fragment];
+        list();
+      }
+    };
+  }
+
+  return { find: find, candidates: candidates, exact: exact, onlyClicked: onlyClicked, picker: picker };
 })();
