@@ -114,8 +114,11 @@ def shown(game: Game, tried: Tried, seat: int | None) -> dict[str, Any]:
     """What the analysis board shows of ``tried``: the board (clickable for the side to move), that side's
     legal moves, and where the line stands in words; ``seat`` is whose board, where each player has one."""
     engine = queries.engine_of(game)
-    movable = tried.mover is not None and engine.outcome(tried.state) is None
-    legal = engine.moves(tried.state, tried.mover) if movable and tried.mover is not None else []
+    legal: list[str] = []
+    spellings: dict[str, str] = {}
+    if tried.mover is not None and engine.outcome(tried.state) is None:
+        legal = engine.moves(tried.state, tried.mover)
+        spellings = engine.click_spellings(tried.state, tried.mover, legal)
     board_seat = seat if engine.simultaneous else tried.mover
     return {
         "at": tried.at,
@@ -125,4 +128,5 @@ def shown(game: Game, tried: Tried, seat: int | None) -> dict[str, Any]:
         "words": words(game, tried),
         "svg": engine.render_svg(tried.state, board_seat, targets=bool(legal)),
         "moves": legal,
+        "spellings": spellings,
     }

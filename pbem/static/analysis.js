@@ -45,7 +45,7 @@
       where.textContent = (n ? "After " + line.slice(0, n).join(", ") + " (tried from " + start + "): "
                              : "From " + start + ": ") + answer.words;
       byId("analysis-board").innerHTML = answer.svg;
-      picker.moves(answer.moves);
+      picker.moves(answer.moves, answer.spellings);
       if (!answer.moves.length) byId("analysis-moves").textContent = "No move can be tried here.";
       listLine();
       offerConditional(answer);

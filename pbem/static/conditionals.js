@@ -42,7 +42,7 @@
         } else {
           prompt.textContent = "Your answer (click the board or a move):";
         }
-        picker.moves(legal);
+        picker.moves(legal, answer.spellings);
       })
       .catch(function () {
         var prompt = byId("builder-prompt");
