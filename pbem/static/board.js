@@ -270,7 +270,15 @@
       .catch(function () {});
   }
 
+  // The move list shows its latest entries (the replay's script shows the position replayed instead):
+  // a long game's list would otherwise open on its first moves.
+  function followMoves() {
+    var list = live.querySelector("ol#moves");
+    if (list && !list.querySelector("li.current")) list.scrollTop = list.scrollHeight;
+  }
+
   function setUp() {
+    followMoves();
     var data = live.querySelector("#legal-moves");
     legal = data ? JSON.parse(data.textContent) : [];
     var spellings = live.querySelector("#move-spellings");
