@@ -95,6 +95,11 @@
     var form = byId("conditional-form");
     offer.hidden = true;
     hint.textContent = "";
+    var now = document.querySelector("#live .live");
+    if (!form && now && now.getAttribute("data-my-turn") === "yes" && answer.at === answer.last) {
+      hint.textContent = "It is your move: once you have played it, a line tried from there can become " +
+        "conditional moves.";
+    }
     if (!form) return;
     var mine = form.querySelector("[name=seat]").value;
     if (answer.at !== answer.last) {

@@ -16,7 +16,7 @@ from tests.server.webclient import WebClient
 
 def tried(web: WebClient, game_id: int, *moves: str, **params: str) -> tuple[int, dict]:
     query = "&".join([*(f"move={m}" for m in moves), *(f"{k}={v}" for k, v in params.items())])
-    answer = web.get(f"/games/{game_id}/analysis?{query}")
+    answer = web.get(f"/games/{game_id}/analysis?{query}", headers={"Accept": "application/json"})
     return answer.status_code, json.loads(answer.data)
 
 
@@ -73,3 +73,13 @@ def test_a_private_game_is_not_analysed_by_strangers(app: Flask, ctx: Flask, pla
     db.session.commit()
     (web_carol,) = signed_in(app, carol)
     assert web_carol.get(f"/games/{game.id}/analysis").status_code == 404
+
+
+def test_tries_are_limited_per_reader(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3})
+    db.session.commit()
+    app.config["PBEM"]["ratelimit"]["analysis_per_reader"] = "3 per minute"
+    visitor, (web_alice,) = WebClient(app), signed_in(app, alice)
+    assert [tried(visitor, game.id, "b3")[0] for _ in range(4)] == [200, 200, 200, 429]
+    assert tried(web_alice, game.id, "b3")[0] == 200  # Counted per signed-in player, else per address.
