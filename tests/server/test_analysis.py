@@ -7,6 +7,7 @@ import json
 
 from flask import Flask
 
+import games
 from pbem.core.extensions import db
 from pbem.core.models import Game
 from pbem.game import analysis, play
@@ -83,3 +84,18 @@ def test_tries_are_limited_per_reader(app: Flask, ctx: Flask, players) -> None:
     visitor, (web_alice,) = WebClient(app), signed_in(app, alice)
     assert [tried(visitor, game.id, "b3")[0] for _ in range(4)] == [200, 200, 200, 429]
     assert tried(web_alice, game.id, "b3")[0] == 200  # Counted per signed-in player, else per address.
+
+
+def test_every_game_can_be_analysed_once_the_viewer_may_see_it_all(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    visitor = WebClient(app)
+    for slug in ("boxoff", "cambio", "carreaux", "easyslider", "truchet"):
+        game = play.create_game(slug, [alice, bob], {})
+        db.session.commit()
+        engine = games.get(slug)
+        if not engine.open_information:
+            play.resign(game.id, alice, "web")
+        status, start = tried(visitor, game.id, seat="1")
+        assert status == 200 and start["moves"], slug
+        status, after = tried(visitor, game.id, start["moves"][0], seat="1")
+        assert status == 200 and after["line"] == start["moves"][:1], slug  # Listed moves are canonical.
