@@ -23,7 +23,7 @@ from pbem.accounts.accounts import check_mail_key, find_user
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
 from pbem.core.redaction import blank_key
-from pbem.game import clock, conditional, play, queries, queueing, results
+from pbem.game import clock, conditional, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.mailin import parse, reading
@@ -32,7 +32,8 @@ from pbem.mailout import notify
 REPLY_VERBS = (
     "move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation", "conditionals",
 )
-GAME_VERBS = ("move", "show", "challenge", "accept", "decline", "resign", "draw", "help", "conditionals")
+GAME_VERBS = ("move", "show", "challenge", "accept", "decline", "resign", "draw", "help", "conditionals",
+              "join", "watch", "unwatch")
 DRAW_ANSWERS = ("offer", "accept", "decline")
 
 
@@ -233,6 +234,9 @@ def parse_subject(line: str) -> Command:
         "resign": f"{slug} resign 12 alice MAILKEY",
         "draw": f"{slug} draw 12 alice MAILKEY offer",
         "conditionals": f"{slug} conditionals 12 alice MAILKEY [clear | if c4 then d4]",
+        "join": f"{slug} join 15 bob MAILKEY",
+        "watch": f"{slug} watch 12 carol MAILKEY",
+        "unwatch": f"{slug} unwatch 12 carol MAILKEY",
     }
     needed = 4 if verb in ("move", "draw") else 3
     if len(rest) < needed:
@@ -361,7 +365,45 @@ def run_subject(command: Command, sender: str, comment: str) -> Answer:
     if command.verb == "vacation":
         return _run_general(command, user)
     game = _game(command, user)
+    if command.verb in ("watch", "unwatch"):
+        return watch_by_mail(command.verb, user, game)
+    if command.verb == "join":
+        return join_by_mail(user, game)
     return _run_in_game(command, user, game, None, comment, via="command")
+
+
+def watch_by_mail(verb: str, user: User, game: Game) -> Answer:
+    """``watch`` or ``unwatch`` a game by mail: its move notices and result come to ``user`` (or stop)."""
+    title = f"{games.get(game.engine).title} #{game.id}"
+    if verb == "unwatch":
+        if not watching.is_watching(game, user):
+            return Answer(f"You were not watching {title}: nothing to stop.")
+        watching.unwatch(game, user)
+        return Answer(f"You no longer watch {title}: its moves and result stop coming to you.")
+    if watching.is_watching(game, user):
+        return Answer(f"You are watching {title} already. Stop with '{game.engine} unwatch {game.id} "
+                      f"{user.handle} MAILKEY'.")
+    try:
+        watching.watch(game, user)
+    except PlayError as exc:
+        raise CommandError(exc.message) from None
+    return Answer(f"You are watching {title}: its moves and result come to you by mail. Stop with "
+                  f"'{game.engine} unwatch {game.id} {user.handle} MAILKEY'.", game)
+
+
+def join_by_mail(user: User, game: Game) -> Answer:
+    """Take an open seat of a game in the lobby by mail, as *Take a seat* does on the web."""
+    title = f"{games.get(game.engine).title} #{game.id}"
+    try:
+        challenges.take_seat(game.id, user)
+    except PlayError as exc:
+        raise CommandError(exc.message) from None
+    game = db.session.get_one(Game, game.id)
+    if game.status == "active":
+        movers = queries.seats_to_move(game)
+        return Answer(f"You took a seat: {title} has started, and it is {notify.seat_names(game, movers)}'s "
+                      "move. Whoever is to move gets a mail asking for it.", game, game.seat_of(user))
+    return Answer(f"You took a seat in {title}; it starts when every seat is taken.")
 
 
 def _run_general(command: Command, user: User) -> Answer:
