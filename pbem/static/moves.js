@@ -98,7 +98,12 @@ window.pbemMoves = (function () {
         b.addEventListener("click", function () { pick(move); });
         box.append(b);
       };
-      if (left.length <= LISTED) { left.forEach(offer); return; }
+      if (left.length <= LISTED) {
+        // The moves the clicks make whole come first (a merge before its flip versions).
+        var whole = left.filter(function (move) { return exact(move, clicked, spelled); });
+        whole.concat(left.filter(function (move) { return whole.indexOf(move) < 0; })).forEach(offer);
+        return;
+      }
       // The clicks may be a whole move of their own (Truchet's step "c3-b4", though its longer and flip
       // versions fit them too): it is offered, since no further click would single it out.
       var whole = left.filter(function (move) { return exact(move, clicked, spelled); });
