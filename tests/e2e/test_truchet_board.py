@@ -56,6 +56,13 @@ def test_a_merge_is_made_by_clicking_its_sources_and_target_in_either_order(brow
             board.locator(f'[data-move="{junction}"]').click()
         expect(page.locator("#proposed-move")).to_have_text(move)
         page.click("#clear-move")
+    # On the analysis board too, where the moves the clicks fit are listed, the merge itself first.
+    page.click("#analysis-open")
+    for junction in ("b1", "a1", "c1"):
+        page.locator(f'#analysis-board [data-move="{junction}"]').click()
+    page.locator("#analysis-moves button").first.click()
+    expect(page.locator("#analysis-line li")).to_have_text(["b1<ew"])
+
     for junction in ("a1", "c1", "b1"):
         board.locator(f'[data-move="{junction}"]').click()
     page.click("#confirm-move")
