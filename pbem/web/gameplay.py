@@ -9,20 +9,22 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
 from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem.core.extensions import db
+from pbem.core.extensions import db, limiter
 from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
-from pbem.game import clock, notes, play, queries, queueing, results, watching
+from pbem.game import analysis, clock, notes, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
 from pbem.present import gameview, newgame
 from pbem.web import engine_or_404, pagecache, wants_json
+from pbem.web.limits import setting
 
 bp = Blueprint("games", __name__)
 
@@ -406,3 +408,34 @@ def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
         return jsonify(ok=True, **queueing.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
     except PlayError as exc:
         return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+
+
+# The analysis board: moves tried without playing them, read from the engine, never changing the game.
+
+
+def _reader_key() -> str:
+    """Whom a read is counted against: the signed-in player, else the client's address."""
+    if current_user.is_authenticated:
+        return f"user:{current_user.get_id()}"
+    return f"ip:{get_remote_address()}"
+
+
+@bp.get("/games/<int:game_id>/analysis")
+@limiter.limit(setting("analysis_per_reader"), key_func=_reader_key, scope="analysis")
+def analyse(game_id: int) -> tuple[Response, int] | Response:
+    """Where a tried line leads from a position of the record (``at``; the position as it stands when
+    left out): the board there, the legal moves, whose move it is; ``move`` once per move of the line,
+    ``seat`` for whose board in a game where each player has their own."""
+    game = _visible_game(game_id)
+    moves = request.args.getlist("move")
+    at_text = request.args.get("at", "")
+    at = int(at_text) if at_text.isdigit() and len(at_text) < 7 else None
+    seat = _seat_arg()
+    if seat is None or not 0 <= seat < game.players:
+        mine = game.seat_of(current_user) if current_user.is_authenticated else None
+        seat = mine.number if mine is not None else 0
+    try:
+        tried = analysis.explore(game, at, moves, seat)
+    except PlayError as exc:
+        return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+    return jsonify(ok=True, **analysis.shown(game, tried, seat))
