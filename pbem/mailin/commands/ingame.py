@@ -307,6 +307,7 @@ class Conditionals(_ByKey):
     """Listing, queueing and clearing conditional moves ("if c4 then d4")."""
 
     name = "conditionals"
+    aliases = ("conditional",)
     summary = "list, queue or delete your conditional moves in a game"
     details = ("A conditional line 'if c4 then d4' plays d4 for you the moment your opponent plays c4, in "
                "games of two players; a longer line goes on with 'then'. Each move is checked when you "
