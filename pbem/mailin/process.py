@@ -428,6 +428,13 @@ def _command_or_reply(mail: parse.Incoming) -> Handling:
     return _without_keys(_subject_command(mail, keys), keys)
 
 
+def _note(keys: KeysFound, said: str, refusal: str = "") -> str:
+    """The note kept of a command: what it said and why it was refused, cut short, the mail's keys blanked
+    before the cut (so that no part of one is left)."""
+    note = repr(keys.blank(said)[:100])
+    return f"{note}: {keys.blank(refusal)[:300]}" if refusal else note
+
+
 def _without_keys(outcome: Handling, keys: KeysFound) -> Handling:
     """``outcome`` with the mail keys ``keys`` blanked from its note and its answer, and kept for its
     answer's subject."""
@@ -517,8 +524,8 @@ def _reply(mail: parse.Incoming, token_text: str, address: str, keys: KeysFound)
         if exc.game is None:
             # Show the player where their game stands, from their seat, under what went wrong.
             exc.game, exc.seat = game, game.seat_of(user)
-        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
-    return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
+        return Handling("rejected", _note(keys, line, exc.message), exc, user, game, reply_to)
+    return Handling("processed", _note(keys, line), answer, user, game, reply_to)
 
 
 def _former_address(user: User, address: str) -> bool:
@@ -555,9 +562,9 @@ def _subject_command(mail: parse.Incoming, keys: KeysFound) -> Handling:
             command.args = ["add"]
         answer = run_subject(command, mail.from_addr, comment)
     except CommandError as exc:
-        return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+        return Handling("rejected", _note(keys, redact(line), exc.message), exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
-    return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+    return Handling("processed", _note(keys, command.said), answer, user, answer.game)
 
 
 def _answers_a_digest(mail: parse.Incoming) -> bool:
@@ -637,9 +644,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
             seat = next((s for s in game.seats if s.id == seat.id), None)
         context["position"] = notify.position(game, engine, engine.load(game.state), seat)
     text = notify.render_mail("mail/answer.txt", **context)
-    subject = _answer_subject(mail)
-    if outcome.keys is not None:
-        subject = outcome.keys.blank(subject)
+    subject = _answer_subject(mail, outcome.keys)
     headers = {}
     if mail.message_id:
         references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
@@ -657,14 +662,15 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
     return True
 
 
-def _answer_subject(mail: parse.Incoming) -> str:
+def _answer_subject(mail: parse.Incoming, keys: KeysFound | None = None) -> str:
     """"Re: " and the subject of the mail answered, so that the answer threads with it (and with the
     game's mails).  Only a subject that may hold a mail key is changed: a command's, shown with its key
-    hidden, or, when it could not be read (the key may sit anywhere), cut short."""
+    hidden, or, when it could not be read (the key may sit anywhere), cut short; and any word that is one
+    of the mail's ``keys`` (see :func:`_command_or_reply`) is blanked."""
     if not mail.subject:
         return "Re: your mail"
     said = _without_key_shapes(mail.subject) if _subject_is_ours(mail) else redact(mail.subject)
-    said = said[:200]
+    said = (keys.blank(said) if keys is not None else said)[:200]
     return said if said.lower().startswith("re:") else f"Re: {said}"
 
 

@@ -33,6 +33,9 @@ MISTAKES = {
     "key first": ("KEY cambio move {game} alice b2", "", "it begins '********'"),
     "games": ("games alice KEY", "", "alice's games in play"),
     "a question": ("my mail key is KEY, what now?", "", "I found no command"),
+    # ... where the note kept of it is cut short: no part of the key is left at the cut.
+    "a long question": ("Is this the key to use for the commands? " + "Please " * 7 + "KEY?", "",
+                        "I found no command"),
     "help": ("help UKEY", "", "There is no game called '********'"),
     "in the body": ("Hello", "vacation UKEY on\n\nThanks, Alice", "Write vacation commands like this"),
 }
@@ -91,5 +94,5 @@ def test_a_key_in_the_wrong_place_is_never_echoed_stored_or_logged(
     db.session.rollback()
     assert [m.comment for m in db.session.scalars(select(Move))] == ["Good luck! (********)"]
     for stored in _stored_texts():
-        assert key not in stored.lower(), stored
-    assert caplog.records and key not in caplog.text.lower()
+        assert key[:8] not in stored.lower(), stored
+    assert caplog.records and key[:8] not in caplog.text.lower()
