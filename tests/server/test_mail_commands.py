@@ -35,7 +35,7 @@ def _forms(reply: bool) -> list[str]:
 
 def test_the_help_mail_lists_every_command_and_help_command_gives_one_in_full(postman: Postman) -> None:
     asked = {postman.command("newcomer@example.org", subject): subject
-             for subject in ("help", "help challenge", "help Draw", "help chess")}
+             for subject in ("help", "help challenge", "help Draw", "help conditional", "help chess")}
     postman.settle()
     said = {asked[str(m["In-Reply-To"])]: text_of(m) for m in postman.mails("newcomer@example.org")}
     listed = said["help"]
@@ -47,6 +47,7 @@ def test_the_help_mail_lists_every_command_and_help_command_gives_one_in_full(po
     assert "cambio challenge alice MAILKEY bob size=4" in challenge
     assert "seated in the order named" in challenge
     assert "draw offer" in said["help Draw"] and "cambio draw 12 alice MAILKEY offer" in said["help Draw"]
+    assert "The mail command 'conditionals'" in said["help conditional"]  # By its alias.
     assert "There is no game called 'chess'" in said["help chess"]
     assert "The commands are: move, show" in said["help chess"]
 
