@@ -52,6 +52,7 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
         "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
         "url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
         + url_for("games.game", game_id=game.id),
+        "min_rating": game.min_rating, "max_rating": game.max_rating,
     }
 
 

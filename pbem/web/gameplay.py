@@ -16,8 +16,8 @@ from werkzeug.wrappers import Response
 
 import games
 from pbem.core.extensions import db
-from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, play, queries, queueing, results, watching
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
+from pbem.game import clock, notes, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -32,6 +32,17 @@ def _comment_bound() -> dict[str, int]:
     # The comment boxes stop at the length the posts accept, so that a browser keeps the player from
     # writing what would be refused.
     return {"max_comment": MAX_COMMENT}
+
+
+@bp.context_processor
+def _private_note() -> dict[str, Any]:
+    # The game page's notes box: the signed-in player's own note on the game, for its players only.
+    def my_note(game: Game) -> str | None:
+        """The signed-in player's note on ``game`` ("" for none yet), or None when they keep none there."""
+        user = current_user if current_user.is_authenticated else None
+        return notes.note_of(game, user) if user is not None and notes.may_keep_notes(game, user) else None
+
+    return {"my_note": my_note, "max_note": MAX_NOTE}
 
 
 def _visible_game(game_id: int, *options: ORMOption) -> Game:
@@ -102,7 +113,7 @@ def rules(slug: str) -> str:
 @bp.get("/lobby")
 def lobby() -> str:
     """Public games with open seats anyone may take."""
-    return render_template("games/lobby.html", games=challenges.open_games(), gameview=gameview)
+    return render_template("games/lobby.html", entries=challenges.lobby(), gameview=gameview)
 
 
 @bp.get("/dashboard")
@@ -133,7 +144,8 @@ def new() -> str | Response | tuple[str, int]:
     try:
         created = challenges.new_game(
             _me(), engine.slug, read.seats, read.options, public=read.public,
-            time_control=read.time_control, rated=read.rated,
+            time_control=read.time_control, rated=read.rated, min_rating=read.min_rating,
+            max_rating=read.max_rating,
         )
     except PlayError as exc:
         return _new_form(engine, form, {"players": exc.message}), 400
@@ -319,6 +331,29 @@ def watch(game_id: int) -> ResponseReturnValue:
         return _act(game_id, lambda g: watching.unwatch(g, _me()), "You no longer watch this game.")
     return _act(game_id, lambda g: watching.watch(g, _me()),
                 "You are watching this game: its moves and result come by mail.")
+
+
+@bp.post("/games/<int:game_id>/note")
+@login_required
+def note(game_id: int) -> ResponseReturnValue:
+    """Keep the signed-in player's private note on the game (an empty one deletes it)."""
+    text = request.form.get("note", "")
+    game = _visible_game(game_id)
+    try:
+        kept = notes.save(game, _me(), text)
+    except PlayError as exc:
+        if wants_json():
+            return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+        # The page again with what was written kept in the box, so that nothing is lost.
+        db.session.rollback()
+        view = gameview.build(db.session.get_one(Game, game_id), current_user, _seat_arg())
+        return render_template("games/game.html", view=view, error=exc.message, typed="", comment="",
+                               said="", note_written=text), exc.http_status
+    done = "Your note is saved; only you can read it." if kept else "Your note is deleted."
+    if wants_json():
+        return jsonify(ok=True, message=done)
+    flash(done, "info")
+    return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg()) + "#my-note"), 303
 
 
 @bp.get("/games/<int:game_id>/hint")

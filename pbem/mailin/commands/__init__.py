@@ -8,8 +8,8 @@ pbmserv-style command in its subject, with the player's handle and mail key wher
 - :mod:`.base`: the parsed :class:`Command`, the :class:`Request` to run it, its :class:`Answer` (or
   :class:`CommandError`), and :class:`MailCommand`, the class of every command: name, aliases, a line of
   help and a longer one, its forms in a reply and by subject, whether it needs the mail key, ``run``;
-- :mod:`.ingame` (move, show, resign, draw, accept, decline, conditionals), :mod:`.lobby` (challenge),
-  :mod:`.general` (games, vacation): the commands;
+- :mod:`.ingame` (move, show, resign, draw, accept, decline, conditionals), :mod:`.lobby` (challenge,
+  join), :mod:`.watch` (watch, unwatch), :mod:`.general` (games, vacation): the commands;
 - :mod:`.registry`: one instance of each, in order, and ``help``, whose mail is made from them;
 - :mod:`.grammar`: reading a reply's line or a subject into a :class:`Command`;
 - :mod:`.who`: the player by handle and mail key (or by address), the game named, and the mail keys a

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from games.words import quoted
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
+from pbem.core.redaction import blank_key
 
 # The game the help mail writes its examples with.
 EXAMPLE_GAME = "cambio"
@@ -186,6 +187,27 @@ class MailCommand:
         if self.details:
             parts.append(textwrap.fill(self.details, HELP_WIDTH))
         return "\n\n".join(parts)
+
+
+class ByKey(MailCommand):
+    """A command about a game that acts for a player: ``GAME VERB NUMBER HANDLE MAILKEY …`` by subject,
+    its first form (``by_subject[0]``) showing how.  ``words_after_key`` words must follow the key."""
+
+    words_after_key: ClassVar[int] = 0
+
+    def parse_subject(self, text: str, slug: str | None, words: list[str]) -> Command:
+        """The game number, handle and mail key, then what the command takes after them."""
+        form = self.by_subject[0].written(slug or "GAME")
+        if len(words) < 3 + self.words_after_key:
+            raise CommandError(f"That {self.name} command is short of words. Write it like this: {form}")
+        game_id = game_number(words[0], form)
+        handle, key, tail = words[1], words[2], words[3:]
+        command = Command(self.name, blank_key(text, key), slug=slug, game_id=game_id, handle=handle, key=key)
+        return self.with_tail(command, tail, form)
+
+    def with_tail(self, command: Command, tail: list[str], form: str) -> Command:
+        """``command`` with what was written after the key (nothing, unless the command takes it)."""
+        return command
 
 
 # Words of the grammar ---------------------------------------------------------------------------------

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import games
 from games.words import quoted
 from pbem.core.extensions import db
@@ -16,6 +14,7 @@ from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.mailin.commands.base import (
     Answer,
+    ByKey,
     Command,
     CommandError,
     MailCommand,
@@ -30,28 +29,7 @@ from pbem.mailout import notify
 DRAW_ANSWERS = ("offer", "accept", "decline")
 
 
-class _ByKey(MailCommand):
-    """A command about a game that acts for a player: ``GAME VERB NUMBER HANDLE MAILKEY …`` by subject,
-    its first form (``by_subject[0]``) showing how.  ``words_after_key`` words must follow the key."""
-
-    words_after_key: ClassVar[int] = 0
-
-    def parse_subject(self, text: str, slug: str | None, words: list[str]) -> Command:
-        """The game number, handle and mail key, then what the command takes after them."""
-        form = self.by_subject[0].written(slug or "GAME")
-        if len(words) < 3 + self.words_after_key:
-            raise CommandError(f"That {self.name} command is short of words. Write it like this: {form}")
-        game_id = game_number(words[0], form)
-        handle, key, tail = words[1], words[2], words[3:]
-        command = Command(self.name, blank_key(text, key), slug=slug, game_id=game_id, handle=handle, key=key)
-        return self.with_tail(command, tail, form)
-
-    def with_tail(self, command: Command, tail: list[str], form: str) -> Command:
-        """``command`` with what was written after the key (nothing, unless the command takes it)."""
-        return command
-
-
-class Move(_ByKey):
+class Move(ByKey):
     """A move, with the move number the player saw (``b3 #7``)."""
 
     name = "move"
@@ -168,7 +146,7 @@ class Show(MailCommand):
         return Answer(words, game, request.seat)
 
 
-class Resign(_ByKey):
+class Resign(ByKey):
     """Giving up the game."""
 
     name = "resign"
@@ -187,7 +165,7 @@ class Resign(_ByKey):
                       f"{request.passed_on()}")
 
 
-class Draw(_ByKey):
+class Draw(ByKey):
     """Offering a draw, or answering an offer."""
 
     name = "draw"
@@ -233,7 +211,7 @@ def draw(args: list[str], request: Request) -> Answer:
     raise CommandError("Write 'draw offer', 'draw accept' or 'draw decline'.")
 
 
-class _Answering(_ByKey):
+class _Answering(ByKey):
     """``accept`` and ``decline``: the answer to a challenge, or else to a draw offer."""
 
     passes_comment = True
@@ -303,7 +281,7 @@ class Decline(_Answering):
                       "called off." + request.passed_on("is passed on"))
 
 
-class Conditionals(_ByKey):
+class Conditionals(ByKey):
     """Listing, queueing and clearing conditional moves ("if c4 then d4")."""
 
     name = "conditionals"

@@ -1,5 +1,5 @@
-"""The command that starts a game: ``challenge`` (its answers, ``accept`` and ``decline``, are about the
-game it made, with the others in :mod:`.ingame`)."""
+"""The commands by which games begin: ``challenge`` (its answers, ``accept`` and ``decline``, are about
+the game it made, with the others in :mod:`.ingame`) and ``join``, an open seat of the lobby taken."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ from marshmallow import ValidationError, missing
 import games
 from games.words import quoted
 from pbem.accounts.accounts import find_user
-from pbem.core.models import User, is_key_shaped
+from pbem.core.extensions import db
+from pbem.core.models import Game, User, is_key_shaped
 from pbem.core.redaction import blank_key
+from pbem.game import queries
+from pbem.game.play import PlayError
 from pbem.lobby import challenges
-from pbem.mailin.commands.base import Answer, Command, CommandError, MailCommand, Request, Usage
+from pbem.mailin.commands.base import Answer, ByKey, Command, CommandError, MailCommand, Request, Usage
+from pbem.mailout import notify
 
 
 class Challenge(MailCommand):
@@ -89,6 +93,34 @@ class Challenge(MailCommand):
             f"{'has' if len(others) == 1 else 'have'} been sent the challenge; the game starts when "
             f"{'it is' if len(others) == 1 else 'they are'} accepted."
         )
+
+
+class Join(ByKey):
+    """``GAME join NUMBER HANDLE MAILKEY``: an open seat of a game in the lobby taken, as *Take a seat*
+    does on the web."""
+
+    name = "join"
+    summary = "take the open seat of a game in the lobby"
+    details = ("Takes the open seat of a game someone started for anyone to join (the lobby on the web "
+               "lists them), as 'Take a seat' does on the web. A game that asks for a rating range takes "
+               "only players within it; the answer says why it refused. The game starts when every seat "
+               "is taken.")
+    by_subject = (Usage("{game} join 15 bob MAILKEY", "take the open seat of game 15 (from the lobby)"),)
+
+    def run(self, request: Request) -> Answer:
+        """Take the seat; say whether the game has started."""
+        user, game = request.player(), request.the_game()
+        title = f"{games.get(game.engine).title} #{game.id}"
+        try:
+            challenges.take_seat(game.id, user)
+        except PlayError as exc:
+            raise CommandError(exc.message) from None
+        game = db.session.get_one(Game, game.id)
+        if game.status == "active":
+            movers = notify.seat_names(game, queries.seats_to_move(game))
+            return Answer(f"You took a seat: {title} has started, and it is {movers}'s move. Whoever is to "
+                          "move gets a mail asking for it.", game, game.seat_of(user))
+        return Answer(f"You took a seat in {title}; it starts when every seat is taken.")
 
 
 def options_help(engine: games.Engine) -> str:
