@@ -153,7 +153,9 @@ class Engine(ABC):
     - ``scores_absent_players`` with :meth:`time_out`: the game itself deals with a seat whose time ran
       out (False: the server's own rule ends the game, see ``pbem.play.time_out``);
     - ``offers_clearable_hint`` with :meth:`clearable`: the player may ask whether their board can still
-      be cleared (False: no such hint).
+      be cleared (False: no such hint);
+    - :meth:`seat_view`: what a seat may know of the state, as a state :meth:`load` reads, for a computer
+      player of that seat to search from (None: the engine says nothing, and no computer plays it).
 
     The two flags say what the server must know before it asks: it calls :meth:`time_out` and
     :meth:`clearable` only of an engine that declares them.
@@ -248,6 +250,14 @@ class Engine(ABC):
         (Box Off).  Asked only of an engine whose ``offers_clearable_hint`` is True; None otherwise."""
         return None
 
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """What ``seat`` may know of ``state``, written as :meth:`dump` writes a state (so :meth:`load` reads
+        it back): everything the rules show that seat and nothing they hide from it, such as the others'
+        boards in a game where each plays their own.  A computer player of the seat searches from it
+        (the API gives it to the seat's player).  None (the default): the engine does not say what it
+        hides, so no view is given."""
+        return None
+
 
 # What an engine must have: a third party's engine lacking one of these is refused when it registers.
 REQUIRED = ("slug", "title", "players", "options", "simultaneous", "help", "new", "to_move", "moves", "play",
@@ -274,6 +284,8 @@ class _Adapted(Engine):
             engine, "group_values", None)
         self._time_out: Callable[[Any, int], Any] | None = getattr(engine, "time_out", None)
         self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
+        self._seat_view: Callable[[Any, int], dict[str, Any] | None] | None = getattr(
+            engine, "seat_view", None)
         self.scores_absent_players = self._time_out is not None
         self.offers_clearable_hint = self._clearable is not None
 
@@ -339,6 +351,10 @@ class _Adapted(Engine):
     def clearable(self, state: Any, seat: int) -> bool | None:
         """The engine's own (then ``offers_clearable_hint`` is True), else None."""
         return None if self._clearable is None else self._clearable(state, seat)
+
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """The engine's own, else None."""
+        return None if self._seat_view is None else self._seat_view(state, seat)
 
 
 @dataclass

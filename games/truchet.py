@@ -1013,6 +1013,10 @@ class TruchetEngine(Engine):
 
     # -- storage
 
+    def seat_view(self, state: TruchetState, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: TruchetState) -> dict[str, Any]:
         """A JSON-safe form of the state."""
         return {

@@ -128,6 +128,12 @@ class User(Model):
     # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
     mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # A computer player (``pbem bot add``): it plays through the API (``pbem bots``), is marked BOT
+    # wherever it is named, and is sent no mail.  The games it plays (slugs, space-separated) and its
+    # strength (games.players.STRENGTHS).
+    is_bot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    bot_games: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    bot_strength: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 
