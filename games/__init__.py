@@ -154,6 +154,8 @@ class Engine(ABC):
       out (False: the server's own rule ends the game, see ``pbem.play.time_out``);
     - ``offers_clearable_hint`` with :meth:`clearable`: the player may ask whether their board can still
       be cleared (False: no such hint);
+    - :meth:`evaluate`: a quick estimate of a seat's chances, for a computer player's search (None: the
+      search judges positions by the protocol alone);
     - :meth:`seat_view`: what a seat may know of the state, as a state :meth:`load` reads, for a computer
       player of that seat to search from (None: the engine says nothing, and no computer plays it).
 
@@ -250,6 +252,12 @@ class Engine(ABC):
         (Box Off).  Asked only of an engine whose ``offers_clearable_hint`` is True; None otherwise."""
         return None
 
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """A quick estimate of ``seat``'s chances in ``state``, from 0 (lost) to 1 (won), by which a
+        computer player's search judges a position it has no time to play out (Truchet: the pieces each
+        side has left).  None (the default): the search judges it by the protocol alone."""
+        return None
+
     def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
         """What ``seat`` may know of ``state``, written as :meth:`dump` writes a state (so :meth:`load` reads
         it back): everything the rules show that seat and nothing they hide from it, such as the others'
@@ -284,6 +292,7 @@ class _Adapted(Engine):
             engine, "group_values", None)
         self._time_out: Callable[[Any, int], Any] | None = getattr(engine, "time_out", None)
         self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
+        self._evaluate: Callable[[Any, int], float | None] | None = getattr(engine, "evaluate", None)
         self._seat_view: Callable[[Any, int], dict[str, Any] | None] | None = getattr(
             engine, "seat_view", None)
         self.scores_absent_players = self._time_out is not None
@@ -351,6 +360,10 @@ class _Adapted(Engine):
     def clearable(self, state: Any, seat: int) -> bool | None:
         """The engine's own (then ``offers_clearable_hint`` is True), else None."""
         return None if self._clearable is None else self._clearable(state, seat)
+
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """The engine's own, else None."""
+        return None if self._evaluate is None else self._evaluate(state, seat)
 
     def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
         """The engine's own, else None."""

@@ -91,15 +91,16 @@ def choose(engine: Engine, state: Any, seat: int, strength: str = "hard",
 
 
 class _Node:
-    """A position in the tree.  ``wins`` count for the seat that moved into it (its parent's mover)."""
+    """A position in the tree.  ``wins`` count for the seat that moved into it (its parent's mover).
+    Its legal moves are listed only when the search first goes on from it: where a ply is dear, most
+    positions are only judged."""
 
-    __slots__ = ("children", "legal", "mover", "result", "state", "untried", "visits", "wins")
+    __slots__ = ("children", "mover", "result", "state", "untried", "visits", "wins")
 
-    def __init__(self, state: Any, mover: int | None, legal: list[str], result: tuple[float, ...] | None):
+    def __init__(self, state: Any, mover: int | None, result: tuple[float, ...] | None):
         self.state = state
         self.mover = mover
-        self.legal = len(legal)
-        self.untried = legal
+        self.untried: list[str] | None = None
         self.children: list[tuple[str, _Node]] = []
         self.visits = 0
         self.wins = 0.0
@@ -120,38 +121,47 @@ class _Search:
     def node(self, state: Any) -> _Node:
         ended = self.engine.outcome(state)
         if ended is not None:
-            return _Node(state, None, [], _rewards(ended.results))
+            return _Node(state, None, _rewards(ended.results))
         movers = self.engine.to_move(state)
-        mover = min(movers) if movers else None
-        legal = self.engine.moves(state, mover) if mover is not None else []
-        self.rng.shuffle(legal)
-        return _Node(state, mover, legal, None if legal else (0.5, 0.5))
+        return _Node(state, min(movers) if movers else None, None if movers else (0.5, 0.5))
+
+    def untried(self, node: _Node) -> list[str]:
+        if node.untried is None:
+            node.untried = self.engine.moves(node.state, node.mover) if node.mover is not None else []
+            self.rng.shuffle(node.untried)
+            if not node.untried and node.result is None:
+                node.result = (0.5, 0.5)
+        return node.untried
 
     def run(self, state: Any, legal: list[str]) -> Decision:
         started = time.process_time()
         root = self.node(state)
+        root.untried = list(legal)
+        self.rng.shuffle(root.untried)
         # A ply's cost, measured on the root, sets how long the playouts may be.
         sample = self.engine.play(state, self.seat, legal[0])
-        self.node(sample)
-        ply = max(time.process_time() - started, 1e-6) / 2
+        self.untried(self.node(sample))
+        ply = max(time.process_time() - started, 1e-6)
         self.depth = max(0, min(MAX_PLAYOUT, int(self.budget.seconds / (self.budget.playouts * ply))))
         deadline = started + self.budget.seconds
         iterations = 0
         while iterations < self.budget.iterations and (iterations < 2 or time.process_time() < deadline):
             self.iterate(root)
             iterations += 1
-            if root.children and not root.untried and self.decided(root):
+            if self.decided(root):
                 break
         move, best = max(root.children, key=lambda child: (child[1].visits, child[1].wins))
         return Decision(move, best.wins / best.visits if best.visits else None, root.visits)
 
     def decided(self, root: _Node) -> bool:
         """A child that wins outright: nothing to search further."""
-        return any(child.result is not None and child.result[self.seat] == 1.0 for _, child in root.children)
+        last = root.children[-1][1] if root.children else None
+        return last is not None and last.result is not None and last.result[self.seat] == 1.0 \
+            and last.visits > 0
 
     def iterate(self, root: _Node) -> None:
         node, path = root, [root]
-        while node.result is None and not node.untried and node.children:
+        while node.result is None and not self.untried(node) and node.children:
             node = self.select(node)
             path.append(node)
         if node.result is None and node.untried:
@@ -161,8 +171,9 @@ class _Search:
             node.children.append((move, child))
             path.append(child)
             node = child
-        rewards = node.result if node.result is not None else self.playout(node, path[-2] if len(path) > 1
-                                                                          else node)
+        parent = path[-2] if len(path) > 1 else root
+        rewards = node.result if node.result is not None else self.playout(
+            node, parent.mover, len(parent.untried or ()) + len(parent.children))
         for parent, child in itertools.pairwise(path):
             child.visits += 1
             if parent.mover is not None:
@@ -179,28 +190,32 @@ class _Search:
 
         return max((child for _, child in node.children), key=score)
 
-    def playout(self, node: _Node, parent: _Node) -> tuple[float, ...]:
-        """Random moves from the node to the end, or to the playout's length: then the side with more
-        legal moves is thought the likelier winner."""
-        engine, state = self.engine, node.state
-        mover, count = node.mover, node.legal
-        other, other_count = parent.mover, parent.legal
+    def playout(self, node: _Node, other: int | None, other_count: int) -> tuple[float, ...]:
+        """Random moves from the node to the end, or to the playout's length: then the position is
+        judged by the engine's estimate, or else by the two sides' numbers of legal moves."""
+        engine, state, mover = self.engine, node.state, node.mover
         for _ in range(self.depth):
             ended = engine.outcome(state)
             if ended is not None:
                 return _rewards(ended.results)
-            assert mover is not None
-            legal = engine.moves(state, mover)
-            if not legal:
+            movers = engine.to_move(state)
+            mover = min(movers) if movers else None
+            legal = engine.moves(state, mover) if mover is not None else []
+            if mover is None or not legal:
                 return (0.5, 0.5)
             state = engine.play(state, mover, self.rng.choice(legal))
             other, other_count = mover, len(legal)
-            movers = engine.to_move(state)
-            mover = min(movers) if movers else None
-            count = len(engine.moves(state, mover)) if mover is not None else 0
         ended = engine.outcome(state)
         if ended is not None:
             return _rewards(ended.results)
+        estimate = engine.evaluate(state, 0)
+        if estimate is not None:
+            return (estimate, 1.0 - estimate)
+        movers = engine.to_move(state)
+        mover = min(movers) if movers else None
+        if state is node.state:  # Judged where it stands: its moves are listed for the search anyway.
+            return _mobility(mover, len(self.untried(node)), other, other_count)
+        count = len(engine.moves(state, mover)) if mover is not None else 0
         return _mobility(mover, count, other, other_count)
 
 
