@@ -97,8 +97,8 @@ def main() -> int:
                 found = list(pool.map(duel, [slug] * args.games, [first] * args.games, [second] * args.games,
                                       range(args.games)))
                 score = sum(f["points"] for f in found) / len(found)
-                per_move = {who: sum(f["cpu"][who] for f in found) / max(1, sum(f["moves"][who] for f in found))
-                            for who in (first, second)}
+                per_move = {who: sum(f["cpu"][who] for f in found)
+                            / max(1, sum(f["moves"][who] for f in found)) for who in (first, second)}
                 worst = max(f["cpu"][first] / max(1, f["moves"][first]) for f in found)
                 target = 0.95 if second == "random" else 0.70
                 ok = score >= target and per_move[first] <= 2.0
