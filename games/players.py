@@ -148,16 +148,11 @@ class _Search:
         while iterations < self.budget.iterations and (iterations < 2 or time.process_time() < deadline):
             self.iterate(root)
             iterations += 1
-            if self.decided(root):
-                break
+            move, last = root.children[-1] if root.children else ("", None)
+            if last is not None and last.result is not None and last.result[self.seat] == 1.0:
+                return Decision(move, 1.0, root.visits)  # A move that wins outright: look no further.
         move, best = max(root.children, key=lambda child: (child[1].visits, child[1].wins))
         return Decision(move, best.wins / best.visits if best.visits else None, root.visits)
-
-    def decided(self, root: _Node) -> bool:
-        """A child that wins outright: nothing to search further."""
-        last = root.children[-1][1] if root.children else None
-        return last is not None and last.result is not None and last.result[self.seat] == 1.0 \
-            and last.visits > 0
 
     def iterate(self, root: _Node) -> None:
         node, path = root, [root]
