@@ -23,7 +23,5 @@ def init_app(app: Flask) -> None:
     from pbem.api import auth, errors, openapi, routes  # noqa: F401
 
     csrf.exempt(bp)
-    # An answer of 304 (nothing changed since the caller's ETag) is not counted: polling costs nothing.
-    limiter.limit(auth.limit, key_func=auth.limit_key, scope="api",
-                  deduct_when=lambda answer: answer.status_code != 304)(bp)
+    limiter.limit(auth.limit, key_func=auth.limit_key, scope="api")(bp)
     app.register_blueprint(bp)

@@ -99,7 +99,7 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
     With a ``stamp`` (a function of the caller reading, in one cheap statement, everything the answer
     depends on), the answer carries it as a weak ETag, and a request whose ``If-None-Match`` names the
     stamp still in force is answered 304 with no body and without running the view: a program polling
-    for news costs the server that one statement (and it is not counted against the token's limit)."""
+    for news costs the server that one statement."""
 
     def decorate(view: Callable) -> Callable:
         # The docstring is the operation's description; people read it without reST's quotes.

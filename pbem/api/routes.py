@@ -145,8 +145,8 @@ def list_bots(user: User | None) -> dict[str, Any]:
            stamp=_turn_stamp)
 def my_turn(user: User) -> dict[str, Any]:
     """The games where it is your move, the soonest deadline first. The answer carries an ETag: send it
-    back as If-None-Match and, while nothing has changed, the answer is 304 with no body (not counted
-    against your limit), so a program may poll often."""
+    back as If-None-Match and, while nothing has changed, the answer is 304 with no body, so a program
+    may poll often."""
     return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
 
 
