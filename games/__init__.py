@@ -159,6 +159,10 @@ class Engine(ABC):
     - ``open_information``: every seat may see the whole state and :meth:`play` draws no chance, so moves
       tried from a running game's position (the game page's analysis board) give nothing away (False:
       moves are tried only once the game is over).
+    - :meth:`evaluate`: a quick estimate of a seat's chances, for a computer player's search (None: the
+      search judges positions by the protocol alone);
+    - :meth:`seat_view`: what a seat may know of the state, as a state :meth:`load` reads, for a computer
+      player of that seat to search from (None: the engine says nothing, and no computer plays it).
 
     The two flags say what the server must know before it asks: it calls :meth:`time_out` and
     :meth:`clearable` only of an engine that declares them.
@@ -263,6 +267,20 @@ class Engine(ABC):
         (Box Off).  Asked only of an engine whose ``offers_clearable_hint`` is True; None otherwise."""
         return None
 
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """A quick estimate of ``seat``'s chances in ``state``, from 0 (lost) to 1 (won), by which a
+        computer player's search judges a position it has no time to play out (Truchet: the pieces each
+        side has left).  None (the default): the search judges it by the protocol alone."""
+        return None
+
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """What ``seat`` may know of ``state``, written as :meth:`dump` writes a state (so :meth:`load` reads
+        it back): everything the rules show that seat and nothing they hide from it, such as the others'
+        boards in a game where each plays their own.  A computer player of the seat searches from it
+        (the API gives it to the seat's player).  None (the default): the engine does not say what it
+        hides, so no view is given."""
+        return None
+
 
 # What an engine must have: a third party's engine lacking one of these is refused when it registers.
 REQUIRED = ("slug", "title", "players", "options", "simultaneous", "help", "new", "to_move", "moves", "play",
@@ -291,6 +309,9 @@ class _Adapted(Engine):
             engine, "group_values", None)
         self._time_out: Callable[[Any, int], Any] | None = getattr(engine, "time_out", None)
         self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
+        self._evaluate: Callable[[Any, int], float | None] | None = getattr(engine, "evaluate", None)
+        self._seat_view: Callable[[Any, int], dict[str, Any] | None] | None = getattr(
+            engine, "seat_view", None)
         self.scores_absent_players = self._time_out is not None
         self.offers_clearable_hint = self._clearable is not None
         self.open_information = bool(getattr(engine, "open_information", False))
@@ -363,6 +384,14 @@ class _Adapted(Engine):
     def clearable(self, state: Any, seat: int) -> bool | None:
         """The engine's own (then ``offers_clearable_hint`` is True), else None."""
         return None if self._clearable is None else self._clearable(state, seat)
+
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """The engine's own, else None."""
+        return None if self._evaluate is None else self._evaluate(state, seat)
+
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """The engine's own, else None."""
+        return None if self._seat_view is None else self._seat_view(state, seat)
 
 
 @dataclass

@@ -584,6 +584,10 @@ class Cambio(Engine):
 
     # -- storing ------------------------------------------------------------------------------------
 
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: State) -> dict[str, Any]:
         """A JSON-safe form of the state."""
         return {

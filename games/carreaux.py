@@ -815,6 +815,10 @@ Rulings:
 
     # --- storage ---
 
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: State) -> dict[str, Any]:
         """A JSON-safe form; the board is in the written position format.
 

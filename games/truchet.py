@@ -1014,6 +1014,17 @@ class TruchetEngine(Engine):
 
     # -- storage
 
+    def evaluate(self, state: TruchetState, seat: int) -> float:
+        """The seat's share of the pieces on the board (the game is won by taking them all), kept off
+        certainty: a computer player's judgement of a position it cannot play out."""
+        mine = sum(abs(v) for v in state.stacks if v * SIGN[seat] > 0)
+        theirs = sum(abs(v) for v in state.stacks if v * SIGN[seat] < 0)
+        return 0.5 + 0.45 * (mine - theirs) / max(1, mine + theirs)
+
+    def seat_view(self, state: TruchetState, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: TruchetState) -> dict[str, Any]:
         """A JSON-safe form of the state."""
         return {

@@ -148,6 +148,89 @@ def user_token(handle: str, name: str) -> None:
         click.echo(token)
 
 
+# Computer players ---------------------------------------------------------------------------
+
+
+def _tokens_file(settings: dict) -> Path:
+    """The file of the bots' tokens: ``bots.tokens_file``, else bots.tokens in the instance folder."""
+    return Path(settings["bots"]["tokens_file"] or Path(settings["server"]["instance_path"]) / "bots.tokens")
+
+
+@main.group()
+def bot() -> None:
+    """Computer players (bot accounts)."""
+
+
+@bot.command("add")
+@click.argument("handle")
+@click.option("--game", "slugs", multiple=True, required=True, metavar="SLUG",
+              help="A game the bot plays (repeat for several).")
+@click.option("--strength", default="medium", show_default=True,
+              type=click.Choice(["easy", "medium", "hard"]), help="How hard it plays (its search budget).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Add the bot's token to this file for `pbem bots` (made readable by its owner alone) "
+                   "instead of printing it.")
+def bot_add(handle: str, slugs: tuple[str, ...], strength: str, tokens_file: Path | None) -> None:
+    """Make a bot account and its API token (printed this once, or added to --tokens-file)."""
+    from pbem.accounts import bots
+    from pbem.accounts.accounts import AccountError
+
+    app = _app()
+    with app.app_context():
+        try:
+            made, token = bots.add(handle, list(slugs), strength)
+        except AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+        what = f"{made.handle} ({strength}; {', '.join(bots.games_of(made))})"
+    if tokens_file is None:
+        click.echo(f"Added the bot {what}. Its API token, shown this once, for `pbem bots`:")
+        click.echo(token)
+        return
+    tokens_file.parent.mkdir(parents=True, exist_ok=True)
+    with os.fdopen(os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as out:
+        out.write(f"{token} {made.handle}\n")
+    click.echo(f"Added the bot {what}; its token is in {tokens_file}.")
+
+
+@bot.command("list")
+def bot_list() -> None:
+    """List the bot accounts, with their games and strengths."""
+    from pbem.accounts import bots
+
+    app = _app()
+    with app.app_context():
+        for each in bots.all_bots():
+            click.echo(f"{each.handle}: {each.bot_strength}; {', '.join(bots.games_of(each))}")
+
+
+@main.command("bots")
+@click.option("--server", help="The server's address (default: bots.server, else server.base_url).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The bots' tokens, one a line (default: bots.tokens_file).")
+def bots_command(server: str | None, tokens_file: Path | None) -> None:
+    """Play for every bot of the tokens file, through the server's API, until stopped."""
+    from pbem.bots import runner
+    from pbem.core import config
+
+    _logging()
+    try:
+        settings = config.load()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    path = tokens_file or _tokens_file(settings)
+    tokens = runner.read_tokens(path)
+    if not tokens:
+        raise click.ClickException(f"There are no bot tokens in {path}: make a bot with "
+                                   f"`pbem bot add NAME --game SLUG --tokens-file {path}`.")
+    address = server or settings["bots"]["server"] or settings["server"]["base_url"]
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    log.info("bots playing on %s with %d token(s) (pid %s)", address, len(tokens), os.getpid())
+    runner.run(address, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop)
+    log.info("bots stopped")
+
+
 # Checking ---------------------------------------------------------------------------
 
 
@@ -518,10 +601,12 @@ def run(host: str, port: int, mail_port: int | None) -> None:
     jobs.add_jobs(background, app)
     jobs.started(app, "scheduler")
     background.start()
+    bots_stop = _start_bots(settings, f"http://{host}:{port}")
     click.echo(f"Web: http://{host}:{port}/")
     try:
         app.run(host=host, port=port, threaded=True, use_reloader=False)
     finally:
+        bots_stop.set()
         background.shutdown(wait=False)
         jobs.stopped(app, "scheduler")
         for controller in reversed(started):
@@ -531,6 +616,22 @@ def run(host: str, port: int, mail_port: int | None) -> None:
 def sink_path(app: Flask) -> Path:
     """Where the dev mailbox keeps the mail it catches."""
     return Path(app.instance_path) / "mailbox"
+def _start_bots(settings: dict, server: str) -> threading.Event:
+    """The bots of the tokens file, playing on ``server`` in a thread of their own (as `pbem bots` does
+    in its process); the event that stops them.  Without tokens nothing starts."""
+    from pbem.bots import runner
+
+    stop = threading.Event()
+    path = _tokens_file(settings)
+    tokens = runner.read_tokens(path)
+    if tokens:
+        thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
+            server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
+        thread.start()
+        click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
+    else:
+        click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
+    return stop
 
 
 def _stop_signals() -> Callable[[], str]:

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem.accounts import accounts
+from pbem.accounts import accounts, bots
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
@@ -17,7 +19,7 @@ from pbem.api.openapi import operation
 from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
-from pbem.core.models import Game, Seat, User
+from pbem.core.models import Challenge, Game, Seat, User
 from pbem.game import clock, conditional, notes, play, queueing, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame
@@ -103,16 +105,56 @@ def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     return present.game(_game_for(user, game_id), user)
 
 
-@operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me")
+def _stamp(user: User, rows: Sequence[Any]) -> str:
+    """An ETag from the caller, how they read times, and the rows an answer is made of."""
+    seen = repr((user.id, user.time_zone, user.vacation_since, [tuple(row) for row in rows]))
+    return hashlib.sha256(seen.encode()).hexdigest()[:32]
+
+
+def _turn_stamp(user: User) -> str:
+    """What /me/turn depends on: the caller's games in play, each with its version (every change to a
+    game, a move, a clock stopped, a seat's deadline, bumps it)."""
+    return _stamp(user, db.session.execute(
+        select(Game.id, Game.version).join(Seat, Seat.game_id == Game.id)
+        .where(Seat.user_id == user.id, Game.status == "active").order_by(Game.id)).all())
+
+
+def _challenge_stamp(user: User) -> str:
+    """What /me/challenges depends on: the challenges awaiting the caller, each with its game's version."""
+    return _stamp(user, db.session.execute(
+        select(Challenge.id, Game.version).join(Game, Game.id == Challenge.game_id)
+        .where(Challenge.challenged_id == user.id, Challenge.status == "pending")
+        .order_by(Challenge.id)).all())
+
+
+@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me")
+def me(user: User) -> dict[str, Any]:
+    """The player the token acts for, as /players/{handle} shows them (a computer player learns here what
+    it plays)."""
+    return present.player(user)
+
+
+@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True)
+def list_bots(user: User | None) -> dict[str, Any]:
+    """The computer players (marked BOT): each one's games and strength. Challenge one by its handle
+    like anyone.  Needs no token."""
+    return {"bots": [{"handle": bot.handle, **(present.bot(bot) or {})} for bot in bots.all_bots()]}
+
+
+@operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me",
+           stamp=_turn_stamp)
 def my_turn(user: User) -> dict[str, Any]:
-    """The games where it is your move, the soonest deadline first."""
+    """The games where it is your move, the soonest deadline first. The answer carries an ETag: send it
+    back as If-None-Match and, while nothing has changed, the answer is 304 with no body, so a program
+    may poll often."""
     return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
 
 
 @operation("/v1/me/challenges", "GET", "Challenges awaiting my answer", response=s.ChallengeListSchema,
-           tag="me")
+           tag="me", stamp=_challenge_stamp)
 def my_challenges(user: User) -> dict[str, Any]:
-    """The challenges to you that you have not answered: accept or decline each."""
+    """The challenges to you that you have not answered: accept or decline each. With an ETag, as
+    /me/turn."""
     return {"challenges": [present.challenge(c) for c in challenges.pending_challenges(user)]}
 
 

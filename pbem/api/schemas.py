@@ -71,6 +71,7 @@ class SeatSchema(Schema):
 
     seat = fields.Integer(required=True, metadata={"description": "The seat number, from 0."})
     player = fields.String(allow_none=True, required=True)
+    bot = fields.Boolean(metadata={"description": "Whether the seat's player is a computer player (BOT)."})
     challenged = fields.String(allow_none=True, metadata={
         "description": "While the game waits: the player challenged to this seat, who has not answered."})
     to_move = fields.Boolean(required=True)
@@ -134,6 +135,10 @@ class GameSchema(GameSummarySchema):
     record = fields.List(fields.Nested(RecordEntrySchema), required=True)
     hidden_moves = fields.Integer(required=True, metadata={
         "description": "Moves not shown to you (the other boards of a game played on a shared deal)."})
+    position = fields.Dict(keys=fields.String(), values=fields.Raw(), allow_none=True, metadata={
+        "description": "While the game is on, for its player: the position as your seat may know it, in "
+                       "the engine's own form (games.Engine.seat_view, which engine.load reads back), for "
+                       "programs that search it; null for others, or for a game whose engine gives none."})
 
 
 class GameListSchema(Schema):
@@ -253,16 +258,35 @@ class NoteSchema(Schema):
 
     note = fields.String(required=True, validate=validate.Length(max=MAX_NOTE), metadata={
         "description": "The note; empty deletes it."})
+class BotSchema(Schema):
+    """What a computer player plays."""
+
+    games = fields.List(fields.String(), required=True, metadata={"description": "The games it plays."})
+    strength = fields.String(required=True, metadata={"description": "easy, medium or hard."})
 
 
 class PlayerSchema(Schema):
     """A player: ratings per game and record."""
 
     handle = fields.String(required=True)
+    bot = fields.Nested(BotSchema, allow_none=True, metadata={
+        "description": "For a computer player (marked BOT), what it plays; null for a person."})
     since = UtcDateTime(required=True)
     on_vacation = fields.Boolean(required=True)
     ratings = fields.List(fields.Nested(RatingSchema), required=True)
     record = fields.List(fields.Nested(GameRecordSchema), required=True)
+
+
+class BotListSchema(Schema):
+    """The computer players, by handle."""
+
+    bots = fields.List(fields.Nested(lambda: BotEntrySchema()), required=True)
+
+
+class BotEntrySchema(BotSchema):
+    """A computer player: its handle, games and strength."""
+
+    handle = fields.String(required=True)
 
 
 # Requests ---------------------------------------------------------------------------

@@ -27,13 +27,14 @@ class Standing:
     losses: int
 
 
-def table(engine: str, limit: int = SHOWN) -> list[Standing]:
+def table(engine: str, limit: int = SHOWN, bots: bool = True) -> list[Standing]:
     """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
-    games (what the rating is made of; an unrated game counts for nothing here, as on their page)."""
-    best = db.session.execute(
-        select(Rating, User).join(User, User.id == Rating.user_id)
-        .where(Rating.engine == engine).order_by(Rating.rating.desc(), Rating.user_id).limit(limit)
-    ).all()
+    games (what the rating is made of; an unrated game counts for nothing here, as on their page).
+    Without ``bots``, the computer players are left out (and the others ranked among themselves)."""
+    wanted = select(Rating, User).join(User, User.id == Rating.user_id).where(Rating.engine == engine)
+    if not bots:
+        wanted = wanted.where(User.is_bot.is_(False))
+    best = db.session.execute(wanted.order_by(Rating.rating.desc(), Rating.user_id).limit(limit)).all()
     if not best:
         return []
     ids = [r.user_id for r, _u in best]

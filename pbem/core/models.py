@@ -131,6 +131,12 @@ class User(Model):
     # The hour (0-23, in the player's time zone) their daily digest goes out; None for the server's
     # scheduler.digest_hour in UTC (see pbem.mailout.digest).
     digest_hour: Mapped[int | None] = mapped_column(Integer)
+    # A computer player (``pbem bot add``): it plays through the API (``pbem bots``), is marked BOT
+    # wherever it is named, and is sent no mail.  The games it plays (slugs, space-separated) and its
+    # strength (games.players.STRENGTHS).
+    is_bot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    bot_games: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    bot_strength: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 

@@ -78,7 +78,9 @@ def enqueue(
 ) -> int | None:
     """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
     None inside :func:`pbem.core.database.batched_writes`, where the row is written with the batch's
-    others."""
+    others.  A bot is written no mail (None): it learns everything through the API."""
+    if isinstance(to, User) and to.is_bot:
+        return None
     to_addr = to.email if isinstance(to, User) else to
     all_headers = dict(headers or {})
     if game is not None:

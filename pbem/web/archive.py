@@ -120,8 +120,9 @@ def standings_index() -> str:
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""
     engine = engine_or_404(slug)
-    return render_template("archive/standings.html", engine=engine, rows=standings.table(engine.slug),
-                           engines=games.all())
+    hide_bots = request.args.get("bots") == "hide"
+    return render_template("archive/standings.html", engine=engine, hide_bots=hide_bots,
+                           rows=standings.table(engine.slug, bots=not hide_bots), engines=games.all())
 
 
 @bp.get("/games/<int:game_id>/replay/<int:number>")

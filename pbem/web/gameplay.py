@@ -16,6 +16,7 @@ from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
+from pbem.accounts import bots
 from pbem.core.extensions import db, limiter
 from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
 from pbem.game import analysis, clock, notes, play, queries, queueing, results, watching
@@ -114,8 +115,11 @@ def rules(slug: str) -> str:
 
 @bp.get("/lobby")
 def lobby() -> str:
-    """Public games with open seats anyone may take."""
-    return render_template("games/lobby.html", entries=challenges.lobby(), gameview=gameview)
+    """Public games with open seats anyone may take (``?bots=hide``: none with a computer player)."""
+    hide_bots = request.args.get("bots") == "hide"
+    entries = [entry for entry in challenges.lobby()
+               if not (hide_bots and any(s.user is not None and s.user.is_bot for s in entry.game.seats))]
+    return render_template("games/lobby.html", entries=entries, gameview=gameview, hide_bots=hide_bots)
 
 
 @bp.get("/dashboard")
@@ -161,6 +165,7 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
         "games/new.html", engine=engine, engines=games.all(), options=newgame.option_fields(engine),
         form=form, errors=errors, time_choices=clock.time_control_choices(),
         default_time=newgame.default_time_choice(), submitted=bool(form),
+        computer_strengths=bots.strengths_for(engine.slug),
     )
 
 
