@@ -139,6 +139,13 @@ def _by_email(email: str) -> User | None:
     return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
 
 
+def account_for_login(login: str) -> User | None:
+    """The account a form's handle or address names (a handle's look-alike, an address in any case),
+    if any: sign-in and password resets take either."""
+    login = login.strip()
+    return _by_email(login) if "@" in login else find_user(login)
+
+
 # Signing up and confirming the address ----------------------------------------------------------------
 
 
@@ -304,8 +311,7 @@ def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
 
 def authenticate(login: str, password: str) -> User:
     """The player whose handle or address and password these are; AccountError otherwise."""
-    login = login.strip()
-    user = _by_email(login) if "@" in login else find_user(login)
+    user = account_for_login(login)
     if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
         raise AccountError("That handle (or address) and password do not match an account.")
     if not user.verified:
@@ -324,9 +330,8 @@ def _reset_fingerprint(user: User) -> str:
 def request_reset(login: str) -> None:
     """Mail a password-reset link to the account with this handle or address, if there is one (to its
     address, whichever was given); commits."""
-    login = login.strip()
     begin_write()
-    user = _by_email(login) if "@" in login else find_user(login)
+    user = account_for_login(login)
     if user is None or user.placeholder:
         # A placeholder has no address to mail: it is claimed by signing up with its handle.
         db.session.rollback()

@@ -14,7 +14,7 @@ from pbem.core.extensions import limiter
 from pbem.core.models import utcnow
 from pbem.game import clock
 from pbem.mailout import sendagain
-from pbem.web.limits import per_ip_and, setting
+from pbem.web.limits import MAIL_LINK_SCOPE, answered, per_account, per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
 
@@ -32,6 +32,9 @@ def _safe_next(target: str | None) -> str:
 
 @bp.route("/signup", methods=["GET", "POST"])
 @per_ip_and("signup_per_ip")
+# A sign-up mails the address (a confirmation link, or a notice to the account that has it): counted with
+# the other mails to it, but only when one may have gone, so that typing a short password is no cost.
+@per_account("mail_link_per_address", "email", answered, shared_scope=MAIL_LINK_SCOPE)
 def signup() -> str | Response | tuple[str, int]:
     """Create an account; a confirmation link goes to the address given."""
     form = request.form
@@ -62,7 +65,7 @@ def verify(token: str) -> Response | tuple[str, int]:
 
 
 @bp.route("/verify", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def resend() -> str:
     """Ask for a new confirmation link."""
     if request.method == "POST":
@@ -97,7 +100,7 @@ def logout() -> Response:
 
 
 @bp.route("/reset", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def reset_request() -> str:
     """Ask for a password-reset link by mail, naming the account by its handle or its address."""
     # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms

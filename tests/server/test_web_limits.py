@@ -30,6 +30,49 @@ def test_password_guessing_is_stopped_per_account(app: Flask, ctx: Flask, player
     assert WebClient(app).sign_in(players[1]).status_code == 302
 
 
+def test_failed_sign_ins_count_against_the_account_whatever_names_it(app: Flask, ctx: Flask, players) -> None:
+    """10 failures an hour per account, whether they name it by its handle, its address or a look-alike
+    of either: the 11th is refused, even with the right password."""
+    web = WebClient(app)
+    web.sign_in(players[0])
+    web.post("/logout")
+    names = ["alice"] * 4 + ["alice@example.org", " ALICE@Example.ORG "] * 2 + ["a1ice", "AL1CE"]
+    for name in names:
+        assert web.post("/login", {"login": name, "password": "wrong guess"}).status_code == 400, name
+    for name in ("alice@example.org", "alice", "Alice"):
+        refused = web.post("/login", {"login": name, "password": "correct horse"})
+        assert refused.status_code == 429, name
+    assert WebClient(app).sign_in(players[1]).status_code == 302
+
+
+def test_names_of_no_account_are_limited_alike(app: Flask, ctx: Flask, players) -> None:
+    """Probing a name nobody has is limited as an account is (so the limit does not tell which names
+    have accounts), its look-alikes and other spellings counting as one."""
+    web = WebClient(app)
+    for name in ["nobody-here"] * 5 + ["NOBODY-HERE", "n0body-here"] * 2 + ["nobody_here"]:
+        assert web.post("/login", {"login": name, "password": "wrong guess"}).status_code == 400, name
+    assert web.post("/login", {"login": "nobody-here", "password": "x"}).status_code == 429
+    for _ in range(10):  # An unknown address likewise, in any case.
+        assert web.post("/login", {"login": "Ghost@Example.org", "password": "x"}).status_code == 400
+    assert web.post("/login", {"login": "ghost@example.org", "password": "x"}).status_code == 429
+
+
+def test_reset_and_confirmation_mails_count_against_the_account_whatever_names_it(
+        app: Flask, ctx: Flask, players) -> None:
+    """3 mails with a link an hour per account, asked for by handle, address or look-alike, on the
+    reset and the confirmation forms together."""
+    web = WebClient(app)
+    assert web.post("/reset", {"email": "alice"}).status_code == 200
+    assert web.post("/reset", {"email": "ALICE@example.org"}).status_code == 200
+    assert web.post("/verify", {"email": "alice@example.org"}).status_code == 200
+    for name in ("a1ice", "alice@example.org", "alice"):
+        assert web.post("/reset", {"email": name}).status_code == 429, name
+    assert web.post("/verify", {"email": "Alice@Example.org"}).status_code == 429
+    queued = db.session.scalar(db.select(db.func.count(OutboxMail.id)).where(OutboxMail.kind == "reset"))
+    assert queued == 2
+    assert web.post("/reset", {"email": "bob"}).status_code == 200  # Another account as usual.
+
+
 def test_successful_sign_ins_do_not_count(app: Flask, ctx: Flask, players) -> None:
     web = WebClient(app)
     web.sign_in(players[0])
