@@ -6,12 +6,15 @@ names the setting and where it came from, rather than failing later in the middl
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 DEFAULT_FILE = CONFIG_DIR / "default.toml"
@@ -224,6 +227,25 @@ def _check_limits(limits: dict[str, Any]) -> None:
             raise ConfigError(
                 f"ratelimit.{name} must be limits such as '5 per minute; 30 per hour', not {value!r}."
             ) from None
+
+
+def check_limit_storage(settings: Settings, workers: int) -> None:
+    """Refuse (ConfigError) outside development, and warn in it, when ``workers`` processes would each
+    keep the rate limits' counts in their own memory: every worker would allow the whole limit, and a
+    client's requests, spread over the workers, would seldom reach it in any one of them."""
+    limits = settings["ratelimit"]
+    if workers <= 1 or not limits["enabled"] or not limits["storage_uri"].startswith("memory://"):
+        return
+    problem = (
+        f"ratelimit.storage_uri is {limits['storage_uri']!r}, which counts in each process, and {workers} "
+        f"worker processes are starting: each would count on its own, so the limits on password guessing "
+        f"and mail floods would allow {workers} times as much, or in practice hardly fire. Point every "
+        "worker at one Redis (ratelimit.storage_uri = \"redis://127.0.0.1:6379\", see docs/DEPLOY.md) or "
+        "run one worker."
+    )
+    if not settings["server"]["development"]:
+        raise ConfigError(problem + " (Started anyway only with server.development = true.)")
+    log.warning("RATE LIMITS DO NOT HOLD: %s", problem)
 
 
 def application_name(role: str) -> str:

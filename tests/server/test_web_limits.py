@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import http.cookiejar
+import logging
+import re
 import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from flask import Flask
 
 from pbem import create_app
+from pbem.accounts import accounts
+from pbem.core.config import ConfigError
 from pbem.core.extensions import db, limiter
 from pbem.core.models import OutboxMail
+from tests.conftest import free_port
+from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 from tests.server.webclient import WebClient
 
 
@@ -156,8 +168,6 @@ def test_redis_storage_is_shared_by_workers(settings: dict, tmp_path) -> None:
 
 
 def test_a_misspelt_limit_stops_the_server_at_start(settings: dict) -> None:
-    from pbem.core.config import ConfigError
-
     settings["ratelimit"] = {"signin_per_ip": "ten per minute"}
     with pytest.raises(ConfigError, match=r"ratelimit\.signin_per_ip"):
         create_app(settings)
@@ -185,3 +195,77 @@ def test_behind_a_reverse_proxy_each_client_has_its_own_count(settings: dict, tm
             assert answers == expected, (proxies, answers)
             db.session.remove()
             db.engine.dispose()
+
+
+def test_several_workers_counting_in_memory_warn_and_are_refused_outside_development(
+        settings: dict, caplog: pytest.LogCaptureFixture) -> None:
+    """Per-process counts under several workers would let each allow the whole limit: refused unless in
+    development, where it is said loudly; one worker, Redis, or limits turned off start as ever."""
+    with pytest.raises(ConfigError, match=r"ratelimit\.storage_uri is 'memory://'.*4 worker processes"):
+        create_app(settings, workers=4)
+    for shared in ({"storage_uri": "redis://127.0.0.1:6379"}, {"enabled": False}):
+        create_app(dict(settings, ratelimit=shared), workers=4)
+    settings["server"]["development"] = True
+    with caplog.at_level(logging.WARNING, logger="pbem.core.config"):
+        create_app(settings, workers=2)
+    assert "RATE LIMITS DO NOT HOLD" in caplog.text and "2 worker processes" in caplog.text
+
+
+@pytest.fixture
+def processes(tmp_path: Path):
+    """The server processes of this test, all stopped at its end."""
+    running = Processes(tmp_path)
+    try:
+        yield running
+    finally:
+        running.stop_all()
+
+
+def gunicorn_argv(port: int, workers: int) -> list[str]:
+    """gunicorn as deploy/pbem-web.service starts it, on ``port`` with ``workers`` workers."""
+    return option(option(exec_start("pbem-web.service"), "--bind", f"127.0.0.1:{port}"), "--workers",
+                  str(workers))
+
+
+def test_gunicorn_with_several_workers_counting_in_memory_does_not_start(
+        app: Flask, processes: Processes) -> None:
+    """The unit's gunicorn with two workers and the default `memory://` storage stops at start, saying
+    why, instead of serving with limits that do not hold."""
+    web = processes.start("gunicorn", gunicorn_argv(free_port(), 2), environment(app))
+    deadline = time.monotonic() + 60
+    while web.popen.poll() is None:
+        assert time.monotonic() < deadline, web.output()
+        time.sleep(0.1)
+    assert web.popen.returncode != 0
+    assert "ratelimit.storage_uri is 'memory://'" in web.output() and "2 worker processes" in web.output()
+
+
+def failed_sign_in(opener: urllib.request.OpenerDirector, port: int, login: str) -> int:
+    """A sign-in with a wrong password, as a browser posts it (the form's token first); the status."""
+    page = opener.open(f"http://127.0.0.1:{port}/login", timeout=10).read().decode()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"csrf_token": token, "login": login, "password": "wrong"}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/login", form,
+                                     headers={"Referer": f"http://127.0.0.1:{port}/login"})
+    try:
+        return opener.open(request, timeout=10).status
+    except urllib.error.HTTPError as answer:
+        return answer.code
+
+
+@pytest.mark.skipif(not _redis_answers(), reason="no Redis answers on 127.0.0.1:6379 to share limits through")
+def test_gunicorn_with_several_workers_sharing_redis_holds_the_limit(
+        app: Flask, ctx: Flask, processes: Processes) -> None:
+    """Two workers counting in one Redis: the 11th failed sign-in for an account is refused, whichever
+    worker takes it and whichever name it gives."""
+    accounts.create_user("erin", "erin@example.org", password="correct horse battery", verified=True)
+    db.session.commit()
+    port = free_port()
+    env = environment(app, PBEM_RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379",
+                      PBEM_RATELIMIT_KEY_PREFIX=f"pbem-test-{uuid.uuid4().hex}")
+    web = processes.start("gunicorn", gunicorn_argv(port, 2), env)
+    wait_for_port(port, web)
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    answers = [failed_sign_in(opener, port, name) for name in ["erin", "ERIN@example.org", "er1n"] * 3
+               + ["erin", "erin@example.org"]]
+    assert answers == [400] * 10 + [429], web.output()
