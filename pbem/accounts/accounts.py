@@ -33,6 +33,7 @@ from pbem.core.models import (
     new_session_token,
     utcnow,
 )
+from pbem.core.site import absolute_url
 from pbem.game import clock
 from pbem.mailout import outbox, sendagain, tokens
 
@@ -153,10 +154,6 @@ def _signer(purpose: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=f"account-{purpose}")
 
 
-def _link(path: str) -> str:
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + path
-
-
 def sign_up(handle: str, email: str, password: str) -> User:
     """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
     placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
@@ -187,7 +184,7 @@ def _mail_confirmation(to: User | str, user: User, token: str) -> None:
     outbox.enqueue(
         to,
         outbox.subject("Confirm your address"),
-        render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
+        render_template("mail/verify.txt", user=user, url=absolute_url(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
     )
@@ -340,7 +337,7 @@ def request_reset(login: str) -> None:
     outbox.enqueue(
         user,
         outbox.subject("Reset your password"),
-        render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
+        render_template("mail/reset.txt", user=user, url=absolute_url(f"/reset/{token}"),
                         hours=RESET_LINK_SECONDS // 3600),
         kind="reset",
     )
@@ -387,7 +384,7 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
     outbox.enqueue(
         user,
         outbox.subject("Your password was changed"),
-        render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
+        render_template("mail/password_changed.txt", user=user, reset_url=absolute_url("/reset"),
                         when=clock.format_time(utcnow(), user.time_zone),
                         cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
         kind="password-changed",
@@ -470,7 +467,7 @@ def mail_new_key(user: User, occasion: str) -> str:
         user,
         outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
         render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
-                        settings_url=_link("/settings")),
+                        settings_url=absolute_url("/settings")),
         kind="mail-key",
     )
     return key
@@ -539,7 +536,7 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
         new_email,
         outbox.subject("Confirm your new address"),
         render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
-                        url=_link(f"/settings/email/{token}")),
+                        url=absolute_url(f"/settings/email/{token}")),
         kind="email-change",
     )
     outbox.enqueue(
