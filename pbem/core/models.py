@@ -380,8 +380,10 @@ class OutboxMail(Model):
 class InboundMail(Model):
     """A received message, stored raw before anything is done with it.
 
-    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
-    without a Message-ID is keyed by the hash of its bytes.
+    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once: it is the
+    Message-ID with the From address (another sender's mail with the same Message-ID is another
+    message), or for a message without a Message-ID the hash of its bytes (see
+    :func:`pbem.mailin.receive.message_key`).
     """
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -170,6 +170,22 @@ def test_the_same_message_delivered_twice_is_applied_and_answered_once(
     assert len(answers_to(postman, alice.email)) == 1 and statuses() == ["processed"]
 
 
+def test_a_strangers_mail_with_a_players_message_id_does_not_shadow_the_players_move(
+    postman: Postman, game: Game, players
+) -> None:
+    """A stranger who sends first a mail bearing the Message-ID the player's move will have (seen in a
+    quoted header, or guessed) does not make the player's move a duplicate: each sender's mail counts."""
+    alice, _, _ = players
+    to = tokens.reply_address(game.id, 0, alice)
+    postman.send(reply_mail("mallory@evil.example", "pbem@pbem.localhost", "help",
+                            Message_ID="<shadowed@example.org>"))
+    postman.send(reply_mail(alice.email, to, "b3", Message_ID="<shadowed@example.org>"))
+    postman.send(reply_mail(alice.email, to, "b3", Message_ID="<shadowed@example.org>"))  # Sent again.
+    postman.settle()
+    assert moves_of(game.id) == ["b3"]
+    assert len(answers_to(postman, alice.email)) == 1 and len(statuses()) == 2
+
+
 def test_automatic_mail_and_our_own_mail_are_recorded_and_never_answered(
     postman: Postman, game: Game, players
 ) -> None:
