@@ -368,6 +368,9 @@ class OutboxMail(Model):
     # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
     failed_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # When a delivery report on this mail was counted as a bounce of its address: a report counts once,
+    # however often its bounce address is written to.
+    bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     __table_args__ = (
         # The mails due: neither sent nor given up, by when they are next tried.

@@ -444,6 +444,9 @@ def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> 
     late = bouncing.out_of_time(sent)
     if late is not None:
         return Handling("ignored", f"delivery report on outbox #{outbox_id}: {late}; not counted")
+    if not bouncing.first_report(sent):
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; a report on that mail "
+                                   "was counted already, and one mail's failure counts once")
     user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
     note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
     return Handling("ignored", note, user=user)

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
@@ -90,6 +90,17 @@ def out_of_time(sent: OutboxMail) -> str | None:
     if utcnow() - sent.sent_at > window:
         return f"the mail went out {(utcnow() - sent.sent_at).days} days ago, too late for a report on it"
     return None
+
+
+def first_report(sent: OutboxMail) -> bool:
+    """Mark ``sent`` as bounced, in the caller's write transaction; whether this is the first report on
+    it that counts.  One mail's bounce address, written to again (a replayed report, or an MTA sending
+    its report twice), must not count that one failure twice and so mark the address."""
+    claimed = db.session.execute(
+        update(OutboxMail).where(OutboxMail.id == sent.id, OutboxMail.bounced_at.is_(None))
+        .values(bounced_at=utcnow())
+    )
+    return bool(getattr(claimed, "rowcount", 0))
 
 
 def count_bounce(address: str, status: str, words: str) -> User | None:

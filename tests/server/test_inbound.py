@@ -118,8 +118,10 @@ def test_ingest_reports_a_temporary_failure_when_the_database_is_away(ctx: Flask
 
 
 @pytest.mark.parametrize(("headers", "key"), [
-    (b"From: a@example.org\r\nMessage-ID: <m1@example.org>\r\nSubject: x\r\n", "<m1@example.org> a@example.org"),
-    (b"From: a@example.org\nmessage-id:<m1@example.org>\n", "<m1@example.org> a@example.org"),  # As some write it.
+    (b"From: a@example.org\r\nMessage-ID: <m1@example.org>\r\nSubject: x\r\n",
+     "<m1@example.org> a@example.org"),
+    (b"From: a@example.org\nmessage-id:<m1@example.org>\n",
+     "<m1@example.org> a@example.org"),  # As some write it.
     # The sender is the From address, however the header writes it, folded or not.
     (b"From: Alice <A@Example.org>\r\nMessage-ID: <m1@example.org>\r\n", "<m1@example.org> a@example.org"),
     (b"From: =?utf-8?q?Al=C3=AFce?=\r\n <a@example.org>\r\nMessage-ID: <m1@example.org>\r\n",
