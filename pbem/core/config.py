@@ -260,6 +260,10 @@ def flask_config(settings: Settings, role: str = "pbem web") -> dict[str, Any]:
     engine_options: dict[str, Any] = {}
     if settings["database"]["url"].startswith("postgresql"):
         engine_options["connect_args"] = {"application_name": application_name(role)}
+        # A pooled connection whose session the server ended (a restart, a failover, an operator's
+        # pg_terminate_backend) is found dead when taken from the pool and replaced, rather than failing
+        # the request that takes it: one round trip each time a connection is taken.
+        engine_options["pool_pre_ping"] = True
     return {
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SECRET_KEY": settings["server"]["secret_key"],
