@@ -40,11 +40,11 @@ log = logging.getLogger(__name__)
 
 # The mails that still go to a bouncing address: confirming an address, resetting a password, the mail
 # key, an address change and its notices, the notices that the password was changed and that the mail
-# key is paused.  They are what a
+# key is paused, and that someone tried to sign up with the address.  They are what a
 # player needs to put things right, and each is sent only when asked for (or for the account's safety).
 ACCOUNT_KINDS = frozenset({
     "verify", "reset", "mail-key", "email-change", "email-change-notice", "email-changed", "key-paused",
-    "password-changed",
+    "password-changed", "signup-taken",
 })
 
 # The longest remote answer kept, from a refusal or a delivery report (the player reads it).

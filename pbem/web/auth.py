@@ -40,12 +40,13 @@ def signup() -> str | Response | tuple[str, int]:
     form = request.form
     if request.method == "POST":
         try:
-            user = accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
+            accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
         except AccountError as exc:
             return render_template("auth/signup.html", error=exc.args[0], form=form), 400
-        # A placeholder's handle being claimed keeps its own address until the link is followed.
-        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower()
-                               if user.placeholder else user.email)
+        # The same answer whether the address was free (a confirmation link went to it) or already an
+        # account's (its owner was told): the page names the address as typed, and neither case.
+        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower(),
+                               signup=True)
     return render_template("auth/signup.html", form=form)
 
 
