@@ -92,7 +92,7 @@ def feed() -> Response:
     if filters and filters.players:
         title += " of " + " against ".join(p.handle for p in filters.players)
     # Every link on the site's own address, never the Host the request named (feed readers keep them).
-    params = page.filters.params()
+    params: dict[str, Any] = page.filters.params()
     return feeds.atom(page.games, title, absolute_url(url_for("archive.index", **params)),
                       absolute_url(url_for("archive.feed", **params)))
 
