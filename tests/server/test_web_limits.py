@@ -80,6 +80,8 @@ def test_reset_and_confirmation_mails_count_against_the_account_whatever_names_i
     for name in ("a1ice", "alice@example.org", "alice"):
         assert web.post("/reset", {"email": name}).status_code == 429, name
     assert web.post("/verify", {"email": "Alice@Example.org"}).status_code == 429
+    signup = {"handle": "xavier", "email": "alice@example.org", "password": "long enough"}
+    assert web.post("/signup", signup).status_code == 429  # A sign-up mails the address too.
     queued = db.session.scalar(db.select(db.func.count(OutboxMail.id)).where(OutboxMail.kind == "reset"))
     assert queued == 2
     assert web.post("/reset", {"email": "bob"}).status_code == 200  # Another account as usual.
@@ -163,6 +165,25 @@ def test_redis_storage_is_shared_by_workers(settings: dict, tmp_path) -> None:
         assert web.post("/reset", {"email": victim}).status_code == 200
         assert web.post("/reset", {"email": victim}).status_code == 429
         assert type(limiter.storage).__name__ == "RedisStorage"
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_failed_sign_ins_from_one_client_are_limited_whatever_names_they_give(settings: dict,
+                                                                              tmp_path) -> None:
+    """`signin_per_ip`: one client guessing many accounts' passwords is stopped, a right password too."""
+    settings["database"] = {"url": f"sqlite:///{tmp_path / 'limits.db'}"}
+    settings["ratelimit"] = {"signin_per_ip": "3 per minute"}
+    app = create_app(settings)
+    with app.app_context():
+        db.create_all()
+        accounts.create_user("erin", "erin@example.org", password="correct horse", verified=True)
+        db.session.commit()
+        web = WebClient(app)
+        answers = [web.post("/login", {"login": name, "password": "wrong"}).status_code
+                   for name in ("anna", "bert", "cleo")]
+        assert answers == [400, 400, 400]
+        assert web.post("/login", {"login": "erin", "password": "correct horse"}).status_code == 429
         db.session.remove()
         db.engine.dispose()
 
