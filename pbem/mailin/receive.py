@@ -13,7 +13,6 @@ import logging
 import re
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
-from email.utils import parseaddr
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -76,10 +75,12 @@ def _plain_headers(raw: bytes) -> tuple[str, str] | None:
 
 
 def _sender_key(from_value: str) -> str:
-    """The From header's address as the key's sender: lowercased, without spaces (the header as written,
-    so cut, when no address can be read from it)."""
-    unfolded = " ".join(from_value.split())
-    address = parseaddr(unfolded)[1] or unfolded
+    """The From header's address as the key's sender: what its last <…> holds (or the whole header), in
+    lower case without spaces.  Not a full parse (the processor does that): the same sender's mail must
+    give the same key, cheaply, while the sending MTA waits."""
+    start = from_value.rfind("<")
+    end = from_value.find(">", start + 1)
+    address = from_value[start + 1:end] if start >= 0 and end > start else from_value
     return "".join(address.split()).lower()[:MAX_FROM]
 
 
