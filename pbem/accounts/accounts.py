@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import re
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from flask import current_app, render_template
@@ -351,7 +352,10 @@ def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
 def authenticate(login: str, password: str) -> User:
     """The player whose handle or address and password these are; AccountError otherwise."""
     user = account_for_login(login)
-    if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
+    # A name with no account (or no password) is checked against a stand-in hash, so that the answer
+    # takes as long as for an account's: its time must not tell which names have accounts.
+    stored = user.password_hash if user is not None and user.password_hash else _stand_in_hash()
+    if not check_password_hash(stored, password) or user is None or not user.password_hash:
         raise AccountError("That handle (or address) and password do not match an account.")
     if not user.verified:
         raise AccountError(
@@ -359,6 +363,12 @@ def authenticate(login: str, password: str) -> User:
             "or ask for a new one."
         )
     return user
+
+
+@cache
+def _stand_in_hash() -> str:
+    """A password hash made as an account's are, matching no password anyone types (made once)."""
+    return generate_password_hash(new_session_token())
 
 
 def _reset_fingerprint(user: User) -> str:
