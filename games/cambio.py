@@ -322,6 +322,7 @@ class Cambio(Engine):
     players = range(2, 3)
     options = CambioOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     help = HELP
 
     # -- starting -----------------------------------------------------------------------------------

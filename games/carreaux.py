@@ -564,6 +564,7 @@ class Carreaux(Engine):
     players = range(2, 3)
     options = CarreauxOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     sides = NAMES
 
     help = """\

@@ -11,29 +11,31 @@ import threading
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import click
 from flask import Flask
 from flask.cli import ScriptInfo
 
 from pbem import create_app
-from pbem.core.config import ConfigError
+from pbem.core.config import ConfigError, default_base_url
+from pbem.core.config import load as load_settings
 
 log = logging.getLogger(__name__)
 
 EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
 
 
-def _app() -> Flask:
-    """The app a command works on: built from the configuration, as a worker process builds it, unless
-    the command runs under Flask's test runner (``app.test_cli_runner()``), which hands in its app."""
+def _app(overrides: dict[str, dict[str, Any]] | None = None) -> Flask:
+    """The app a command works on: built from the configuration (and ``overrides``, by section), as a
+    worker process builds it, unless the command runs under Flask's test runner
+    (``app.test_cli_runner()``), which hands in its app."""
     context = click.get_current_context(silent=True)
     info = context.find_object(ScriptInfo) if context is not None else None
     if info is not None and info.create_app is not None:
         return info.create_app()
     try:
-        return create_app(role=context.command_path if context is not None else "pbem")
+        return create_app(overrides, role=context.command_path if context is not None else "pbem")
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -450,10 +452,42 @@ def web(host: str, port: int) -> None:
     app.run(host=host, port=port, threaded=True, use_reloader=False)
 
 
+def _run_overrides(host: str, port: int, mail_port: int | None) -> dict[str, dict[str, Any]]:
+    """The settings `pbem run --port P --mail-port M` changes: the mail listener on M and the dev mailbox
+    on M + 1; and, while ``server.base_url`` is the development default, the base URL to this server's
+    own address, so that the links it mails (a confirmation, a move) lead back to it."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if mail_port is not None:
+        overrides["smtpd"] = {"port": mail_port}
+        overrides["mailbox"] = {"port": mail_port + 1}
+    try:
+        base_url = load_settings()["server"]["base_url"]
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if base_url == default_base_url():
+        shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        overrides["server"] = {"base_url": f"http://{shown_host}:{port}"}
+    return overrides
+
+
+def _listen(controller: Any, what: str) -> None:
+    """Start a mail controller, or stop with a message saying which port is taken and what to do."""
+    try:
+        controller.start()
+    except OSError as exc:
+        raise click.ClickException(
+            f"The {what} cannot listen on {controller.hostname}:{controller.port} ({exc.strerror or exc}): "
+            "another server (a second `pbem run`?) has that port. Give this one ports of its own, e.g. "
+            "`make run PORT=5101 MAIL_PORT=2625` or `pbem run --port 5101 --mail-port 2625`."
+        ) from None
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=5000, show_default=True, type=int)
-def run(host: str, port: int) -> None:
+@click.option("--port", default=5000, show_default=True, type=int, help="The web server's port.")
+@click.option("--mail-port", type=int,
+              help="The mail listener's port (default: smtpd.port); the dev mailbox takes the next one.")
+def run(host: str, port: int, mail_port: int | None) -> None:
     """Everything on one machine: web, mail listener, scheduler and the dev mailbox, in one process."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -462,20 +496,24 @@ def run(host: str, port: int) -> None:
     from pbem.schedule import scheduler as jobs
 
     _logging()
-    app = _app()
+    app = _app(_run_overrides(host, port, mail_port))
     settings = app.config["PBEM"]
     started = []
     if settings["mailbox"]["enabled"]:
-        sink = devmail.controller(
-            Path(app.instance_path) / "mailbox", settings["mailbox"]["host"], settings["mailbox"]["port"]
-        )
-        sink.start()
+        sink = devmail.controller(sink_path(app), settings["mailbox"]["host"], settings["mailbox"]["port"])
+        _listen(sink, "dev mailbox")
         started.append(sink)
-        click.echo(f"Dev mailbox: SMTP sink on {sink.hostname}:{sink.port}, kept in instance/mailbox")
+        click.echo(f"Dev mailbox: SMTP sink on {sink.hostname}:{sink.port}, kept in {sink_path(app)}")
     inbound = listener.controller(app, settings["smtpd"]["host"], settings["smtpd"]["port"])
-    inbound.start()
+    try:
+        _listen(inbound, "mail listener")
+    except click.ClickException:
+        for controller in started:
+            controller.stop()
+        raise
     started.append(inbound)
     click.echo(f"Mail listener: SMTP on {inbound.hostname}:{inbound.port}")
+    click.echo(f"Links in mails point at {settings['server']['base_url']}")
     background = BackgroundScheduler(timezone="UTC")
     jobs.add_jobs(background, app)
     jobs.started(app, "scheduler")
@@ -488,6 +526,11 @@ def run(host: str, port: int) -> None:
         jobs.stopped(app, "scheduler")
         for controller in reversed(started):
             controller.stop()
+
+
+def sink_path(app: Flask) -> Path:
+    """Where the dev mailbox keeps the mail it catches."""
+    return Path(app.instance_path) / "mailbox"
 
 
 def _stop_signals() -> Callable[[], str]:

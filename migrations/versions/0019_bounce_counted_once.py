@@ -1,7 +1,7 @@
 """a delivery report on one mail counts once: when its bounce was counted
 
 Revision ID: 0019
-Revises: 0014
+Revises: 0015
 Create Date: 2026-11-26 02:00:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0019'
-down_revision = '0014'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 

@@ -505,6 +505,18 @@ def set_notify(user: User, choice: str) -> None:
     db.session.commit()
 
 
+def set_digest_hour(user: User, hour: str) -> None:
+    """Send ``user``'s daily digest at ``hour`` (0-23, in their time zone), or at the server's usual hour
+    for ""; commits.  AccountError for anything else."""
+    hour = hour.strip()
+    if hour and not (hour.isascii() and hour.isdigit() and len(hour) <= 2 and int(hour) <= 23):
+        raise AccountError("The digest hour is a whole hour from 0 to 23 (in your time zone).")
+    begin_write()
+    fresh = db.session.get_one(User, user.id)
+    fresh.digest_hour = int(hour) if hour else None
+    db.session.commit()
+
+
 def check_mail_key(user: User, key: str | None) -> bool:
     """Whether ``key`` is ``user``'s mail key (any case)."""
     return bool(key) and hmac.compare_digest(hash_mail_key(key or ""), user.mail_key_hash)

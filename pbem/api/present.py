@@ -52,6 +52,7 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
         "move_number": queries.next_move_number(game, mine) if mine else game.ply + 1,
         "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
         "url": absolute_url(url_for("games.game", game_id=game.id)),
+        "min_rating": game.min_rating, "max_rating": game.max_rating,
     }
 
 

@@ -14,11 +14,11 @@ from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
 from pbem.api.openapi import operation
-from pbem.archive import archive
+from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
-from pbem.game import clock, conditional, play, queueing, results
+from pbem.game import clock, conditional, notes, play, queueing, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame
 
@@ -127,6 +127,20 @@ def get_player(user: User | None, handle: str) -> dict[str, Any]:
     return present.player(player)
 
 
+@operation("/v1/players", "GET", "Find players", query=s.DirectoryQuerySchema, response=s.DirectorySchema,
+           errors=(422,), tag="players", public=True)
+def find_players(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
+    """The player directory: players whose handle begins with q (any case), in handle order, each with
+    their rating in every game they are rated in and the games they have finished. Page with after (the
+    previous page's next). Needs no token."""
+    try:
+        page = directory.search(query["q"], query.get("after"), query["limit"])
+    except directory.DirectoryError as exc:
+        raise ApiError(422, "invalid", str(exc), fields={"q": [str(exc)]}) from None
+    return {"players": [{"handle": p.handle, "ratings": [{"game": g, "display": r} for g, r in p.ratings],
+                         "played": p.played} for p in page.players], "next": page.next}
+
+
 # Starting and answering ---------------------------------------------------------------------------
 
 
@@ -160,8 +174,29 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
         raise PlayError("A private game cannot have open seats: name every player, or make it public.",
                         "private")
     created = challenges.new_game(user, engine.slug, seats, body["options"], public=body["public"],
-                                  time_control=time_control, rated=body["rated"])
+                                  time_control=time_control, rated=body["rated"],
+                                  min_rating=body["min_rating"], max_rating=body["max_rating"])
     return _fresh_game(user, created.id)
+
+
+@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True)
+def lobby(user: User | None) -> dict[str, Any]:
+    """Public games waiting for players with an open seat, newest first, each with its creator's rating
+    in that game and who may take a seat by rating. Take one with POST /v1/games/{id}/take. Needs no
+    token."""
+    return {"games": [{"game": present.summary(entry.game, user),
+                       "creator": entry.game.created_by.handle if entry.game.created_by else None,
+                       "creator_rating": entry.creator_rating, "rating_range": entry.rating_range}
+                      for entry in challenges.lobby()]}
+
+
+@operation("/v1/games/<int:game_id>/take", "POST", "Take an open seat", response=s.GameSchema,
+           errors=(400, 403, 404, 409))
+def take_seat(user: User, game_id: int) -> dict[str, Any]:
+    """Take an open seat of a game in the lobby; taking the last one starts the game. A player whose
+    rating in the game lies outside the game's range is refused (403, out-of-range) with the reason."""
+    challenges.take_seat(_game_for(user, game_id).id, user)
+    return _fresh_game(user, game_id)
 
 
 @operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", body=s.AnswerSchema,
@@ -258,3 +293,25 @@ def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict
     omitted. Answers the lines left."""
     queueing.delete(_game_for(user, game_id).id, user, query.get("line"), query.get("seat"))
     return _lines(user, game_id, query.get("seat"))
+
+
+# Private notes ---------------------------------------------------------------------------
+
+
+@operation("/v1/games/<int:game_id>/note", "GET", "My note on a game", response=s.NoteSchema,
+           errors=(403, 404), tag="me")
+def my_note(user: User, game_id: int) -> dict[str, Any]:
+    """Your private note on a game you play in ("" for none). Nobody else can read it: not your
+    opponents, not watchers; it is in no page but yours, no mail, record or export."""
+    game = _game_for(user, game_id)
+    if not notes.may_keep_notes(game, user):
+        raise PlayError(f"Only the players of game #{game.id} keep notes on it.", "not-seated")
+    return {"note": notes.note_of(game, user)}
+
+
+@operation("/v1/games/<int:game_id>/note", "PUT", "Keep my note on a game", body=s.NoteSchema,
+           response=s.NoteSchema, errors=(400, 403, 404, 422), tag="me")
+def save_note(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Replace your private note on a game you play in (an empty note deletes it); it stays after the
+    game ends. Answers the note as kept."""
+    return {"note": notes.save(_game_for(user, game_id), user, body["note"])}

@@ -9,7 +9,8 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from pbem.archive.archive import MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
-from pbem.core.models import MAX_COMMENT
+from pbem.archive.directory import PAGE_SIZE as DIRECTORY_PAGE_SIZE
+from pbem.core.models import MAX_COMMENT, MAX_NOTE
 from pbem.game.conditional import MAX_LINE_TEXT, MAX_LINES
 from pbem.game.endings import ENDINGS
 
@@ -97,6 +98,11 @@ class GameSummarySchema(Schema):
     created_at = UtcDateTime(required=True)
     finished_at = UtcDateTime(allow_none=True, required=True)
     url = fields.String(required=True, metadata={"description": "The game's page on the web."})
+    min_rating = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Only a player rated at least this (in this game) may take an open seat; "
+                       "null: no bound."})
+    max_rating = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Only a player rated at most this may take an open seat; null: no bound."})
 
 
 class RecordEntrySchema(Schema):
@@ -136,6 +142,24 @@ class GameListSchema(Schema):
     games = fields.List(fields.Nested(GameSummarySchema), required=True)
     next = fields.Integer(allow_none=True, required=True, metadata={
         "description": "Pass this as after for the next page; null on the last page."})
+
+
+class LobbyGameSchema(Schema):
+    """A game of the lobby: a public game with an open seat."""
+
+    game = fields.Nested(GameSummarySchema, required=True)
+    creator = fields.String(allow_none=True, required=True, metadata={"description": "Who started it."})
+    creator_rating = fields.String(required=True, metadata={
+        "description": 'The creator\'s rating in this game, e.g. "1520", or "1500?" while provisional.'})
+    rating_range = fields.String(required=True, metadata={
+        "description": 'Who may take a seat by rating: "1400–1700", "1400 or more", "up to 1700"; '
+                       '"" for anyone.'})
+
+
+class LobbySchema(Schema):
+    """The lobby: public games with an open seat, newest first."""
+
+    games = fields.List(fields.Nested(LobbyGameSchema), required=True)
 
 
 class TurnListSchema(Schema):
@@ -187,6 +211,48 @@ class GameRecordSchema(Schema):
     wins = fields.Integer(required=True)
     draws = fields.Integer(required=True)
     losses = fields.Integer(required=True)
+
+
+class ListedRatingSchema(Schema):
+    """A player's rating in one game, as people read it."""
+
+    game = fields.String(required=True)
+    display = fields.String(required=True, metadata={
+        "description": 'e.g. "1520", or "1520?" while provisional.'})
+
+
+class ListedPlayerSchema(Schema):
+    """A player of the directory."""
+
+    handle = fields.String(required=True)
+    ratings = fields.List(fields.Nested(ListedRatingSchema), required=True)
+    played = fields.Integer(required=True, metadata={"description": "Games they have finished."})
+
+
+class DirectorySchema(Schema):
+    """A page of the player directory, in handle order; ask for the next with ``after``."""
+
+    players = fields.List(fields.Nested(ListedPlayerSchema), required=True)
+    next = fields.String(allow_none=True, required=True, metadata={
+        "description": "Pass this as after for the next page; null on the last page."})
+
+
+class DirectoryQuerySchema(Schema):
+    """A search of the player directory."""
+
+    q = fields.String(load_default="", validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "The beginning of the handle, in any case; empty for everyone."})
+    after = fields.String(validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "The next page: the players after this handle (the previous page's next)."})
+    limit = fields.Integer(load_default=DIRECTORY_PAGE_SIZE,
+                           validate=validate.Range(min=1, max=DIRECTORY_PAGE_SIZE))
+
+
+class NoteSchema(Schema):
+    """Your private note on a game: nobody else can read it, by any way."""
+
+    note = fields.String(required=True, validate=validate.Length(max=MAX_NOTE), metadata={
+        "description": "The note; empty deletes it."})
 
 
 class PlayerSchema(Schema):
@@ -252,6 +318,11 @@ class NewGameSchema(Schema):
     public = fields.Boolean(load_default=True)
     rated = fields.Boolean(load_default=True, metadata={
         "description": "Whether the result moves the ratings (two players with two accounts only)."})
+    min_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+                                metadata={"description": "Open seats only for players rated at least this "
+                                                         "in the game."})
+    max_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+                                metadata={"description": "Open seats only for players rated at most this."})
 
 
 class MoveSchema(Schema):

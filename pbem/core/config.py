@@ -118,6 +118,11 @@ def load(
     _merge(settings, _from_environment(settings, environ), "the environment")
     if overrides:
         _merge(settings, overrides, "the app factory's arguments")
+    if settings["mailbox"]["enabled"]:
+        # The dev mailbox catches every mail the server sends, so it is the outbound SMTP server: one
+        # setting (mailbox.port) moves both, and they can never disagree.
+        settings["mail"]["smtp_host"] = settings["mailbox"]["host"]
+        settings["mail"]["smtp_port"] = settings["mailbox"]["port"]
     _check(settings)
     _check_secret(settings, environ.get("PBEM_CONFIG"))
     return settings
@@ -171,6 +176,11 @@ def _check_secret(settings: Settings, config_file: str | None) -> None:
         f"it can play for anyone. Make one with {MAKE_SECRET} and put it in PBEM_SERVER_SECRET_KEY (e.g. "
         "in /etc/pbem/pbem.env) or in the file named by PBEM_CONFIG."
     )
+
+
+def default_base_url() -> str:
+    """``server.base_url`` as config/default.toml gives it (the development server's address)."""
+    return str(_read_toml(DEFAULT_FILE)["server"]["base_url"])
 
 
 def _check(settings: Settings) -> None:

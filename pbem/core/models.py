@@ -128,6 +128,9 @@ class User(Model):
     # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
     mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The hour (0-23, in the player's time zone) their daily digest goes out; None for the server's
+    # scheduler.digest_hour in UTC (see pbem.mailout.digest).
+    digest_hour: Mapped[int | None] = mapped_column(Integer)
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 
@@ -206,6 +209,10 @@ class Game(Model):
     # record changed (see pbem.records).
     origin: Mapped[str | None] = mapped_column(String(200))
     origin_game_id: Mapped[int | None] = mapped_column(Integer)
+    # Who may take an open seat: a player whose rating in this game lies within these bounds (either may
+    # be None: no bound), as the creator chose (see pbem.lobby.challenges.take_seat).
+    min_rating: Mapped[int | None] = mapped_column(Integer)
+    max_rating: Mapped[int | None] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
     seats: Mapped[list[Seat]] = relationship(
@@ -336,6 +343,23 @@ class Watch(Model):
     user: Mapped[User] = relationship()
 
     __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_watch_game_user"),)
+
+
+# The longest private note a player may keep on a game.
+MAX_NOTE = 10000
+
+
+class GameNote(Model):
+    """A player's private note on a game (DGS's notes): read and written only by its writer, by no other
+    channel shown to anyone, and kept after the game ends (see :mod:`pbem.game.notes`)."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    text: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_game_note_game_user"),)
 
 
 class OutboxMail(Model):

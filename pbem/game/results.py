@@ -129,6 +129,12 @@ def sentence(game: Game) -> str:
     outcome = outcome_of(game)
     if outcome is None:
         return ""
+    return reason_sentence(game, outcome)
+
+
+def reason_sentence(game: Game, outcome: Outcome) -> str:
+    """``outcome``'s reason as a sentence naming the players of ``game``: "alice (O) wins with a full
+    line on file b." (a stored result, or one reached on the analysis board)."""
     text = _with_names(game, outcome.reason)
     return _full_stop(text[:1].upper() + text[1:] if _starts_with_word(game, outcome.reason) else text)
 

@@ -11,8 +11,10 @@ from marshmallow import ValidationError, fields, missing, validate
 
 import games
 from pbem.accounts import accounts
+from pbem.core.errors import PlayError
 from pbem.core.models import User
 from pbem.game import clock
+from pbem.lobby import challenges
 
 
 @dataclass
@@ -40,6 +42,8 @@ class NewGame:
     public: bool = True
     rated: bool = True
     time_control: dict[str, Any] = field(default_factory=dict)
+    min_rating: int | None = None
+    max_rating: int | None = None
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -91,7 +95,27 @@ def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     if not result.public and None in result.seats:
         result.errors["public"] = (
             "A private game cannot have open seats: name every player, or make it public.")
+    result.min_rating = _read_rating(form, "min_rating", result.errors)
+    result.max_rating = _read_rating(form, "max_rating", result.errors)
+    if not {"min_rating", "max_rating", "players"} & set(result.errors):
+        try:
+            challenges.check_rating_range(result.min_rating, result.max_rating,
+                                          open_seats=None in result.seats)
+        except PlayError as exc:
+            result.errors["min_rating"] = exc.message
     return result
+
+
+def _read_rating(form: Any, name: str, errors: dict[str, str]) -> int | None:
+    """A rating bound of the form: a whole number, or None when left blank."""
+    value = form.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or len(value) > 5:
+        errors[name] = (f"Write a whole number from {challenges.LOWEST_RATING} to "
+                        f"{challenges.HIGHEST_RATING}, or leave it blank for no bound.")
+        return None
+    return int(value)
 
 
 def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:

@@ -109,6 +109,17 @@ def player_feed(handle: str) -> Response:
                       absolute_url(url_for("archive.player_feed", handle=user.handle)))
 
 
+# How many of each game's best players the standings index shows.
+INDEX_SHOWN = 5
+
+
+@bp.get("/standings")
+def standings_index() -> str:
+    """Every game's best-rated players, each game linking to its whole standings."""
+    tables = [(engine, standings.table(engine.slug, INDEX_SHOWN)) for engine in games.all()]
+    return render_template("archive/standings_index.html", tables=tables)
+
+
 @bp.get("/standings/<slug>")
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""

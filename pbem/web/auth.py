@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
 from pbem.accounts import accounts, apitokens, vacation
 from pbem.accounts.accounts import AccountError
 from pbem.core.extensions import limiter
-from pbem.core.models import utcnow
+from pbem.core.models import User, utcnow
 from pbem.game import clock
 from pbem.mailout import sendagain
 from pbem.web.limits import MAIL_LINK_SCOPE, answered, per_account, per_ip_and, setting
@@ -164,7 +164,7 @@ def _settings_context() -> dict:
     return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_days_left": vacation.days_left(user),
             "api_tokens": apitokens.active(user),
             "vacation_ends": clock.format_time(ends, user.time_zone) if ends else None,
-            "zones": clock.zone_choices(), "now": utcnow()}
+            "zones": clock.zone_choices(), "now": utcnow(), "digest_words": digest_hour_words(user)}
 
 
 @bp.post("/settings/email")
@@ -195,6 +195,14 @@ def confirm_email(token: str) -> Response | tuple[str, int]:
     return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
+def digest_hour_words(user: User) -> str:
+    """When ``user``'s daily digest goes out, for the settings page."""
+    if user.digest_hour is None:
+        hour = current_app.config["PBEM"]["scheduler"]["digest_hour"]
+        return f"Your daily digest goes out at the server's usual hour, {hour:02d}:00 UTC."
+    return f"Your daily digest goes out at {user.digest_hour:02d}:00, {user.time_zone} time."
+
+
 def _apply_setting(action: str) -> str:
     user = current_user._get_current_object()
     if action == "notify":
@@ -203,6 +211,9 @@ def _apply_setting(action: str) -> str:
     if action == "time-zone":
         accounts.set_time_zone(user, request.form.get("time_zone", ""))
         return f"Times are shown in {user.time_zone} now."
+    if action == "digest-hour":
+        accounts.set_digest_hour(user, request.form.get("digest_hour", ""))
+        return digest_hour_words(user)
     if action == "renew-tokens":
         resent = accounts.renew_reply_addresses(user)
         return ("The reply addresses and move links of the mails you have had no longer work; "
