@@ -40,10 +40,13 @@ EVENT_HANDLERS: events.Handlers = {
 }
 
 
-def create_app(config: dict[str, Any] | None = None, role: str = "pbem web") -> Flask:
+def create_app(config: dict[str, Any] | None = None, role: str = "pbem web", workers: int = 1) -> Flask:
     """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section.
-    ``role`` names the process to the database (PostgreSQL's ``application_name``)."""
+    ``role`` names the process to the database (PostgreSQL's ``application_name``); ``workers`` is how
+    many processes serve it side by side (a WSGI server's workers), which per-process rate limits cannot
+    serve (see :func:`pbem.core.config.check_limit_storage`)."""
     settings = config_module.load(config)
+    config_module.check_limit_storage(settings, workers)
     instance_path = Path(settings["server"]["instance_path"]).resolve()
     instance_path.mkdir(parents=True, exist_ok=True)
     app = Flask(

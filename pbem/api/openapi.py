@@ -14,12 +14,13 @@ from typing import Any
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
-from flask import Response, current_app, jsonify, render_template, request
+from flask import Response, jsonify, render_template, request
 from marshmallow import EXCLUDE, Schema
 
 from pbem.api import auth, bp
 from pbem.api.errors import ApiError
 from pbem.api.schemas import ErrorSchema
+from pbem.core.site import base_url
 
 VERSION = "1.0.0"
 # The largest JSON body the API reads; its requests are a move or a game's settings.
@@ -146,7 +147,7 @@ def build_spec() -> dict[str, Any]:
         info={"description": "Play turn-based board games by program: list and start games, answer "
                              "challenges, read a position with its legal moves, and move. Authenticate "
                              "with 'Authorization: Bearer <token>' (make a token in Settings)."},
-        servers=[{"url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")}],
+        servers=[{"url": base_url()}],
     )
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=ErrorSchema)

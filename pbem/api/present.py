@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from flask import current_app, url_for
+from flask import url_for
 from sqlalchemy import select
 
 import games
 from pbem.accounts import bots
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Rating, Seat, User
+from pbem.core.site import absolute_url
 from pbem.game import clock, queries, ratings, results
 from pbem.present import gameview
 
@@ -52,8 +53,7 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
         "public": game.public, "rated": game.rated, "players": seats,
         "move_number": queries.next_move_number(game, mine) if mine else game.ply + 1,
         "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
-        "url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
-        + url_for("games.game", game_id=game.id),
+        "url": absolute_url(url_for("games.game", game_id=game.id)),
         "min_rating": game.min_rating, "max_rating": game.max_rating,
     }
 

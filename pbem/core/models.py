@@ -398,6 +398,9 @@ class OutboxMail(Model):
     # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
     failed_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # When a delivery report on this mail was counted as a bounce of its address: a report counts once,
+    # however often its bounce address is written to.
+    bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     __table_args__ = (
         # The mails due: neither sent nor given up, by when they are next tried.
@@ -410,8 +413,10 @@ class OutboxMail(Model):
 class InboundMail(Model):
     """A received message, stored raw before anything is done with it.
 
-    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
-    without a Message-ID is keyed by the hash of its bytes.
+    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once: it is the
+    Message-ID with the From address (another sender's mail with the same Message-ID is another
+    message), or for a message without a Message-ID the hash of its bytes (see
+    :func:`pbem.mailin.receive.message_key`).
     """
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -35,6 +35,7 @@ from sqlalchemy.orm.attributes import instance_state
 
 import games
 from pbem.accounts import mailkeys
+from pbem.accounts.accounts import internationalised
 from pbem.core.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
@@ -381,6 +382,12 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     if mail.from_ambiguous:
         # Whoever is named first may not be who sent it: act for nobody, and answer nobody.
         return Handling("rejected", "the From header does not name one sender beyond doubt; not answered")
+    if internationalised(mail.from_addr) and (not mail.from_addr.isascii()
+                                              or not _anyones_address(mail.from_addr)):
+        # As sign-up and a change of address refuse it: no account can have such an address (one written
+        # in its xn-- form may be older than the refusal), and an answer could not go to it.
+        return Handling("rejected", "from an address with letters beyond plain ASCII, which no account may "
+                                    "have; not answered")
     reason = reports.automatic(mail, envelope, mail_domain())
     if reason is not None:
         return Handling("ignored", reason)
@@ -402,6 +409,11 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     if checked is not None:  # What the MTA found goes into the note, for the operator.
         outcome.note = f"{outcome.note} [{checked.said}]"
     return outcome
+
+
+def _anyones_address(address: str) -> bool:
+    """Whether ``address`` is an account's (one made before such addresses were refused may be)."""
+    return db.session.scalar(select(User.id).where(func.lower(User.email) == address.lower())) is not None
 
 
 def _authenticated(mail: parse.Incoming) -> authentication.Verdict | None:
@@ -467,6 +479,9 @@ def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> 
     late = bouncing.out_of_time(sent)
     if late is not None:
         return Handling("ignored", f"delivery report on outbox #{outbox_id}: {late}; not counted")
+    if not bouncing.first_report(sent):
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; a report on that mail "
+                                   "was counted already, and one mail's failure counts once")
     user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
     note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
     return Handling("ignored", note, user=user)

@@ -34,6 +34,7 @@ from sqlalchemy import Row, insert, or_, select, update
 from pbem.core.database import DirectWrite, begin_write, writes_batched
 from pbem.core.extensions import db, mail
 from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
+from pbem.core.site import base_url
 from pbem.mailout import bouncing, tokens
 
 log = logging.getLogger(__name__)
@@ -560,8 +561,7 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     Message-ID.  The row stays in the outbox, sent or given up, like any other."""
     cfg = settings()
     begin_write()
-    base_url = current_app.config["PBEM"]["server"]["base_url"]
-    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url), kind="test")
+    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
     # Claimed by this command at once: no deliverer takes it while it is sent here.
     db.session.execute(update(_TABLE).where(_C.id == row_id)
                        .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))
