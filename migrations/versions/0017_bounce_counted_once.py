@@ -1,7 +1,7 @@
 """a delivery report on one mail counts once: when its bounce was counted
 
-Revision ID: 0019
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-11-26 02:00:00
 
 """
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0019'
-down_revision = '0015'
+revision = '0017'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 
