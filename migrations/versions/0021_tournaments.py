@@ -1,7 +1,7 @@
 """tournaments: round-robins, Swiss, knockouts and ladders, their entries and pairings
 
 Revision ID: 0021
-Revises: 0016
+Revises: 0015
 Create Date: 2026-11-28 02:00:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0021'
-down_revision = '0016'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
