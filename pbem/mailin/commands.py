@@ -21,13 +21,14 @@ from games.words import quoted
 from pbem.accounts import mailkeys, vacation
 from pbem.accounts.accounts import check_mail_key, find_user
 from pbem.core.extensions import db
-from pbem.core.models import MAX_COMMENT, Game, Seat, User
+from pbem.core.models import MAX_COMMENT, Game, Seat, Tournament, User
 from pbem.core.redaction import blank_key
 from pbem.game import clock, conditional, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.mailin import parse, reading
 from pbem.mailout import notify
+from pbem.tournament import organise, rounds, standings
 
 REPLY_VERBS = (
     "move", "resign", "draw", "accept", "decline", "show", "help", "games", "vacation", "conditionals",
@@ -160,7 +161,7 @@ def looks_like_command(line: str) -> bool:
     if not words:
         return False
     first = words[0].lower()
-    return first in ("help", "games", "vacation") or _engine(first) is not None
+    return first in ("help", "games", "vacation", "tournament") or _engine(first) is not None
 
 
 def _engine(slug: str) -> games.Engine | None:
@@ -202,6 +203,8 @@ def parse_subject(line: str) -> Command:
                 "'vacation alice MAILKEY off'."
             )
         return Command("vacation", blank_key(text, others[1]), args=switch, handle=others[0], key=others[1])
+    if first == "tournament":
+        return _parse_tournament(text, rest)
     slug = first
     if not rest:
         return Command("help", text, args=[slug])
@@ -361,9 +364,13 @@ def run_subject(command: Command, sender: str, comment: str) -> Answer:
         return _challenge(command, sender)
     if command.verb == "show" and command.key is None:
         return _show(_game(command), None)
+    if command.verb == "tournament" and command.args == ["show"]:
+        return _tournament_standings(command)
     user = player_by_key(command.handle, command.key, sender)
     if command.verb == "vacation":
         return _run_general(command, user)
+    if command.verb == "tournament":
+        return _tournament(command, user)
     game = _game(command, user)
     if command.verb in ("watch", "unwatch"):
         return watch_by_mail(command.verb, user, game)
@@ -712,3 +719,63 @@ def _validation_words(exc: ValidationError) -> str:
             parts.append(f"{key}: {text}" if key != "_schema" else text)
         return "; ".join(parts)
     return str(messages)
+
+
+# Tournaments -----------------------------------------------------------------------------------------
+#
+# ``tournament join 5 alice MAILKEY``, ``tournament withdraw 5 alice MAILKEY``, ``tournament show 5``.
+
+TOURNAMENT_VERBS = ("join", "withdraw", "show")
+
+
+def _parse_tournament(text: str, rest: list[str]) -> Command:
+    """A tournament command: ``tournament VERB NUMBER [HANDLE MAILKEY]``."""
+    forms = {"join": "tournament join 5 alice MAILKEY", "withdraw": "tournament withdraw 5 alice MAILKEY",
+             "show": "tournament show 5"}
+    verb = rest[0].lower() if rest else ""
+    if verb not in TOURNAMENT_VERBS:
+        raise CommandError(f"After 'tournament' comes one of: {', '.join(TOURNAMENT_VERBS)}; e.g. "
+                           f"'{forms['join']}'.")
+    needed = 2 if verb == "show" else 4
+    if len(rest) < needed:
+        raise CommandError(f"That tournament command is short of words. Write it like this: {forms[verb]}")
+    number = _game_number(rest[1], forms[verb])
+    if verb == "show":
+        return Command("tournament", text, args=["show"], game_id=number)
+    handle, key = rest[2], rest[3]
+    return Command("tournament", blank_key(text, key), args=[verb], game_id=number, handle=handle, key=key)
+
+
+def _tournament(command: Command, user: User) -> Answer:
+    """Join or withdraw from a tournament by mail, as on its page."""
+    assert command.game_id is not None
+    try:
+        if command.args == ["join"]:
+            tournament = organise.join(command.game_id, user)
+        else:
+            tournament = organise.withdraw(command.game_id, user)
+    except PlayError as exc:
+        raise CommandError(exc.message) from None
+    name = rounds.title(tournament)
+    if command.args == ["withdraw"]:
+        return Answer(f"You have left {name}. Games you had in play were lost by resignation (or struck "
+                      "out, as its settings say), and you are paired no more.")
+    if tournament.status == "running":
+        return Answer(f"You are in {name}, and it has started: your pairings come in a mail of their own, "
+                      "and each game asks you for your moves. Standings: "
+                      f"{rounds.tournament_url(tournament)}")
+    start = (f"it starts {clock.format_time(tournament.start_at, user.time_zone)}" if tournament.start_at
+             else f"it starts when {tournament.max_players} players have joined")
+    return Answer(f"You are in {name}; {start}. Leave it with 'tournament withdraw {tournament.id} "
+                  f"{user.handle} MAILKEY'.")
+
+
+def _tournament_standings(command: Command) -> Answer:
+    """A tournament's standings by mail."""
+    tournament = db.session.get(Tournament, command.game_id)
+    if tournament is None:
+        raise CommandError(f"There is no tournament #{command.game_id}.")
+    ranked = standings.standings(tournament)
+    lines = [f"{e.place:>3}. {e.handle}  {e.points_words}" for e in ranked[:50]]
+    return Answer(f"{rounds.title(tournament)}, {organise.status_words(tournament)}:\n" + "\n".join(lines)
+                  + f"\n{rounds.tournament_url(tournament)}")
