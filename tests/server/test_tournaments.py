@@ -13,6 +13,7 @@ from flask import Flask
 from flask.testing import FlaskCliRunner
 from sqlalchemy import select
 
+from pbem.accounts import apitokens
 from pbem.accounts.accounts import create_user
 from pbem.cli import main
 from pbem.core.database import begin_write
@@ -23,6 +24,7 @@ from pbem.lobby import challenges
 from pbem.schedule import sweep
 from pbem.tournament import organise, pairing, standings
 from tests.server.conftest import give_mail_key
+from tests.server.test_api import Client, server  # noqa: F401 (a fixture)
 from tests.server.test_mail_play import Postman, start_postman, text_of
 
 CAMBIO = {"size": 3, "placements": 2}
@@ -264,3 +266,43 @@ def test_joining_and_withdrawing_by_mail_with_the_mail_key(postman: Postman, pla
     postman.settle()
     shown = text_of(postman.last("dave@example.org", "Re:"))
     assert "Mail cup" in shown and "alice" in shown and "bob" in shown
+
+
+def test_a_round_robin_of_four_played_to_the_end_by_api_clients(server: str, ctx: Flask) -> None:  # noqa: F811
+    players = make_players(4)
+    clients = {u.handle: Client(server, apitokens.create(u, "bot")[1]) for u in players}
+    status, made = clients["p01"].call("POST", "/api/v1/tournaments", {
+        "name": "API cup", "game": "cambio", "format": "round_robin", "options": CAMBIO, "max_players": 4,
+        "time": "days:3"})
+    assert status == 201 and made["status"] == "open" and made["standings"] == []
+    status, refused = clients["p01"].call("POST", "/api/v1/tournaments", {
+        "name": "", "game": "cambio", "format": "round_robin"})
+    assert status == 422 and "name" in refused["fields"]
+    for client in clients.values():
+        status, answer = client.call("POST", f"/api/v1/tournaments/{made['id']}/join")
+        assert status == 200, answer
+    assert answer["status"] == "running"  # The fourth entry filled it.
+    assert len(answer["rounds"][0]["pairings"]) == 6  # Every pairing at once.
+    status, again = clients["p01"].call("POST", f"/api/v1/tournaments/{made['id']}/join")
+    assert status == 400 and again["code"] == "closed"
+    # Each program plays its turns: the first mover makes one legal move, the second then resigns.
+    for _sweep in range(3):
+        for client in clients.values():
+            _status, turn = client.call("GET", "/api/v1/me/turn")
+            for summary in turn["games"]:
+                _status, game = client.call("GET", f"/api/v1/games/{summary['id']}")
+                if game["move_number"] == 1:
+                    status, _moved = client.call("POST", f"/api/v1/games/{game['id']}/moves", {
+                        "move": game["legal_moves"][0], "expect": 1})
+                    assert status == 201
+                else:
+                    assert client.call("POST", f"/api/v1/games/{game['id']}/resign")[0] == 200
+    status, done = Client(server, None).call("GET", f"/api/v1/tournaments/{made['id']}")
+    assert status == 200 and done["status"] == "finished"
+    assert all(p["result"] == "1" for p in done["rounds"][0]["pairings"])
+    assert sum(line["points"] for line in done["standings"]) == 6
+    places = [line["place"] for line in done["standings"]]
+    assert places == sorted(places)
+    assert all("sb" in line["tie_breaks"] for line in done["standings"])
+    status, listed = Client(server, None).call("GET", "/api/v1/tournaments")
+    assert [t["id"] for t in listed["tournaments"]] == [made["id"]]
