@@ -11,6 +11,7 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 from marshmallow import ValidationError
+from sqlalchemy import select
 
 import games
 from pbem.archive import archive, feeds
@@ -20,6 +21,7 @@ from pbem.core.models import Tournament, User
 from pbem.game import clock
 from pbem.present import newgame, tournamentview
 from pbem.tournament import organise, standings
+from pbem.web import pagecache
 
 bp = Blueprint("tournaments", __name__)
 
@@ -120,7 +122,18 @@ def _create(engine: games.Engine, form: Any, errors: dict[str, str]) -> Tourname
     return None
 
 
+def _stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
+    """What a tournament's page is made of: its ``version``, which every change of the tournament, its
+    entries or its pairings' results raises (:func:`pbem.tournament.rounds.changed`; handles never
+    change), the round shown, and the reader's row (see :mod:`pbem.web.pagecache`)."""
+    statement = pagecache.list_statement(
+        select(Tournament.id, Tournament.version).where(Tournament.id == tournament_id))
+    made_of, reader = pagecache.list_stamp(statement, reader_id)
+    return (request.args.get("round", "")[:4], made_of), reader
+
+
 @bp.get("/tournaments/<int:tournament_id>")
+@pagecache.kept(_stamp)
 def page(tournament_id: int) -> str:
     """The tournament: what it is, the standings, the current round's pairings, the buttons."""
     view = tournamentview.build(_tournament_or_404(tournament_id))
@@ -130,7 +143,10 @@ def page(tournament_id: int) -> str:
     current = int(shown) if shown.isdigit() else view.tournament.round
     return render_template("tournaments/page.html", view=view, t=view.tournament, me=me, mine=mine,
                            shown_round=current, pairings=view.rounds.get(current, []),
-                           points_words=standings.points_words)
+                           points_words=standings.points_words,
+                           # Links of a thousand rows, built once: url_for per row cost a third of the page.
+                           player_url=url_for("players.player", handle="_").removesuffix("_"),
+                           game_url=url_for("games.game", game_id=1).removesuffix("1"))
 
 
 @bp.get("/tournaments/<int:tournament_id>/crosstable")
