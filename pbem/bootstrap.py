@@ -39,6 +39,7 @@ EVENT_HANDLERS: events.Handlers = {
     events.DrawOffered: [notify.draw_offered],
     events.DrawDeclined: [notify.draw_declined],
     events.TimedOut: [notify.timed_out],
+    events.GamesLocked: [rounds.games_locked],
 }
 
 

@@ -59,7 +59,7 @@ def build(tournament: Tournament) -> TournamentView:
     # Players of a pairing who are no longer entered (a ladder leaver's old games) are looked up once.
     missing = {u for p in found for u in (p.first, p.second) if u is not None and u not in handles}
     if missing:
-        handles.update(db.session.execute(select(User.id, User.handle).where(User.id.in_(missing))).tuples())
+        handles.update(db.session.execute(select(User.id, User.handle).where(User.id.in_(missing))).all())
     by_round: dict[int, list[PairingLine]] = {}
     for p in found:
         by_round.setdefault(p.round, []).append(PairingLine(

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 
 import games
-from pbem.core.database import is_postgresql
+from pbem.core.database import is_postgresql, transaction_cache
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Tournament, TournamentGame, TournamentPlayer, User, utcnow
@@ -181,9 +181,10 @@ def _pair_knockout(tournament: Tournament, number: int,
 def game_over(event: events.GameOver) -> None:
     """The move path's news that a game ended: if it is a tournament game, score it, and advance the
     tournament (the next round, the knockout's next match, the ladder's places)."""
-    made = db.session.scalar(select(TournamentGame).where(TournamentGame.game_id == event.game.id))
-    if made is None:
+    made_id = _pairing_of(event.game)
+    if made_id is None:
         return
+    made = db.session.get_one(TournamentGame, made_id)
     tournament = lock(made.tournament_id)
     if tournament is None:
         return
@@ -203,6 +204,28 @@ def game_over(event: events.GameOver) -> None:
         _mail_round(tournament, [replay], replay=True)
         return
     advance(tournament)
+
+
+def games_locked(event: events.GamesLocked) -> None:
+    """The sweep locked a batch of games: find which are tournament games now, in one statement, so that
+    their ends read nothing in the middle of the batch (see :class:`pbem.game.events.GamesLocked`)."""
+    _find_pairings(event.game_ids)
+
+
+def _find_pairings(game_ids: list[int]) -> None:
+    """Note in the transaction's cache the tournament pairing of each of ``game_ids`` (None for none)."""
+    known = transaction_cache("tournament_pairings")
+    known.update(dict.fromkeys(game_ids))
+    known.update(db.session.execute(select(TournamentGame.game_id, TournamentGame.id).where(
+        TournamentGame.game_id.in_(sorted(game_ids)))).all())
+
+
+def _pairing_of(game: Game) -> int | None:
+    """The tournament pairing ``game`` is played for, if any."""
+    known = transaction_cache("tournament_pairings")
+    if game.id not in known:
+        _find_pairings([game.id])
+    return known[game.id]
 
 
 def _round_done(tournament: Tournament) -> bool:
