@@ -25,6 +25,7 @@ from pbem.core import database, models
 from pbem.core.extensions import csrf, db, limiter, login_manager, mail, migrate
 from pbem.game import events
 from pbem.mailout import notify
+from pbem.tournament import rounds
 from pbem.web import secretlinks
 
 # Each kind of event the move path publishes, and the handlers that write its mails, in order.
@@ -33,10 +34,12 @@ EVENT_HANDLERS: events.Handlers = {
     events.MovePlayed: [notify.move_played],
     events.MovesPlayed: [notify.moves_played],
     events.ConditionalRefused: [notify.conditional_refused],
-    events.GameOver: [notify.game_over],
+    # The result mails first, then the tournament's news (a round's pairings follow the result).
+    events.GameOver: [notify.game_over, rounds.game_over],
     events.DrawOffered: [notify.draw_offered],
     events.DrawDeclined: [notify.draw_declined],
     events.TimedOut: [notify.timed_out],
+    events.GamesLocked: [rounds.games_locked],
 }
 
 

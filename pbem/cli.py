@@ -236,18 +236,27 @@ def bots_command(server: str | None, tokens_file: Path | None) -> None:
 
 @main.command()
 def verify() -> None:
-    """Replay every game from its record and report any whose stored state differs."""
+    """Replay every game from its record and report any whose stored state differs, and any tournament
+    result that is not what its game's record gives."""
     from pbem.game import replaycheck as verifying
+    from pbem.tournament import standings
 
     app = _app()
     with app.app_context():
         problems = list(verifying.check_all())
+        results = list(standings.check_all())
     for problem in problems:
         click.echo(f"game #{problem.game_id}: {problem.problem}")
+    for result in results:
+        click.echo(f"tournament #{result.tournament_id}, game #{result.game_id}: {result.problem}")
     if problems:
         click.echo(f"{len(problems)} game(s) do not match their records.")
+    if results:
+        click.echo(f"{len(results)} tournament result(s) do not match their games' records.")
+    if problems or results:
         sys.exit(1)
     click.echo("Every game matches its record.")
+    click.echo("Every tournament result matches its game.")
 
 
 # Records ---------------------------------------------------------------------------

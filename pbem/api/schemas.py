@@ -406,3 +406,119 @@ class ConditionalDeleteSchema(Schema):
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
     seat = your_seat("Which of your seats, when you hold several.")
+
+
+# Tournaments ---------------------------------------------------------------------------
+
+
+class NewTournamentSchema(Schema):
+    """A new tournament, taking entries until it starts."""
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=80))
+    game = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    format = fields.String(required=True,
+                           validate=validate.OneOf(("round_robin", "swiss", "knockout", "ladder")))
+    options = fields.Dict(keys=fields.String(validate=validate.Length(max=64)), values=fields.Raw(),
+                          load_default=dict, validate=validate.Length(max=32))
+    time = fields.String(validate=validate.Length(max=32), metadata={
+        "description": 'A time control, as for a new game: "days:N" or "bank:I+A/M".'})
+    weekend_pause = fields.Boolean(load_default=False)
+    rated = fields.Boolean(load_default=True)
+    min_players = fields.Integer(load_default=2, validate=validate.Range(min=2, max=1000))
+    max_players = fields.Integer(load_default=16, validate=validate.Range(min=2, max=1000))
+    start_at = UtcDateTime(allow_none=True, load_default=None, metadata={
+        "description": "When it starts (UTC); null: as soon as max_players have joined."})
+    min_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    max_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    double = fields.Boolean(load_default=None, allow_none=True,
+                            metadata={"description": "A round-robin played twice, on both sides."})
+    rounds = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=20),
+                            metadata={"description": "A Swiss's rounds."})
+    bye_points = fields.Float(load_default=None, allow_none=True, validate=validate.OneOf((0, 0.5, 1)),
+                              metadata={"description": "What a Swiss bye scores."})
+    draw_rule = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("replay", "seed")),
+                              metadata={"description": "A drawn knockout game: replayed, or won by the "
+                                                       "better seed."})
+    leaving = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("forfeit", "void")),
+                            metadata={"description": "A leaver's games: forfeited, or struck out."})
+    reach = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=50),
+                           metadata={"description": "A ladder: how far above a player may challenge."})
+    accept_days = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=30),
+                                 metadata={"description": "A ladder: days to accept a challenge."})
+
+
+class TournamentStandingSchema(Schema):
+    """A player's line of the standings."""
+
+    place = fields.Integer()
+    player = fields.String()
+    status = fields.String(metadata={"description": "active, withdrawn, removed or out (knocked out)."})
+    points = fields.Float()
+    played = fields.Integer()
+    wins = fields.Integer()
+    draws = fields.Integer()
+    losses = fields.Integer()
+    position = fields.Integer(allow_none=True, metadata={"description": "A ladder's place."})
+    tie_breaks = fields.Dict(keys=fields.String(), values=fields.Float(), metadata={
+        "description": "sb (Sonneborn-Berger) in a round-robin; buchholz and median in a Swiss."})
+
+
+class TournamentPairingSchema(Schema):
+    """One pairing: first moves first; second is null for a bye."""
+
+    first = fields.String()
+    second = fields.String(allow_none=True)
+    game = fields.Integer(allow_none=True)
+    result = fields.String(allow_none=True, metadata={"description": 'The first player\'s score: "1", "½", '
+                                                                     '"0"; null while in play.'})
+    how = fields.String(allow_none=True, metadata={"description": "bye, forfeit or lapsed, when not played."})
+    void = fields.Boolean()
+
+
+class TournamentRoundSchema(Schema):
+    """A round's pairings (round 0: a ladder's challenges)."""
+
+    round = fields.Integer()
+    pairings = fields.List(fields.Nested(TournamentPairingSchema))
+
+
+class TournamentSummarySchema(Schema):
+    """A tournament's settings and how it stands."""
+
+    id = fields.Integer()
+    name = fields.String()
+    game = fields.String()
+    format = fields.String()
+    status = fields.String(metadata={"description": "open, running, paused, finished or cancelled."})
+    status_words = fields.String()
+    round = fields.Integer()
+    options = fields.Dict()
+    time_control = fields.String()
+    rated = fields.Boolean()
+    organiser = fields.String()
+    min_players = fields.Integer()
+    max_players = fields.Integer()
+    start_at = UtcDateTime(allow_none=True)
+    min_rating = fields.Integer(allow_none=True)
+    max_rating = fields.Integer(allow_none=True)
+    settings = fields.Dict()
+    players = fields.Integer()
+
+
+class TournamentSchema(TournamentSummarySchema):
+    """A tournament: its settings, standings and rounds."""
+
+    standings = fields.List(fields.Nested(TournamentStandingSchema))
+    rounds = fields.List(fields.Nested(TournamentRoundSchema))
+
+
+class TournamentListSchema(Schema):
+    """Tournaments, those taking entries or running first."""
+
+    tournaments = fields.List(fields.Nested(TournamentSummarySchema))
+
+
+class TournamentPlayerSchema(Schema):
+    """A player named by handle (to remove, or to challenge on a ladder)."""
+
+    player = fields.String(required=True, validate=validate.Length(min=1, max=MAX_HANDLE))

@@ -65,6 +65,27 @@ def new_game(
     """
     check_rating_range(min_rating, max_rating, open_seats=None in seats)
     begin_write()
+    game = open_game(creator, engine_slug, seats, options, public=public, time_control=time_control,
+                     seed=seed, rated=rated, min_rating=min_rating, max_rating=max_rating)
+    db.session.commit()
+    return game
+
+
+def open_game(
+    creator: User,
+    engine_slug: str,
+    seats: list[User | None],
+    options: dict[str, Any] | None = None,
+    *,
+    public: bool = True,
+    time_control: dict[str, Any] | None = None,
+    seed: int | None = None,
+    rated: bool = True,
+    min_rating: int | None = None,
+    max_rating: int | None = None,
+) -> Game:
+    """:func:`new_game` inside the caller's write transaction (a ladder challenge is written with the
+    game it makes); the caller commits."""
     if not any(u is not None and u.id == creator.id for u in seats):
         raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
     named = [u for u in seats if u is not None and u.id != creator.id]
@@ -93,7 +114,6 @@ def new_game(
         notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
                     challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
                     seats=seat_words)
-    db.session.commit()
     return game
 
 
@@ -254,6 +274,15 @@ def withdraw(game: Game | int, user: User) -> Game:
                 notify.send(challenge.challenged, locked, f"{user.handle} withdrew the challenge",
                             "mail/challenge_answered.txt", answer="withdrawn", who=user)
         return locked
+
+
+def lapse(game: Game) -> None:
+    """Call off a game whose challenges were not answered in time (a ladder challenge), in the caller's
+    transaction under the game's lock; the challenges are marked "lapsed"."""
+    _call_off(game)
+    for challenge in _challenges(game):
+        if challenge.status == "pending":
+            challenge.status, challenge.answered_at = "lapsed", utcnow()
 
 
 def take_seat(game: Game | int, user: User) -> Game:

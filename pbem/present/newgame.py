@@ -85,7 +85,7 @@ def option_fields(engine: games.Engine) -> list[OptionField]:
 def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     """Read a submitted new-game form; ``errors`` maps each refused field to its message."""
     result = NewGame(engine=engine, public=bool(form.get("public")), rated=bool(form.get("rated")))
-    result.options = _read_options(engine, form, result.errors)
+    result.options = read_options(engine, form, result.errors)
     strength = form.get("computer", "")
     result.seats = (_computer_seats(engine, form, creator, strength, result.errors) if strength
                     else _read_seats(engine, form, creator, result.errors))
@@ -120,7 +120,8 @@ def _read_rating(form: Any, name: str, errors: dict[str, str]) -> int | None:
     return int(value)
 
 
-def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+def read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+    """The game's options in a submitted form (fields ``opt-NAME``); each refused one noted in ``errors``."""
     raw: dict[str, Any] = {}
     for option in option_fields(engine):
         if option.kind == "checkbox":

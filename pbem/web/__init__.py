@@ -94,7 +94,18 @@ def init_app(app: Flask) -> None:
     app.url_map.converters["int"] = RowIdConverter
     # This package's own blueprints, imported here rather than above: they import this module's helpers
     # (wants_json), so they can only be loaded once it is.
-    from pbem.web import archive, auth, gameplay, links, mailbox, main, monitoring, players, secretlinks
+    from pbem.web import (
+        archive,
+        auth,
+        gameplay,
+        links,
+        mailbox,
+        main,
+        monitoring,
+        players,
+        secretlinks,
+        tournaments,
+    )
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
@@ -122,6 +133,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(archive.bp)
     app.register_blueprint(monitoring.bp)
+    app.register_blueprint(tournaments.bp)
 
     @app.after_request
     def never_in_a_frame(response: Response) -> Response:

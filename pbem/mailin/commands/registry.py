@@ -22,6 +22,7 @@ from pbem.mailin.commands.base import (
 from pbem.mailin.commands.general import Games, Vacation
 from pbem.mailin.commands.ingame import Accept, Conditionals, Decline, Draw, Move, Resign, Show
 from pbem.mailin.commands.lobby import Challenge, Join, options_help
+from pbem.mailin.commands.tournament import Tournament
 from pbem.mailin.commands.watch import Unwatch, Watch
 
 
@@ -74,7 +75,7 @@ def engine_named(slug: str) -> games.Engine | None:
 # Every command, in the order the help mail lists them.
 COMMANDS: tuple[MailCommand, ...] = (
     Move(), Show(), Resign(), Draw(), Accept(), Decline(), Conditionals(), Challenge(), Join(), Watch(),
-    Unwatch(), Vacation(), Games(), Help(),
+    Unwatch(), Tournament(), Vacation(), Games(), Help(),
 )
 _BY_NAME = {name: command for command in COMMANDS for name in command.names}
 
