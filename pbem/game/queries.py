@@ -58,6 +58,39 @@ def draws_allowed(game: Game) -> bool:
     return game.players == 2 and not engine_of(game).simultaneous
 
 
+def hidden_from(game: Game, move: Move, seat_number: int | None) -> bool:
+    """Whether the record entry ``move`` (and its comment) is kept from the player of ``seat_number``
+    (None: a watcher or visitor).
+
+    Where everyone plays the same deal at once (Easy Slider, Box Off), a player's moves would give the
+    solution away: while the game runs they are shown to their own player alone, and to everyone at the
+    end.  What the server did (a resignation, a timeout) is no secret.  Every page, mail and answer asks
+    this before showing an entry.
+    """
+    return (move.kind == "move" and move.seat != seat_number and game.status == "active"
+            and engine_of(game).simultaneous)
+
+
+def comments_held_back(game: Game) -> bool:
+    """Whether what a player writes with a move now reaches the others only when the game ends."""
+    return game.status == "active" and game.players > 1 and engine_of(game).simultaneous
+
+
+def last_move_seen_by(game: Game, seat_number: int | None) -> Move | None:
+    """The last engine move the player of ``seat_number`` (None: a watcher) may see: the game's last,
+    or in a running game of hidden moves (see :func:`hidden_from`) the player's own last one."""
+    last = last_move(game)
+    if last is None or not hidden_from(game, last, seat_number):
+        return last
+    if seat_number is None:
+        return None
+    with db.session.no_autoflush:
+        return db.session.scalar(
+            select(Move).where(Move.game_id == game.id, Move.kind == "move", Move.seat == seat_number)
+            .order_by(Move.number.desc()).limit(1)
+        )
+
+
 def last_move(game: Game) -> Move | None:
     """The game's last engine move: one recorded in this transaction (the move path notes it), else the
     last one stored, read without loading the whole record."""

@@ -390,6 +390,17 @@ def _passed_on(comment: str, cut: bool, words: str = "goes to the other players"
     return f" Your comment {words}."
 
 
+def _comment_goes(game: Game) -> str:
+    """Where a move's comment goes, in the words of the answer to the move: to the others at once, to
+    them only at the end where moves stay hidden till then, or only into the record in a game of one."""
+    if game.players == 1:
+        return "is kept in the game's record"
+    if queries.comments_held_back(game):
+        return ("goes to the other players when the game ends: until then your moves and comments "
+                "stay hidden from them")
+    return "goes to the other players"
+
+
 def _run_in_game(
     command: Command, user: User, game: Game, seat_number: int | None, comment: str, via: str
 ) -> Answer:
@@ -410,7 +421,7 @@ def _run_in_game(
             over = db.session.get(Game, game.id)
             assert over is not None
             return Answer(f"You resigned {engine.title} #{game.id}. {results.sentence(over)}"
-                          f"{_passed_on(comment, cut)}")
+                          f"{_passed_on(comment, cut, _comment_goes(over))}")
         if verb in ("accept", "decline") and game.status == "waiting":
             return _answer_challenge(verb, user, game, comment, cut)
         if verb in ("accept", "decline") and game.draw_offered_by is not None:
@@ -451,7 +462,7 @@ def _move(
     seat = _seat(game, user, move.seat)
     number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
-    done += _passed_on(comment, cut)
+    done += _passed_on(comment, cut, _comment_goes(game))
     answers = play.answers_to(move)
     if answers:
         done += " Conditional moves answered it at once: " + ", ".join(

@@ -20,7 +20,7 @@ from sqlalchemy import select
 import games
 from games.words import join_words
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Seat, User
+from pbem.core.models import Challenge, Game, Move, Seat, User
 from pbem.game import clock, conditional, events, queries, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
@@ -78,7 +78,8 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         # already binds game, seat, player and move number, and the engine judges the move anyway.
         href = escape(link)
         links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
-    last = queries.last_move(game)
+    # Where moves stay hidden until the end, the player's own last move, never another's.
+    last = queries.last_move_seen_by(game, number)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
     note = engine.turn_note(state, mover) if mover is not None else None
@@ -104,8 +105,22 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "draws": queries.draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
-        "last_by": results.handle_or_seat(game, last.seat) if last is not None else None,
+        "last_by": name_for(game, last.seat, number) if last is not None else None,
+        # Whether what the reader writes under a move reaches the others only at the game's end.
+        "comments_held_back": queries.comments_held_back(game),
     }
+
+
+def name_for(game: Game, seat_number: int, reader: int | None) -> str:
+    """How a mail to the player of seat ``reader`` (None: a watcher) names the player of
+    ``seat_number``: "You" for the reader themself, else by handle."""
+    return "You" if seat_number == reader else results.handle_or_seat(game, seat_number)
+
+
+def played_as_read_by(game: Game, moves: list[Move], reader: int | None) -> list[tuple[str, Move]]:
+    """The moves of a chain (a move and its conditional answers) with each player's name as the reader
+    of the mail calls them."""
+    return [(name_for(game, m.seat, reader), m) for m in moves]
 
 
 def _said_in(note: str, board: str) -> bool:
@@ -252,8 +267,13 @@ def moves_played(event: events.MovesPlayed) -> None:
     if game.status != "active":
         return  # game_over() has told everyone.
     after = engine.to_move(state)
-    played = [(results.handle_or_seat(game, m.seat), m) for m in moves]
-    what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
+    answers = " ".join(m.text for m in moves[1:])
+
+    def what(reader: int | None) -> str:
+        """The subject's words for the reader of seat ``reader`` (None: a watcher)."""
+        first = "you" if reader == moves[0].seat else results.handle_or_seat(game, moves[0].seat)
+        return f"{first} played {moves[0].text}, answered by {answers}"
+
     for seat in game.seats:
         if seat.user is None:
             continue
@@ -261,16 +281,18 @@ def moves_played(event: events.MovesPlayed) -> None:
         if seat.conditionals:
             queued = "; ".join(conditional.describe(line) for line in seat.conditionals)
             note.append(f"Your conditional moves still queued: {queued}.")
+        played = played_as_read_by(game, moves, seat.number)
         if seat.number in after:
             request_move(game, engine, state, seat, played=played, note=note)
         else:
             ctx = position(game, engine, state, seat)
-            _mail(seat.user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1],
+            _mail(seat.user, game, what(seat.number), "mail/move_notice.txt", "move-notice", move=moves[-1],
                   mover=played[-1][0], played=played, note=note, **ctx)
     for user in watchers(game):
         ctx = position(game, engine, state, None)
-        _mail(user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1], mover=played[-1][0],
-              played=played, **ctx)
+        played = played_as_read_by(game, moves, None)
+        _mail(user, game, what(None), "mail/move_notice.txt", "move-notice", move=moves[-1],
+              mover=played[-1][0], played=played, **ctx)
 
 
 def conditional_refused(event: events.ConditionalRefused) -> None:

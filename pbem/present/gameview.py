@@ -102,6 +102,8 @@ class GameView:
     turn_note: str | None = None
     watching: bool = False
     hidden_moves: int = 0
+    # Whether the others see the viewer's moves and comments only when the game ends.
+    comments_held_back: bool = False
     time_control: str = ""
     # The viewer's own conditional lines (None: the game takes none from them now), and whether they
     # may queue more now (only while the opponent is to move).
@@ -177,6 +179,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         time_control=clock.describe_time_control(game.time_control),
     )
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
+    view.comments_held_back = queries.comments_held_back(game)
     view.replay_links = replay_service.replayable(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
         view.replay = replay_service.position(game, replay_at)
@@ -286,9 +289,7 @@ def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple
     moves are listed (with a count of the others')."""
     shown, hidden = [], 0
     for move in game.moves:
-        secret = (engine.simultaneous and game.status == "active" and move.kind == "move"
-                  and (viewer_seat is None or move.seat != viewer_seat.number))
-        if secret:
+        if queries.hidden_from(game, move, viewer_seat.number if viewer_seat is not None else None):
             hidden += 1
             continue
         shown.append((move, results.handle_or_seat(game, move.seat)))
