@@ -94,6 +94,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "legal_count": len(legal),
         "move_number": move_number,
         "time_left": clock.describe(clock.time_left(seat)) if seat is not None else None,
+        "clocks": clocks(game, number, seat.user.time_zone if seat is not None and seat.user else None),
         "url": game_url(game),
         "link": link,
         "move_links": links,
@@ -109,6 +110,14 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         # Whether what the reader writes under a move reaches the others only at the game's end.
         "comments_held_back": queries.comments_held_back(game),
     }
+
+
+def clocks(game: Game, reader: int | None, zone: str | None) -> list[tuple[str, str]]:
+    """Every seat's clock as a mail to the player of seat ``reader`` shows it, in their time zone: the
+    running ones and those at rest (a bank's balance), each named as the reader calls its player."""
+    if game.status != "active":
+        return []
+    return [(name_for(game, s.number, reader), clock.status(s, zone)) for s in game.seats]
 
 
 def name_for(game: Game, seat_number: int, reader: int | None) -> str:
