@@ -23,7 +23,7 @@ from tests.server.test_mail_play import Postman, html_of, start_postman, text_of
 # The same board every round, solved by "d2 e2 e1" (three slides from solved: e2, d2, d1).
 SLIDER = {"position": "mam2m3m4m5/sas2s3s4s5/cac2c3c4c5/aaa2a3ana4/snmncn..a5", "pawns": "msca",
           "coins": "a2345", "rounds": 2}
-# Lines that draw a row of a board: Easy Slider's " Arms  2  |  AA  A2 … | 2", Box Off's " 3  b b w  3".
+# Lines that draw a row of a board: Easy Slider's " Arms  2  |  A1  A2 … | 2", Box Off's " 3  b b w  3".
 BOARD_ROW = re.compile(r"^\s*(\S+\s+)?\d+\s+\|.*\|\s*\d+\s*$|^\s*\d+\s\s[a-z. ]+\s\s\d+\s*$")
 
 
