@@ -3,7 +3,9 @@ random play under the game's rules.
 
 Run: ``.venv/bin/python bench/carreaux.py`` (a few minutes; ``--quick`` uses a tenth of the positions
 and games).  ``--shares 2000 300`` only plays random games from the default start, 2,000 on 6x6 and 300
-on 8x8, and prints how they end with a 95% margin: the shares docs/RULES.md gives.  For random positions (the default start's tiles shuffled, the bubble anywhere, no group
+on 8x8, and prints how they end with a 95% margin: the shares docs/RULES.md gives.
+
+For random positions (the default start's tiles shuffled, the bubble anywhere, no group
 complete) it computes Red's lowering slides both ways, checks they agree, and prints both medians and
 the speed-up, plus the one-time preparation and table memory per size.  Then it plays random games from
 the default start (200 on 6x6 and 50 on 8x8 under the defaults, when_stuck=least-rise with the

@@ -625,7 +625,8 @@ def _with_outcome(state: State, judge_lines: bool = False, mover: int = 0) -> St
             winner = mover if mine else 1 - mover
             lines = mine or theirs
             # Every line the push made is full: "on a1-d4 and a4-d1", never "or".
-            made = f"a full line on {lines[0]}" if len(lines) == 1 else f"full lines on {join_words(lines, 'and')}"
+            made = (f"a full line on {lines[0]}" if len(lines) == 1
+                    else f"full lines on {join_words(lines, 'and')}")
             outcome = Outcome.win(winner, 2, f"{SIDES[winner]} wins with {made}")
         elif state.history.count(state.history[-1]) >= 3:
             outcome = Outcome.draw(2, "Drawn by repetition: the same position occurred for the third time "
