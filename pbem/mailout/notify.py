@@ -21,7 +21,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import clock, conditional, events, queries, results
+from pbem.game import clock, conditional, events, queries, ratings, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
 
@@ -330,15 +330,20 @@ def game_over(event: events.GameOver) -> None:
     said_by = last_word.seat if last_word is not None and last_word.comment else None
     said = ({"said": last_word.comment, "said_by": results.handle_or_seat(game, last_word.seat)}
             if last_word is not None and last_word.comment else {})
+    moved = ratings.changes(game)
+    rated = [(results.handle_or_seat(game, n), ratings.change_words(c)) for n, c in sorted(moved.items())]
     for seat in game.seats:
         if seat.user is None:
             continue
+        mine = ratings.change_words(moved[seat.number]) if seat.number in moved else None
         _mail(seat.user, game, f"game over, {results.headline(game, seat.number)}", "mail/game_over.txt",
               "game-over", engine=engine, outcome=outcome, result=results.seat_words(game, seat.number),
-              board=board, last=last, **words, **(said if seat.number != said_by else {}))
+              board=board, last=last, rating_change=mine, **words,
+              **(said if seat.number != said_by else {}))
     for user in watchers(game):
         _mail(user, game, f"game over, {results.headline(game)}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=None, board=board, last=last, **words, **said)
+              engine=engine, outcome=outcome, result=None, board=board, last=last, rating_changes=rated,
+              **words, **said)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:

@@ -15,7 +15,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import boards, clock, conditional, queries, results, watching
+from pbem.game import boards, clock, conditional, queries, ratings, results, watching
 from pbem.game import replay as replay_service
 
 # The most legal moves the game page lists (a disclosure under the move form, readable without script);
@@ -59,6 +59,8 @@ class SeatView:
     result: str | None = None
     group_value: int | None = None
     side: str | None = None
+    # How the finished game moved the player's rating: "1500 → 1532 (+32)".
+    rating_change: str | None = None
 
     @property
     def label(self) -> str:
@@ -147,6 +149,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     # Carreaux shows each side's group value next to the players.
     group_values = engine.group_values(state) if state is not None else None
 
+    moved = ratings.changes(game) if game.status == "finished" else {}
     seats = []
     for seat in game.seats:
         seats.append(SeatView(
@@ -161,6 +164,7 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
             group_value=group_values[seat.number]
             if group_values and seat.number < len(group_values) else None,
             side=results.side(game, seat.number),
+            rating_change=ratings.change_words(moved[seat.number]) if seat.number in moved else None,
         ))
 
     my_turn = viewer_seat is not None and viewer_seat.number in movers
