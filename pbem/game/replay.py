@@ -61,6 +61,7 @@ class Replay:
         self.draw_offer: int | None = None
         self._ended_by_server: tuple[Outcome, str] | None = None
         self._timed_out_last = False  # The last entry was a timeout the game itself scored.
+        self._moved: set[int] = set()  # The seats that have made a move (a timeout before aborts).
         # The engine's outcome of ``_judged`` (asked for only when wanted: replaying the states for the
         # game page or for verify needs none, and it can cost as much as the move).
         self._judged: Any = None
@@ -98,6 +99,7 @@ class Replay:
         self._timed_out_last = False
         if kind == "move":
             self.state = engine.play(self.state, seat, text)
+            self._moved.add(seat)
             if self.draw_offer is not None and self.draw_offer != seat:
                 self.draw_offer = None  # Moving instead of answering a draw offer declines it.
         elif kind == "draw-offer":
@@ -113,6 +115,8 @@ class Replay:
         elif kind == "timeout" and results.scores_timeout(engine, self.players):
             self.state = engine.time_out(self.state, seat)
             self._timed_out_last = True
+        elif kind == "timeout" and results.aborts_on_time(engine, self.players, seat in self._moved):
+            self._ended_by_server = results.aborted_on_time(engine, self.players, seat), results.ABORTED
         elif kind == "timeout":
             self._ended_by_server = results.loss_on_time(engine, self.players, seat), "time"
         return self.state

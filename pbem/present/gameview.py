@@ -231,6 +231,8 @@ def _status(game: Game, movers: frozenset[int]) -> str:
         return "Waiting for players."
     if game.status == "abandoned" and game.state is None:
         return results.sentence(game)
+    if results.is_aborted(game):
+        return results.sentence(game)  # "Aborted: … never moved …"
     if game.result:
         over = "Abandoned" if game.status == "abandoned" else "Game over"
         return f"{over}: {results.sentence(game)}"

@@ -25,6 +25,9 @@ def test_two_sweepers_remind_and_time_out_exactly_once(app: Flask, ctx: Flask, p
         timing_out = [play.create_game("cambio", [alice, bob], {"size": 3}, time_control={
             "kind": "per_move", "days": 3}) for _ in range(GAMES)]
         db.session.commit()
+        for game in timing_out:  # Both have moved, so alice's timeout loses (and moves the ratings).
+            play.submit(game.id, alice, "b3", "web")
+            play.submit(game.id, bob, "a2", "web")
         set_clock(T0 + timedelta(days=1, hours=12))
         reminded = [play.create_game("cambio", [bob, alice], {"size": 3}, time_control={
             "kind": "per_move", "days": 3}) for _ in range(GAMES)]
