@@ -126,6 +126,8 @@ def text(game: Game) -> str:
     lines.append("")
     for move in game.moves:
         what = move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
+        if move.via == "conditional":
+            what += " (conditional)"  # Played at once by a line its player queued.
         lines.append(f"{move.number:>4}. {results.handle_or_seat(game, move.seat)}: {what}")
         if move.comment:
             lines.extend(f"      {line}" for line in move.comment.splitlines())

@@ -463,10 +463,9 @@ def _move(
     number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
     done += _passed_on(comment, cut, _comment_goes(game))
-    answers = play.answers_to(move)
-    if answers:
-        done += " Conditional moves answered it at once: " + ", ".join(
-            f"{notify.seat_names(game, {m.seat})} {m.text}" for m in answers) + "."
+    answered = conditional.answers_words(game, play.answers_to(move), move.seat)
+    if answered:
+        done += " " + answered
     queued = conditional.lines_of(game, user, move.seat)
     if queued:
         done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."

@@ -17,7 +17,7 @@ from werkzeug.wrappers import Response
 import games
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, play, queries, queueing, results, watching
+from pbem.game import clock, conditional, play, queries, queueing, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -199,10 +199,9 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
             error = exc
     if error is None:
         message = f"You played {played.text}."
-        answers = play.answers_to(played)
-        if answers:
-            message += " Answered at once by conditional moves: " + ", ".join(
-                f"{results.handle_or_seat(game, m.seat)} {m.text}" for m in answers) + "."
+        answered = conditional.answers_words(game, play.answers_to(played), played.seat)
+        if answered:
+            message += " " + answered
         if wants_json():
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")

@@ -58,7 +58,7 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     postman.settle()
     # Bob's answer, and his next request, already show alice's reply.
     answer = text_of(postman.last(bob.email, "Re: "))
-    assert "Conditional moves answered it at once: alice c4." in answer
+    assert "Answered at once by conditional move: alice c4." in answer
     assert "move 4: your move" in answer
     request = postman.last(bob.email, "your move (move 4)")
     assert "alice played c4 (a conditional move)." in text_of(request)

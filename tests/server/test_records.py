@@ -68,6 +68,16 @@ def test_the_text_record_has_header_moves_comments_and_final_board(app: Flask, c
     assert text.rstrip().endswith(engine.render_text(engine.load(game.state), None).rstrip())
 
 
+def test_the_text_record_marks_the_moves_conditional_lines_played(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    play.submit(game.id, alice, "b3", "web", conditionals=["if a2 then c2"])
+    play.submit(game.id, bob, "a2", "web")
+    text = WebClient(app).get(f"/games/{game.id}.txt").get_data(as_text=True)
+    assert "   2. bob: a2\n   3. alice: c2 (conditional)\n" in text
+
+
 def test_the_result_mail_links_both_records(app: Flask, ctx: Flask, players, sink) -> None:
     from pbem.mailout import outbox
 
