@@ -541,12 +541,14 @@ def _answer_challenge(verb: str, user: User, game: Game, comment: str = "", cut:
     game = db.session.get_one(Game, game.id)
     if game.status == "active":
         movers = queries.seats_to_move(game)
-        return Answer(
-            f"You accepted: {engine.title} #{game.id} has started, and it is "
-            f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it."
-            + passed_on,
-            game, game.seat_of(user),
-        )
+        seat = game.seat_of(user)
+        started = (f"You accepted: {engine.title} #{game.id} has started, and it is "
+                   f"{notify.seat_names(game, movers)}'s move.")
+        if seat is not None and seat.number in movers and user.notify != "digest":
+            # The move request, written with the game's start, shows the position: this answer need not
+            # show it again (Box Off and Easy Slider start with everyone to move).
+            return Answer(f"{started} Your move request comes in a mail of its own.{passed_on}")
+        return Answer(f"{started} Whoever is to move gets a mail asking for it.{passed_on}", game, seat)
     return Answer(f"You accepted: {engine.title} #{game.id} starts when every seat is filled." + passed_on)
 
 

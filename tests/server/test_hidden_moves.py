@@ -17,6 +17,7 @@ import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
 from pbem.game import play
+from pbem.lobby import challenges
 from pbem.present import gameview
 from tests.server.test_mail_play import Postman, html_of, start_postman, text_of
 
@@ -158,3 +159,18 @@ def test_box_off_mails_and_answers_never_show_the_other_players_moves_comments_o
     mine = gameview.build(finished, bob)
     assert [m.text for m, _name in mine.moves] == [finished.moves[1].text] and mine.hidden_moves == 3
 
+
+
+def test_accepting_a_box_off_challenge_by_mail_brings_the_position_once(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = challenges.new_game(alice, "boxoff", [alice, bob], {}, seed=5)
+    postman.settle()
+    postman.reply(postman.last(bob.email, "challenges you"), bob.email, "accept")
+    postman.settle()
+    mails = postman.mails(bob.email)[1:]  # After the challenge: the move request and the answer.
+    # One mail with the board (the move request) and the answer saying it comes: not the board twice.
+    with_board = [m for m in mails if "Legal moves" in text_of(m) or "legal moves" in text_of(m)]
+    assert len(mails) == 2
+    assert [str(m["Subject"]) for m in with_board] == [f"[pbem] Box Off #{game.id}: your move (move 1)"]
+    answer = text_of(postman.last(bob.email, "Re: "))
+    assert "Your move request comes in a mail of its own." in answer
