@@ -52,6 +52,12 @@ def describe(line: Line) -> str:
     return "if " + " then ".join(line)
 
 
+# What the offerer of a draw is told when the offer cancelled their own conditional lines (every line of
+# the game goes: an answer to a draw offer should be thought over), on the page and in the mail answer.
+OWN_LINES_CANCELLED = ("Your conditional moves in this game are cancelled by the offer, as every line is; "
+                       "queue them again once it is answered, if you still want them.")
+
+
 def answers_words(game: Game, answers: list[Move], reader: int) -> str:
     """What the player of seat ``reader`` is told of the conditional answers their move set off, on
     every way they moved (the page, a move link, a mail): "Answered at once by conditional moves: bob

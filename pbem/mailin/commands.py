@@ -515,9 +515,9 @@ def _draw(args: list[str], user: User, game: Game, via: str, comment: str = "", 
     # What the player wrote under the command goes with it, as under a move.
     passed_on = _passed_on(comment, cut)
     if args[:1] == ["offer"]:
-        play.offer_draw(game.id, user, via, comment or None)
+        cancelled = play.offer_draw(game.id, user, via, comment or None)
         return Answer(f"Your draw offer in game #{game.id} is sent; play goes on until it is answered."
-                      f"{passed_on}")
+                      f"{passed_on}{' ' + conditional.OWN_LINES_CANCELLED if cancelled else ''}")
     if args[:1] == ["accept"]:
         play.accept_draw(game.id, user, via, comment or None)
         finished = db.session.get(Game, game.id)

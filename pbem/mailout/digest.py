@@ -33,6 +33,9 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
     engine = queries.engine_of(game)
     state = queries.state_of(game)
     legal = engine.moves(state, seat.number)
+    # The last move the player may see, with its comment when another player wrote it (where moves stay
+    # hidden until the end, only the player's own).
+    last = queries.last_move_seen_by(game, seat.number)
     return {
         "title": f"{engine.title} #{game.id}",
         "board": engine.render_text(state, seat.number),
@@ -43,6 +46,9 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
         "opponents": [s.user.handle for s in game.seats if s.user is not None and s.user_id != seat.user_id],
         "reply_address": tokens.reply_address(game.id, seat.number, seat.user),
         "game_url": notify.game_url(game),
+        "last": last,
+        "last_by": notify.name_for(game, last.seat, seat.number) if last is not None else None,
+        "said": last.comment if last is not None and last.seat != seat.number else None,
     }
 
 

@@ -205,6 +205,10 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         view.conditionals = [conditional.describe(line) for line in player_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
         view.opponent = results.handle_or_seat(game, 1 - player_seat.number)
+    if view.replay is not None and game.status == "active":
+        # A past position of a running game is only looked at: the live turn's prompts (whose move it
+        # is, the lines to queue for the opponent's next move) belong to the game, not to it.
+        view.conditionals, view.can_queue = None, False
     if reader is not None and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == reader.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None

@@ -154,14 +154,14 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
 # back to the game page (the page without script).
 
 
-def _act(game_id: int, action: Callable[[Game], Any], done: str,
+def _act(game_id: int, action: Callable[[Game], Any], done: str | Callable[[Any], str],
          said: str = "") -> Response | tuple[Response | str, int]:
-    """Run ``action`` on the game and answer with ``done`` or the refusal.  ``said`` is what the player
-    wrote with the action: a refusal without the script shows the page again with it kept in its box,
-    where a redirect would lose it."""
+    """Run ``action`` on the game and answer with ``done`` (or ``done`` of what the action returned) or
+    the refusal.  ``said`` is what the player wrote with the action: a refusal without the script shows
+    the page again with it kept in its box, where a redirect would lose it."""
     game = _visible_game(game_id)
     try:
-        action(game)
+        returned = action(game)
     except PlayError as exc:
         status = exc.http_status
         if wants_json():
@@ -170,6 +170,8 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str,
             return _page_again(game_id, exc, said=said)
         flash(exc.message, "error")
         return redirect(url_for("games.game", game_id=game_id)), 303
+    if callable(done):
+        done = done(returned)
     if wants_json():
         return jsonify(ok=True, message=done)
     flash(done, "info")
@@ -230,8 +232,11 @@ def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
 def draw(game_id: int) -> Response | tuple[Response | str, int]:
     """Offer, accept or decline a draw, with the player's comment to the opponent if they wrote one."""
     answer = request.form.get("answer", "offer")
-    actions = {
-        "offer": (play.offer_draw, "You offered a draw."),
+    actions: dict[str, tuple[Callable[..., Any], str | Callable[[Any], str]]] = {
+        # The offer cancels every conditional line of the game, the offerer's own too: they are told.
+        "offer": (play.offer_draw,
+                  lambda cancelled: "You offered a draw." + (f" {conditional.OWN_LINES_CANCELLED}"
+                                                             if cancelled else "")),
         "accept": (play.accept_draw, "You accepted the draw: the game is drawn."),
         "decline": (play.decline_draw, "You declined the draw; play goes on."),
     }

@@ -157,3 +157,10 @@ def test_a_running_game_replays_the_moves_so_far_on_request(app: Flask, ctx: Fla
     past = text_of(web.get(f"/games/{game.id}?move=1"))
     assert board_after(game, 1) in past and 'id="replay-exit"' in past
     assert 'id="play-button"' not in past  # The move form is for the position as it stands.
+    # Nor do the live turn's prompts show on a past position: not the waiting words, not the lines.
+    web_alice = WebClient(app)
+    web_alice.sign_in(alice)  # Alice waits for bob: her page of the game offers lines for his move.
+    assert 'id="conditionals"' in text_of(web_alice.get(f"/games/{game.id}"))
+    for reader in (web, web_alice):
+        start = text_of(reader.get(f"/games/{game.id}?move=0"))
+        assert "Waiting for the other player" not in start and 'id="conditionals"' not in start
