@@ -57,9 +57,11 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
     }
 
 
-def record_entry(move: Move, name: str) -> dict[str, Any]:
-    """One entry of the record."""
-    return {"number": move.number, "seat": move.seat, "player": name, "kind": move.kind,
+def record_entry(move: Move, name: str, move_number: int) -> dict[str, Any]:
+    """One entry of the record; ``move_number`` is its move's number as players count moves (an action
+    has none: it follows the move of that number)."""
+    return {"number": move.number, "move": move_number if move.kind == "move" else None,
+            "seat": move.seat, "player": name, "kind": move.kind,
             "text": move.text, "via": move.via, "conditional": move.via == "conditional",
             "comment": move.comment, "at": move.created_at}
 
@@ -84,7 +86,7 @@ def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dic
         "your_turn": view.my_turn,
         "legal_moves": view.legal if view.my_turn else None,
         "draw_offered_by": game.draw_offered_by,
-        "record": [record_entry(move, name) for move, name in view.moves],
+        "record": [record_entry(move, name, number) for move, name, number in view.moves],
         "hidden_moves": view.hidden_moves,
     })
     return data

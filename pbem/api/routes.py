@@ -18,7 +18,7 @@ from pbem.archive import archive
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
-from pbem.game import clock, conditional, play, queueing, results
+from pbem.game import clock, conditional, play, queries, queueing, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame
 
@@ -202,7 +202,9 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
         legal = present.game(_game_for(user, game_id), user, body.get("seat"))["legal_moves"] or []
         raise ApiError(exc.http_status, exc.code, exc.message, legal_moves=legal) from None
     name = results.handle_or_seat(game, played.seat)
-    return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
+    number = queries.number_of(played)
+    return {"move": present.record_entry(played, name, number),
+            "game": _fresh_game(user, game_id, body.get("seat"))}
 
 
 @operation("/v1/games/<int:game_id>/resign", "POST", "Resign", body=s.ResignSchema, body_required=False,

@@ -119,7 +119,12 @@ class GameSummarySchema(Schema):
 class RecordEntrySchema(Schema):
     """One entry of a game's record: a move, or what a player did (resign, draw offer, timeout)."""
 
-    number = fields.Integer(required=True)
+    number = fields.Integer(required=True, metadata={
+        "description": "The entry's place in the record (1, 2, … in order), as the JSON record numbers it."})
+    move = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "The move's number as players count moves (the game's moves; in Easy Slider and Box "
+                       "Off while they run, the caller's own), the `#N` of a mail; null for an action "
+                       "(a draw offer, a resignation, a timeout)."})
     seat = SeatNumber(required=True, metadata={"description": "The seat number, from 1."})
     player = fields.String(required=True)
     kind = fields.String(required=True, metadata={

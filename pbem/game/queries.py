@@ -49,6 +49,16 @@ def next_move_number(game: Game, seat: Seat) -> int:
     return game.ply + 1
 
 
+def number_of(move: Move) -> int:
+    """The number players see for an engine move (the ``N`` of "move N" and ``#N``): the game's moves
+    up to it, or where seats move at once, its player's own."""
+    query = select(db.func.count(Move.id)).where(
+        Move.game_id == move.game_id, Move.kind == "move", Move.number <= move.number)
+    if engine_of(move.game).simultaneous:
+        query = query.where(Move.seat == move.seat)
+    return db.session.scalar(query) or 0
+
+
 def draws_allowed(game: Game) -> bool:
     """Whether a draw may be offered in ``game``: only between two players taking turns on one board.
 

@@ -460,7 +460,8 @@ def _move(
         raise CommandError(message, game, seat) from None
     game = db.session.get_one(Game, game.id)
     seat = _seat(game, user, move.seat)
-    number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
+    # The move's own number, not the game's next: conditional answers may have followed it at once.
+    number = queries.number_of(move)
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
     done += _passed_on(comment, cut, _comment_goes(game))
     answered = conditional.answers_words(game, play.answers_to(move), move.seat)

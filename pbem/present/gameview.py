@@ -86,7 +86,9 @@ class GameView:
     status: str
     seats: list[SeatView]
     boards: list[Board]
-    moves: list[tuple[Move, str]]
+    # The record as the viewer may see it: each entry, its player's name, and its move number (see
+    # :func:`pbem.game.replay.move_numbers`; an action carries the number of the move it follows).
+    moves: list[tuple[Move, str, int]]
     viewer_seat: Seat | None = None
     my_turn: bool = False
     expect: int | None = None
@@ -295,15 +297,21 @@ def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool 
                         lambda: engine.render_svg(state, seat, targets=targets, over=over))
 
 
-def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
-    """The moves with their player's name; in a simultaneous game still running, only the viewer's own
-    moves are listed (with a count of the others')."""
-    shown, hidden = [], 0
-    for move in game.moves:
-        if queries.hidden_from(game, move, viewer_seat.number if viewer_seat is not None else None):
+def _record(game: Game, engine: games.Engine,
+            viewer_seat: Seat | None) -> tuple[list[tuple[Move, str, int]], int]:
+    """The moves with their player's name and move number; in a simultaneous game still running, only
+    the viewer's own moves are listed (with a count of the others'), numbered as the viewer's form
+    numbers them: their own moves."""
+    shown, hidden, own = [], 0, 0
+    reader = viewer_seat.number if viewer_seat is not None else None
+    for move, number in zip(game.moves, replay_service.move_numbers(game.moves), strict=True):
+        if queries.hidden_from(game, move, reader):
             hidden += 1
             continue
-        shown.append((move, results.handle_or_seat(game, move.seat)))
+        if queries.comments_held_back(game):
+            own += move.kind == "move"
+            number = own
+        shown.append((move, results.handle_or_seat(game, move.seat), number))
     return shown, hidden
 
 

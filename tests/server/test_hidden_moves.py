@@ -157,7 +157,8 @@ def test_box_off_mails_and_answers_never_show_the_other_players_moves_comments_o
     visitor = gameview.build(finished, None)
     assert "The deal" in str(visitor.boards[0].svg) and not visitor.moves and visitor.hidden_moves == 4
     mine = gameview.build(finished, bob)
-    assert [m.text for m, _name in mine.moves] == [finished.moves[1].text] and mine.hidden_moves == 3
+    assert [(m.text, n) for m, _name, n in mine.moves] == [(finished.moves[1].text, 1)]
+    assert mine.hidden_moves == 3
 
 
 

@@ -59,7 +59,8 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     # Bob's answer, and his next request, already show alice's reply.
     answer = text_of(postman.last(bob.email, "Re: "))
     assert "Answered at once by conditional move: alice c4." in answer
-    assert "move 4: your move" in answer
+    # The answer numbers bob's move as his form did, not as the game stands after the answer to it.
+    assert "Your move b1 (move 2)" in answer and "move 4: your move" in answer
     request = postman.last(bob.email, "your move (move 4)")
     assert "alice played c4 (a conditional move)." in text_of(request)
     answered = text_of(postman.last(alice.email, "answered by c4"))
