@@ -94,7 +94,7 @@ def test_moves_are_numbered_as_players_count_them_everywhere(app: Flask, ctx: Fl
     assert ("   1. alice: b3\n    - bob: offers a draw\n    - alice: declines the draw\n"
             "   2. bob: a2\n   3. alice: c2\n    - bob: resigns\n") in text
     page = text_of(web.get(f"/games/{game.id}"))
-    assert "After move 3 of 3" in page and 'href="/games/%d?move=3"' % game.id in page
+    assert "After move 3 of 3" in page and f'href="/games/{game.id}?move=3"' in page
     assert re.findall(r'<li value="(\d+)"', page) == ["1", "1", "1", "2", "3", "3"]
     second = text_of(web.get(f"/games/{game.id}?move=2"))
     assert "After move 2 of 3: <strong>bob</strong> a2" in second
