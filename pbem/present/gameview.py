@@ -304,11 +304,12 @@ def _record(game: Game, engine: games.Engine,
     numbers them: their own moves."""
     shown, hidden, own = [], 0, 0
     reader = viewer_seat.number if viewer_seat is not None else None
+    own_count = queries.comments_held_back(game)
     for move, number in zip(game.moves, replay_service.move_numbers(game.moves), strict=True):
         if queries.hidden_from(game, move, reader):
             hidden += 1
             continue
-        if queries.comments_held_back(game):
+        if own_count:
             own += move.kind == "move"
             number = own
         shown.append((move, results.handle_or_seat(game, move.seat), number))
