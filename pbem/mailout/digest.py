@@ -33,9 +33,6 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
     engine = queries.engine_of(game)
     state = queries.state_of(game)
     legal = engine.moves(state, seat.number)
-    # The last move the player may see, with its comment when another player wrote it (where moves stay
-    # hidden until the end, only the player's own).
-    last = queries.last_move_seen_by(game, seat.number)
     return {
         "title": f"{engine.title} #{game.id}",
         "board": engine.render_text(state, seat.number),
@@ -46,6 +43,14 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
         "opponents": [s.user.handle for s in game.seats if s.user is not None and s.user_id != seat.user_id],
         "reply_address": tokens.reply_address(game.id, seat.number, seat.user),
         "game_url": notify.game_url(game),
+    }
+
+
+def last_word(game: Game, seat: Seat) -> dict[str, Any]:
+    """What a digest adds to a game's summary: the last move the player may see (where moves stay hidden
+    until the end, their own), by whom, and its comment when another player wrote it."""
+    last = queries.last_move_seen_by(game, seat.number)
+    return {
         "last": last,
         "last_by": notify.name_for(game, last.seat, seat.number) if last is not None else None,
         "said": last.comment if last is not None and last.seat != seat.number else None,
@@ -93,7 +98,8 @@ def send_due() -> int:
                 continue
             user = db.session.get(User, user_id)
             assert user is not None
-            games = [turn_summary(game, seat) for game, seat in queries.awaiting(user)]
+            games = [turn_summary(game, seat) | last_word(game, seat)
+                     for game, seat in queries.awaiting(user)]
             if games:
                 plural = "s" if len(games) != 1 else ""
                 outbox.enqueue(
