@@ -428,8 +428,9 @@ every fumbler.  Points add up over the rounds; the most points wins.
   used for every round.
 
 ## Notation
-Tiles are written suit then value: `S2` is the 2 of Suns, `MA` the ace of Moons, `Cn` the null of
-Crowns (suits S Suns, M Moons, C Crowns, A Arms).  A move is one or more slides, each naming the cell
+Tiles are written suit then value: `S2` is the 2 of Suns, `M1` the ace of Moons, `Cn` the null of
+Crowns, `A1` the ace of Arms (suits S Suns, M Moons, C Crowns, A Arms; the ace is written `1` on the
+boards, and `a` in the options below).  A move is one or more slides, each naming the cell
 of the tile that moves into the hole: `e2`, or several at once, `d1 d2 c2`.  Or `done`.  Input is
 forgiving: `D1, d2, C2` and `Done!` are read the same way.
 Cells are chess-like: files a to e from left to right, ranks 1 to 5 from bottom to top.
@@ -722,17 +723,23 @@ def _status_words(seat: SeatState, over: bool = False) -> str:
 
 
 def _tile_text(code: str) -> str:
-    """``ma`` -> ``MA``, ``cn`` -> ``Cn``: the suit in capitals, nulls in lower case so they stand out."""
+    """``ma`` -> ``M1``, ``cn`` -> ``Cn``: the suit in capitals, the value as :func:`_value_text` writes
+    it, nulls in lower case so they stand out."""
     if code == HOLE:
         return HOLE
-    return code[0].upper() + (code[1] if code[1] == "n" else code[1].upper())
+    return code[0].upper() + _value_text(code[1])
+
+
+def _value_text(value: str) -> str:
+    """A value as boards write it: the ace as ``1`` (an ``A`` would read as Arms), nulls as ``n``."""
+    return {"a": "1", "n": "n"}.get(value, value)
 
 
 def _text_board(state: State, board: Board) -> list[str]:
     margin = " " * 14
     letters = margin + "".join(f"{f:>5}" for f in file_letters(SIZE))
     rule = margin + "+" + "-" * (5 * SIZE + 1) + "+"
-    coins = " coins" + margin[6:] + "".join(f"{v.upper():>5}" for v in state.coins)
+    coins = " coins" + margin[6:] + "".join(f"{_value_text(v):>5}" for v in state.coins)
     lines = [coins, letters, rule]
     for rank in range(SIZE - 1, -1, -1):
         pawn = SUIT_NAMES[state.pawns[SIZE - 1 - rank]] if rank else "(nulls)"
@@ -743,7 +750,7 @@ def _text_board(state: State, board: Board) -> list[str]:
 
 def _text_legend() -> list[str]:
     return [
-        "Tiles: suit + value. S Suns, M Moons, C Crowns, A Arms; A ace, n null.",
+        "Tiles: suit + value. S Suns, M Moons, C Crowns, A Arms; 1 ace, n null.",
         ".. is the hole. Goal: each row its pawn's suit, each column its coin's",
         "value; the four nulls and the hole anywhere in rank 1.",
     ]
@@ -832,7 +839,7 @@ def _svg(state: State, seat: int | None, active: bool, over: bool) -> str:
         x = LEFT + f * CELL + CELL // 2
         out.append(f'<circle cx="{x}" cy="{TOP - 40}" r="14" fill="#d9c9a3" stroke="#8a7650"/>')
         out.append(f'<text x="{x}" y="{TOP - 35}" font-size="14" text-anchor="middle" '
-                   f'fill="#333">{state.coins[f].upper()}</text>')
+                   f'fill="#333">{_value_text(state.coins[f])}</text>')
         for y in (TOP - 8, TOP + SIZE * CELL + 18):
             out.append(f'<text x="{x}" y="{y}" font-size="13" text-anchor="middle" fill="#555">'
                        f'{file_letters(SIZE)[f]}</text>')

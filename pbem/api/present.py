@@ -43,7 +43,9 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
             "to_move": to_move,
             "deadline": seat.deadline if to_move else None,
             # In the caller's time zone, as their pages and mails give it ("deadline" is the instant).
-            "clock": clock.status(seat, clock.zone_of(viewer)) if to_move else "",
+            # Every seat's clock while the game goes on, running (the mover's) or at rest.
+            "clock": clock.status(seat, clock.zone_of(viewer)) if game.status == "active" else "",
+            "bank_seconds": clock.bank_seconds(seat),
             "result": ended.results[seat.number] if ended and seat.number < len(ended.results) else None,
         })
     mine = next((s for s in game.seats if viewer is not None and s.user_id == viewer.id
@@ -58,10 +60,13 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
     }
 
 
-def record_entry(move: Move, name: str) -> dict[str, Any]:
-    """One entry of the record."""
-    return {"number": move.number, "seat": move.seat, "player": name, "kind": move.kind,
-            "text": move.text, "comment": move.comment, "at": move.created_at}
+def record_entry(move: Move, name: str, move_number: int) -> dict[str, Any]:
+    """One entry of the record; ``move_number`` is its move's number as players count moves (an action
+    has none: it follows the move of that number)."""
+    return {"number": move.number, "move": move_number if move.kind == "move" else None,
+            "seat": move.seat, "player": name, "kind": move.kind,
+            "text": move.text, "via": move.via, "conditional": move.via == "conditional",
+            "comment": move.comment, "at": move.created_at}
 
 
 def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dict[str, Any]:
@@ -86,7 +91,7 @@ def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dic
         "your_turn": view.my_turn,
         "legal_moves": view.legal if view.my_turn else None,
         "draw_offered_by": game.draw_offered_by,
-        "record": [record_entry(move, name) for move, name in view.moves],
+        "record": [record_entry(move, name, number) for move, name, number in view.moves],
         "hidden_moves": view.hidden_moves,
         "position": position,
     })

@@ -21,7 +21,7 @@ from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Seat, Tournament, User
-from pbem.game import clock, conditional, notes, play, queueing, results
+from pbem.game import clock, conditional, notes, play, queries, queueing, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame, tournamentview
 from pbem.tournament import organise
@@ -281,7 +281,9 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
         legal = present.game(_game_for(user, game_id), user, body.get("seat"))["legal_moves"] or []
         raise ApiError(exc.http_status, exc.code, exc.message, legal_moves=legal) from None
     name = results.handle_or_seat(game, played.seat)
-    return {"move": present.record_entry(played, name), "game": _fresh_game(user, game_id, body.get("seat"))}
+    number = queries.number_of(played)
+    return {"move": present.record_entry(played, name, number),
+            "game": _fresh_game(user, game_id, body.get("seat"))}
 
 
 @operation("/v1/games/<int:game_id>/resign", "POST", "Resign", body=s.ResignSchema, body_required=False,

@@ -33,10 +33,22 @@ class UtcDateTime(fields.DateTime):
         return super()._serialize(value, attr, obj, **kwargs)
 
 
-def your_seat(description: str) -> fields.Integer:
+class SeatNumber(fields.Integer):
+    """A seat as people, the web pages and the JSON record number it, from 1; the server counts from 0
+    inside, so the number is turned one way when read and the other when written."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return None if value is None else super()._serialize(value + 1, attr, obj, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        return super()._deserialize(value, attr, data, **kwargs) - 1
+
+
+def your_seat(description: str) -> SeatNumber:
     """The optional field naming one of the caller's seats, for a player who holds several."""
-    return fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1),
-                          metadata={"description": description})
+    return SeatNumber(validate=validate.Range(min=0, max=MAX_SEATS - 1,
+                                              error=f"Seats are numbered from 1 to {MAX_SEATS}."),
+                      metadata={"description": f"{description} Seats are numbered from 1."})
 
 
 class ErrorSchema(Schema):
@@ -69,7 +81,7 @@ class OutcomeSchema(Schema):
 class SeatSchema(Schema):
     """A seat of a game: its player (null while open), whether it is to move, its clock and result."""
 
-    seat = fields.Integer(required=True, metadata={"description": "The seat number, from 0."})
+    seat = SeatNumber(required=True, metadata={"description": "The seat number, from 1."})
     player = fields.String(allow_none=True, required=True)
     bot = fields.Boolean(metadata={"description": "Whether the seat's player is a computer player (BOT)."})
     challenged = fields.String(allow_none=True, metadata={
@@ -77,8 +89,13 @@ class SeatSchema(Schema):
     to_move = fields.Boolean(required=True)
     deadline = UtcDateTime(allow_none=True, metadata={
         "description": "When this seat's time runs out (UTC)."})
-    clock = fields.String(metadata={"description": "The seat's time left, in words, its deadline in the "
-                                                   "caller's time zone (UTC without a token)."})
+    clock = fields.String(metadata={"description": "The seat's clock in words while the game goes on: the "
+                                                   "mover's time left with its deadline in the caller's time "
+                                                   "zone (UTC without a token), the others' at rest (what a "
+                                                   "bank holds, or the time per move); empty once over."})
+    bank_seconds = fields.Float(allow_none=True, metadata={
+        "description": "With a bank clock, what the seat's bank holds now (counting seconds), running or "
+                       "not; null without a bank or once the game is over."})
     result = fields.String(allow_none=True, validate=validate.OneOf(RESULTS))
 
 
@@ -109,12 +126,21 @@ class GameSummarySchema(Schema):
 class RecordEntrySchema(Schema):
     """One entry of a game's record: a move, or what a player did (resign, draw offer, timeout)."""
 
-    number = fields.Integer(required=True)
-    seat = fields.Integer(required=True)
+    number = fields.Integer(required=True, metadata={
+        "description": "The entry's place in the record (1, 2, … in order), as the JSON record numbers it."})
+    move = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "The move's number as players count moves (the game's moves; in Easy Slider and Box "
+                       "Off while they run, the caller's own), the `#N` of a mail; null for an action "
+                       "(a draw offer, a resignation, a timeout)."})
+    seat = SeatNumber(required=True, metadata={"description": "The seat number, from 1."})
     player = fields.String(required=True)
     kind = fields.String(required=True, metadata={
         "description": "move, resign, draw-offer, draw-accept, draw-decline or timeout."})
     text = fields.String(required=True)
+    via = fields.String(required=True, metadata={
+        "description": "How it was made: web, mail, link, command, api, conditional, server, cli or import."})
+    conditional = fields.Boolean(required=True, metadata={
+        "description": "Whether a conditional line of its player played it."})
     comment = fields.String(allow_none=True)
     at = UtcDateTime(required=True)
 
@@ -126,12 +152,12 @@ class GameSchema(GameSummarySchema):
     time_control = fields.String(required=True, metadata={"description": "The time control, in words."})
     board = fields.String(allow_none=True, required=True, metadata={
         "description": "The board as fixed-width text, from the caller's seat."})
-    your_seat = fields.Integer(allow_none=True, required=True)
+    your_seat = SeatNumber(allow_none=True, required=True, metadata={"description": "From 1."})
     your_turn = fields.Boolean(required=True)
     legal_moves = fields.List(fields.String(), allow_none=True, required=True, metadata={
         "description": "Your legal moves when it is your turn, else null."})
-    draw_offered_by = fields.Integer(allow_none=True, required=True, metadata={
-        "description": "The seat that offers a draw, if any."})
+    draw_offered_by = SeatNumber(allow_none=True, required=True, metadata={
+        "description": "The seat (from 1) that offers a draw, if any."})
     record = fields.List(fields.Nested(RecordEntrySchema), required=True)
     hidden_moves = fields.Integer(required=True, metadata={
         "description": "Moves not shown to you (the other boards of a game played on a shared deal)."})
@@ -177,7 +203,7 @@ class ChallengeSchema(Schema):
     """A challenge waiting for the caller's answer."""
 
     game = fields.Nested(GameSummarySchema, required=True)
-    seat = fields.Integer(required=True)
+    seat = SeatNumber(required=True, metadata={"description": "The seat you are challenged to, from 1."})
     challenger = fields.String(required=True)
     created_at = UtcDateTime(required=True)
 

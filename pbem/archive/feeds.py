@@ -19,8 +19,12 @@ def _utc(value: datetime | None) -> datetime:
 
 
 def entry_title(game: Game) -> str:
-    """A finished game in a line: the game, its number, its players and who won."""
-    return f"{games.get(game.engine).title} #{game.id}: {results.players(game)}, {results.headline(game)}"
+    """A finished game in a line: the game, its number, its players and who won (a game played alone
+    names its player once: "Box Off #4: pia: cleared")."""
+    title = f"{games.get(game.engine).title} #{game.id}"
+    if game.players == 1:
+        return f"{title}: {results.headline(game)}"
+    return f"{title}: {results.players(game)}, {results.headline(game)}"
 
 
 def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:

@@ -193,7 +193,8 @@ class Bot:
             decision = players.Decision(self.rng.choice(game["legal_moves"]))
         else:
             state = engine.load(game["position"])
-            decision = players.choose(engine, state, seat, self.strength, self.rng)
+            # The API numbers seats from 1, the engines from 0.
+            decision = players.choose(engine, state, seat - 1, self.strength, self.rng)
         offered_by = game["draw_offered_by"]
         if offered_by is not None and offered_by != seat:
             action = "accept" if decision.value is None or decision.value < ACCEPT_DRAW_BELOW else "decline"

@@ -744,9 +744,14 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
             events.publish(events.MovePlayed(game, engine, new_state, record, before))
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
-    outcome = results.loss_on_time(engine, game.players, seat_number)
-    _finish(game, outcome, "time")
-    if game.players == 1:
+    if results.aborts_on_time(engine, game.players, seat.moves_made > 0):
+        game.rated = False  # Aborted: it counts for nobody.
+        outcome = results.aborted_on_time(engine, game.players, seat_number)
+        _finish(game, outcome, results.ABORTED)
+    else:
+        outcome = results.loss_on_time(engine, game.players, seat_number)
+        _finish(game, outcome, "time")
+    if game.players == 1 or results.is_aborted(game):
         game.status = "abandoned"
     return True, outcome
 

@@ -231,6 +231,8 @@ def seat_result(game: Game, number: int) -> str:
     outcome = outcome_of(game)
     if outcome is None or not 0 <= number < len(outcome.results):
         return ""
+    if is_aborted(game):
+        return "aborted"
     seats = len(outcome.results)
     if seats == 1:
         if outcome.notes:
@@ -261,6 +263,8 @@ def headline(game: Game, number: int | None = None) -> str:
     outcome = outcome_of(game)
     if outcome is None:
         return "called off" if game.status == "abandoned" else "in play"
+    if is_aborted(game):
+        return "aborted, not rated"
     seats = len(outcome.results)
     if number is not None and 0 <= number < seats:
         words = seat_result(game, number)
@@ -365,6 +369,30 @@ def scores_timeout(engine: games.Engine, players: int) -> bool:
     """Whether the game itself deals with a seat whose time ran out (``engine.time_out``: a game of more
     than one player whose engine scores absent players), rather than the server ending the game."""
     return engine.scores_absent_players and players > 1
+
+
+# The ending (``Game.ending``) of a game aborted because a player never moved: not one of the archive's
+# kinds, since an aborted game is not filed there (it is left "abandoned", like a solitaire game).
+ABORTED = "aborted"
+
+
+def aborts_on_time(engine: games.Engine, players: int, moved: bool) -> bool:
+    """Whether a seat whose time ran out aborts the game rather than losing it: in a game of two players
+    taking turns, a seat that never moved (as lichess aborts a game one side never began).  An aborted
+    game is unrated and counts for nobody."""
+    return players == 2 and not moved and not scores_timeout(engine, players)
+
+
+def aborted_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:
+    """How the server ends a game of two when ``seat``'s time ran out before its first move."""
+    name = reason_name(engine, seat)
+    return Outcome(tuple(DRAW for _ in range(players)),
+                   f"Aborted: {name} never moved before their time ran out, so the game is not rated")
+
+
+def is_aborted(game: Game) -> bool:
+    """Whether the game was aborted (see :func:`aborts_on_time`)."""
+    return game.ending == ABORTED
 
 
 def loss_on_time(engine: games.Engine, players: int, seat: int) -> Outcome:

@@ -222,4 +222,6 @@ def forfeit_words(game: Game, seat: Seat) -> str:
         return "you are out of this round, scored as its last finisher, and the game goes on without you"
     if game.players == 1:
         return "the game is abandoned"
+    if results.aborts_on_time(engine, game.players, seat.moves_made > 0):
+        return "the game is aborted, since you have not moved in it yet, and it is not rated"
     return "you forfeit the game: it ends as a loss on time for you"

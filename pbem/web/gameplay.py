@@ -19,7 +19,7 @@ import games
 from pbem.accounts import bots
 from pbem.core.extensions import db, limiter
 from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
-from pbem.game import analysis, clock, notes, play, queries, queueing, results, watching
+from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -173,14 +173,14 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
 # back to the game page (the page without script).
 
 
-def _act(game_id: int, action: Callable[[Game], Any], done: str,
+def _act(game_id: int, action: Callable[[Game], Any], done: str | Callable[[Any], str],
          said: str = "") -> Response | tuple[Response | str, int]:
-    """Run ``action`` on the game and answer with ``done`` or the refusal.  ``said`` is what the player
-    wrote with the action: a refusal without the script shows the page again with it kept in its box,
-    where a redirect would lose it."""
+    """Run ``action`` on the game and answer with ``done`` (or ``done`` of what the action returned) or
+    the refusal.  ``said`` is what the player wrote with the action: a refusal without the script shows
+    the page again with it kept in its box, where a redirect would lose it."""
     game = _visible_game(game_id)
     try:
-        action(game)
+        returned = action(game)
     except PlayError as exc:
         status = exc.http_status
         if wants_json():
@@ -189,6 +189,8 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str,
             return _page_again(game_id, exc, said=said)
         flash(exc.message, "error")
         return redirect(url_for("games.game", game_id=game_id)), 303
+    if callable(done):
+        done = done(returned)
     if wants_json():
         return jsonify(ok=True, message=done)
     flash(done, "info")
@@ -218,10 +220,9 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
             error = exc
     if error is None:
         message = f"You played {played.text}."
-        answers = play.answers_to(played)
-        if answers:
-            message += " Answered at once by conditional moves: " + ", ".join(
-                f"{results.handle_or_seat(game, m.seat)} {m.text}" for m in answers) + "."
+        answered = conditional.answers_words(game, play.answers_to(played), played.seat)
+        if answered:
+            message += " " + answered
         if wants_json():
             return jsonify(ok=True, message=message, move=played.text)
         flash(message, "info")
@@ -250,8 +251,11 @@ def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
 def draw(game_id: int) -> Response | tuple[Response | str, int]:
     """Offer, accept or decline a draw, with the player's comment to the opponent if they wrote one."""
     answer = request.form.get("answer", "offer")
-    actions = {
-        "offer": (play.offer_draw, "You offered a draw."),
+    actions: dict[str, tuple[Callable[..., Any], str | Callable[[Any], str]]] = {
+        # The offer cancels every conditional line of the game, the offerer's own too: they are told.
+        "offer": (play.offer_draw,
+                  lambda cancelled: "You offered a draw." + (f" {conditional.OWN_LINES_CANCELLED}"
+                                                             if cancelled else "")),
         "accept": (play.accept_draw, "You accepted the draw: the game is drawn."),
         "decline": (play.decline_draw, "You declined the draw; play goes on."),
     }

@@ -21,7 +21,7 @@ from flask import Blueprint, Response, abort, render_template, request
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
-from pbem.game import play, queries
+from pbem.game import conditional, play, queries
 from pbem.game.play import PlayError
 from pbem.mailout import notify, tokens
 from pbem.present import gameview
@@ -114,4 +114,5 @@ def play_link(token: str) -> tuple[str, int] | str:
                              seat=link.seat.number)
     except PlayError as exc:
         return _page(link, token, error=exc.message), 409 if exc.code in ("stale", "not-your-turn") else 422
-    return _page(link, token, played=played.text)
+    answered = conditional.answers_words(link.game, play.answers_to(played), played.seat)
+    return _page(link, token, played=played.text, answered=answered)

@@ -135,7 +135,7 @@ def test_mail_written_by_a_sweep_at_a_later_time_goes_out_now(ctx: Flask, runner
     assert swept.exit_code == 0, swept.output
     assert "1 timed out" in swept.stdout
     db.session.rollback()
-    assert db.session.get(Game, game.id).status == "finished"
+    assert db.session.get(Game, game.id).status == "abandoned"  # Aborted: nobody had moved.
     assert utcnow() < datetime.fromisoformat(later)  # The clock is the real one again after the sweep.
     delivered = runner.invoke(main, ["outbox", "deliver"])
     assert delivered.exit_code == 0, delivered.output

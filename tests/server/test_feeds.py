@@ -10,6 +10,7 @@ from datetime import datetime
 from flask import Flask
 
 from pbem.core.models import RatingHistory
+from pbem.game import results
 from tests.server.archived import finished
 from tests.server.webclient import WebClient
 
@@ -57,6 +58,10 @@ def test_feeds_of_all_games_of_one_game_and_of_a_player(app: Flask, ctx: Flask, 
     assert games_in(feed(web, "/archive.atom?player=bob&opponent=carol")) == [b.id]
     assert games_in(feed(web, "/players/alice.atom")) == [c.id, a.id]
     assert games_in(feed(web, "/archive.atom?game=boxoff")) == []
+    # A game played alone names its player once.
+    solo = finished("boxoff", [bob], seed=5, at=datetime(2026, 3, 4))
+    entry = feed(web, "/archive.atom?game=boxoff").find(f"{ATOM}entry")
+    assert entry.findtext(f"{ATOM}title") == f"Box Off #{solo.id}: bob: {results.seat_result(solo, 0)}"
     refused = web.get("/archive.atom?game=chess")
     assert refused.status_code == 400 and "There is no game called 'chess'" in refused.get_data(as_text=True)
     assert web.get("/players/nobody.atom").status_code == 404

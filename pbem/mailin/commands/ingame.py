@@ -83,6 +83,17 @@ def _refused(exc: PlayError, command: Command, request: Request) -> CommandError
     return CommandError(message, request.game, request.seat)
 
 
+def comment_goes(game: Game) -> str:
+    """Where a move's comment goes, in the words of the answer to the move: to the others at once, to
+    them only at the end where moves stay hidden till then, or only into the record in a game of one."""
+    if game.players == 1:
+        return "is kept in the game's record"
+    if queries.comments_held_back(game):
+        return ("goes to the other players when the game ends: until then your moves and comments "
+                "stay hidden from them")
+    return "goes to the other players"
+
+
 def _played(move: play.Move, request: Request) -> Answer:
     """The answer to a move played: the move as the record writes it, its number, the comment, what
     conditional moves answered it, the player's conditional lines still queued, and the result if it ended
@@ -91,13 +102,13 @@ def _played(move: play.Move, request: Request) -> Answer:
     game = db.session.get_one(Game, request.the_game().id)
     engine = games.get(game.engine)
     seat = seat_of(game, user, move.seat)
-    number = queries.next_move_number(game, seat) - 1 if seat is not None else move.number
+    # The move's own number, not the game's next: conditional answers may have followed it at once.
+    number = queries.number_of(move)
     done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
-    done += request.passed_on()
-    answers = play.answers_to(move)
-    if answers:
-        done += " Conditional moves answered it at once: " + ", ".join(
-            f"{notify.seat_names(game, {m.seat})} {m.text}" for m in answers) + "."
+    done += request.passed_on(comment_goes(game))
+    answered = conditional.answers_words(game, play.answers_to(move), move.seat)
+    if answered:
+        done += " " + answered
     queued = conditional.lines_of(game, user, move.seat)
     if queued:
         done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."
@@ -162,7 +173,7 @@ class Resign(ByKey):
         play.resign(game.id, request.player(), request.via, request.comment or None)
         over = db.session.get_one(Game, game.id)
         return Answer(f"You resigned {games.get(game.engine).title} #{game.id}. {results.sentence(over)}"
-                      f"{request.passed_on()}")
+                      f"{request.passed_on(comment_goes(over))}")
 
 
 class Draw(ByKey):
@@ -197,9 +208,9 @@ def draw(args: list[str], request: Request) -> Answer:
     user, game_id, via = request.player(), request.the_game().id, request.via
     comment, passed_on = request.comment or None, request.passed_on()
     if args == ["offer"]:
-        play.offer_draw(game_id, user, via, comment)
+        cancelled = play.offer_draw(game_id, user, via, comment)
         return Answer(f"Your draw offer in game #{game_id} is sent; play goes on until it is answered."
-                      f"{passed_on}")
+                      f"{passed_on}{' ' + conditional.OWN_LINES_CANCELLED if cancelled else ''}")
     if args == ["accept"]:
         play.accept_draw(game_id, user, via, comment)
         finished = db.session.get_one(Game, game_id)
@@ -253,12 +264,14 @@ class Accept(_Answering):
         passed_on = request.passed_on("is passed on")
         if game.status == "active":
             movers = queries.seats_to_move(game)
-            return Answer(
-                f"You accepted: {engine.title} #{game.id} has started, and it is "
-                f"{notify.seat_names(game, movers)}'s move. Whoever is to move gets a mail asking for it."
-                + passed_on,
-                game, game.seat_of(user),
-            )
+            seat = game.seat_of(user)
+            started = (f"You accepted: {engine.title} #{game.id} has started, and it is "
+                       f"{notify.seat_names(game, movers)}'s move.")
+            if seat is not None and seat.number in movers and user.notify != "digest":
+                # The move request, written with the game's start, shows the position: this answer need
+                # not show it again (Box Off and Easy Slider start with everyone to move).
+                return Answer(f"{started} Your move request comes in a mail of its own.{passed_on}")
+            return Answer(f"{started} Whoever is to move gets a mail asking for it.{passed_on}", game, seat)
         return Answer(f"You accepted: {engine.title} #{game.id} starts when every seat is filled."
                       + passed_on)
 
