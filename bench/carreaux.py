@@ -2,7 +2,10 @@
 random play under the game's rules.
 
 Run: ``.venv/bin/python bench/carreaux.py`` (a few minutes; ``--quick`` uses a tenth of the positions
-and games).  For random positions (the default start's tiles shuffled, the bubble anywhere, no group
+and games).  ``--shares 2000 300`` only plays random games from the default start, 2,000 on 6x6 and 300
+on 8x8, and prints how they end with a 95% margin: the shares docs/RULES.md gives.
+
+For random positions (the default start's tiles shuffled, the bubble anywhere, no group
 complete) it computes Red's lowering slides both ways, checks they agree, and prints both medians and
 the speed-up, plus the one-time preparation and table memory per size.  Then it plays random games from
 the default start (200 on 6x6 and 50 on 8x8 under the defaults, when_stuck=least-rise with the
@@ -123,12 +126,42 @@ def random_games(size: int, games: int, options: dict[str, str], cap: int = 20_0
     )
 
 
+def shares(size: int, games: int, cap: int = 20_000) -> None:
+    """Play ``games`` random games from the default start under the defaults (seeds 0 to games - 1) and
+    print how they ended: Red's, Blue's and the drawn shares, each with its 95% margin, the share that
+    ends with a winner, and the median length (the figures docs/RULES.md quotes)."""
+    loaded = engine.options.load({"size": size})
+    results = {"Red": 0, "Blue": 0, "draw": 0}
+    lengths = []
+    for seed in range(games):
+        rng = random.Random(seed)
+        state = engine.new(2, loaded, 0)
+        while not state.over and len(state.history) < cap:
+            state = engine.play(state, state.turn, rng.choice(engine.moves(state, state.turn)))
+        lengths.append(len(state.history))
+        results["draw" if state.winner is None else carreaux.NAMES[state.winner]] += 1
+
+    def share(count: int) -> str:
+        p = count / games
+        return f"{100 * p:.1f}% ± {196 * (p * (1 - p) / games) ** 0.5:.1f}"
+
+    print(f"{size}x{size}, {games} random games: Red {share(results['Red'])}, Blue {share(results['Blue'])}, "
+          f"drawn {share(results['draw'])}; with a winner {share(results['Red'] + results['Blue'])}; "
+          f"median length {statistics.median(lengths):.0f} plies")
+
+
 def main() -> None:
     """Print preparation, memory, both medians and the speed-up per size, then random play."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a tenth of the positions")
     parser.add_argument("--seed", type=int, default=2025)
+    parser.add_argument("--shares", nargs=2, type=int, metavar=("GAMES_6X6", "GAMES_8X8"),
+                        help="only measure how random games end (docs/RULES.md: 2000 and 300)")
     args = parser.parse_args()
+    if args.shares:
+        shares(6, args.shares[0])
+        shares(8, args.shares[1])
+        return
     counts = {4: 200, 6: 200, 8: 20}
     if args.quick:
         counts = {size: max(2, n // 10) for size, n in counts.items()}

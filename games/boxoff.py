@@ -251,14 +251,18 @@ def _deal_of(board: str) -> tuple[int, int, str]:
     return len(rows[0]), len(rows), "".join("".join(row) for row in rows)
 
 
-def solve(board: str) -> list[str] | None:
-    """A line of moves that clears a written position (``"bbwbbw/byyywb/ywwwyy"``), or None.
+def solve(board: str, budget: int | None = None) -> list[str] | None:
+    """A line of moves that clears a written position (``"bbwbbw/byyywb/ywwwyy"``), or None: there is
+    none, or (given a ``budget`` of search nodes) none was found within it.
 
     Letters are the colours ``b w y g r p``, ``.`` an empty cell, ranks from top to bottom.
     """
     width, _, deal = _deal_of(board)
     occupied = sum(1 << i for i, c in enumerate(deal) if c != EMPTY)
-    line = _clearing_line(width, deal, occupied)
+    try:
+        line = _clearing_line(width, deal, occupied, budget)
+    except _OutOfBudget:
+        return None
     return None if line is None else [_notation(p, width) for p in line]
 
 
@@ -614,6 +618,12 @@ class BoxOff(Engine):
         many = len(state.seats) > 1
         shown = range(len(state.seats)) if seat is None else [seat]
         parts = [f"Box Off, {state.width}x{state.height}, {state.colours} colours"]
+        if self._boards_secret(state, seat, over):
+            parts.append("The deal (each player's board is shown when the game ends):")
+            parts.append(self._text_board(state, _occupied(state.deal)))
+            parts.extend(f"Seat {s + 1}: {self._short_status(state, s)}." for s in shown)
+            parts.append(legend)
+            return "\n".join(parts) + "\n"
         for s in shown:
             board = state.seats[s]
             if many:
@@ -637,12 +647,16 @@ class BoxOff(Engine):
         shown = list(range(len(state.seats))) if seat is None else [seat]
         labelled = len(state.seats) > 1
         label_h = 20 if labelled else 0
+        if self._boards_secret(state, seat, over):
+            return self._svg_deal(state, cell, margin, label_h)
+        # A player of several sees how the others stand (not their boards), as the text board says.
+        others_h = 20 if labelled and seat is not None else 0
         board_w = state.width * cell + 2 * margin
         board_h = state.height * cell + 2 * margin + label_h
         columns = min(len(shown), 4)
         rows = (len(shown) + columns - 1) // columns
         total_w = columns * board_w + (columns - 1) * gap
-        total_h = rows * board_h + (rows - 1) * gap
+        total_h = rows * board_h + (rows - 1) * gap + others_h
         title_id = f"boxoff-title-{'all' if seat is None else seat + 1}"
         if seat is None:
             title = f"Box Off, {state.width}x{state.height}: " + "; ".join(
@@ -672,6 +686,37 @@ class BoxOff(Engine):
                 )
             out.extend(self._svg_board(state, state.seats[s].occupied, movable, cell, margin, label_h))
             out.append("</g>")
+        if others_h and seat is not None:
+            others = "; ".join(f"seat {s + 1}: {self._short_status(state, s, over)}"
+                               for s in range(len(state.seats)) if s != seat)
+            out.append(f'<text x="{margin}" y="{total_h - 6}" font-size="12" fill="#555" class="others">'
+                       f"Others: {escape(others)}</text>")
+        out.append("</svg>")
+        return "\n".join(out)
+
+    def _boards_secret(self, state: BoxOffState, seat: int | None, over: bool) -> bool:
+        """Whether a spectator (``seat`` None) is shown the deal rather than the players' boards: while
+        several play the same deal, a board in play would show the others how far it got and how."""
+        return seat is None and len(state.seats) > 1 and not over and self.outcome(state) is None
+
+    def _svg_deal(self, state: BoxOffState, cell: int, margin: int, label_h: int) -> str:
+        """The spectator's picture of a game in play: the deal, and how each seat stands."""
+        width = state.width * cell + 2 * margin
+        statuses = [f"Seat {s + 1}: {self._short_status(state, s)}" for s in range(len(state.seats))]
+        height = state.height * cell + 2 * margin + label_h + 18 * len(statuses)
+        title = (f"Box Off, {state.width}x{state.height}: the deal; "
+                 + "; ".join(statuses).replace("Seat", "seat"))
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-labelledby="boxoff-title-deal" font-family="sans-serif">',
+            f'<title id="boxoff-title-deal">{escape(title)}</title>',
+            f'<text x="{margin}" y="14" font-size="14" fill="#333">The deal (each board is shown when the '
+            "game ends)</text>",
+            *self._svg_board(state, _occupied(state.deal), set(), cell, margin, label_h),
+        ]
+        top = state.height * cell + 2 * margin + label_h
+        out.extend(f'<text x="{margin}" y="{top + 18 * n + 12}" font-size="13" fill="#333">{escape(words)}'
+                   "</text>" for n, words in enumerate(statuses))
         out.append("</svg>")
         return "\n".join(out)
 
@@ -691,6 +736,14 @@ class BoxOff(Engine):
                 for b in state.seats
             ],
         }
+
+    def seat_view(self, state: BoxOffState, seat: int) -> dict[str, Any]:
+        """The seat's own board; every other board as dealt, since how far the others got is hidden until
+        the end."""
+        self._board(state, seat)
+        dealt = SeatBoard(_occupied(state.deal))
+        return self.dump(replace(state, seats=tuple(
+            board if number == seat else dealt for number, board in enumerate(state.seats))))
 
     def load(self, data: dict[str, Any]) -> BoxOffState:
         """The inverse of :meth:`dump`."""

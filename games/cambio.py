@@ -322,6 +322,7 @@ class Cambio(Engine):
     players = range(2, 3)
     options = CambioOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     help = HELP
 
     # -- starting -----------------------------------------------------------------------------------
@@ -583,6 +584,10 @@ class Cambio(Engine):
 
     # -- storing ------------------------------------------------------------------------------------
 
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: State) -> dict[str, Any]:
         """A JSON-safe form of the state."""
         return {
@@ -619,12 +624,15 @@ def _with_outcome(state: State, judge_lines: bool = False, mover: int = 0) -> St
         mine, theirs = full[SYMBOLS[mover]], full[SYMBOLS[1 - mover]]
         if mine and theirs:
             outcome = Outcome.draw(
-                2, f"Drawn: the push made full lines for both players ({join_words(mine + theirs)})"
+                2, f"Drawn: the push made full lines for both players ({join_words(mine + theirs, 'and')})"
             )
         elif mine or theirs:
             winner = mover if mine else 1 - mover
-            name = join_words(mine or theirs)
-            outcome = Outcome.win(winner, 2, f"{SIDES[winner]} wins with a full line on {name}")
+            lines = mine or theirs
+            # Every line the push made is full: "on a1-d4 and a4-d1", never "or".
+            made = (f"a full line on {lines[0]}" if len(lines) == 1
+                    else f"full lines on {join_words(lines, 'and')}")
+            outcome = Outcome.win(winner, 2, f"{SIDES[winner]} wins with {made}")
         elif state.history.count(state.history[-1]) >= 3:
             outcome = Outcome.draw(2, "Drawn by repetition: the same position occurred for the third time "
                                       "with the same player to push")

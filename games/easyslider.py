@@ -314,6 +314,82 @@ def _settle(state: State) -> State:
     return replace(state, over=True)
 
 
+# --- the solver ----------------------------------------------------------------------------------------
+
+# How a player might solve a board, stage by stage: each stage brings a few tiles home while the tiles
+# already home stay put.  "single" places the tiles of ranks 5 to 3 one at a time but the last two of a
+# rank together (the classic corner); "pairs" places two at a time where it can, which finds shorter
+# lines.  Ranks 2 and 1 are then solved column by column, with a null under each tile, and the last three
+# columns together.
+PLANS = {"single": ((0,), (1,), (2,), (3, 4)), "pairs": ((0, 1), (2,), (3, 4))}
+NULL = "x"  # any null tile, in the solver's abstract boards
+OTHER = "?"  # a tile the stage does not care about
+
+
+def _stage(board: Board, locked: frozenset[int], goals: dict[int, str], nulls: tuple[int, ...]) -> list[int]:
+    """The shortest run of slides (the cells the hole moves to) that puts each tile of ``goals`` on its
+    cell and a null on each cell of ``nulls``, never moving a tile of ``locked`` (breadth-first over the
+    board reduced to what the stage cares about)."""
+    wanted = set(goals.values())
+
+    def label(code: str) -> str:
+        if code == HOLE or code in wanted:
+            return code
+        return NULL if nulls and code[1] == "n" else OTHER
+
+    start = tuple(code if i in locked else label(code) for i, code in enumerate(board))
+    near = [[c for c in (i - SIZE, i + SIZE) if 0 <= c < SIZE * SIZE and c not in locked]
+            + [c for c in (i - 1, i + 1) if c // SIZE == i // SIZE and c not in locked]
+            for i in range(SIZE * SIZE)]
+
+    def done(labels: tuple[str, ...]) -> bool:
+        return all(labels[c] == t for c, t in goals.items()) and all(labels[c] == NULL for c in nulls)
+
+    came: dict[tuple[str, ...], tuple[tuple[str, ...], int] | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        reached = []
+        for labels in frontier:
+            if done(labels):
+                line = []
+                while (step := came[labels]) is not None:
+                    labels, cell = step[0], step[1]
+                    line.append(cell)
+                return line[::-1]
+            hole = labels.index(HOLE)
+            for cell in near[hole]:
+                moved = list(labels)
+                moved[hole], moved[cell] = moved[cell], HOLE
+                key = tuple(moved)
+                if key not in came:
+                    came[key] = (labels, cell)
+                    reached.append(key)
+        frontier = reached
+    raise ValueError("this stage cannot be solved from this board")  # pragma: no cover - see PLANS
+
+
+def solve(board: Board, pawns: tuple[str, ...], coins: tuple[str, ...], plan: str = "single") -> list[str]:
+    """The slides (cells, as moves name them) that solve ``board`` for these pawns and coins, by a plan
+    of :data:`PLANS`: every board is solved."""
+    line: list[int] = []
+    locked: set[int] = set()
+
+    def run(goals: dict[int, str], nulls: tuple[int, ...] = ()) -> None:
+        nonlocal board
+        for cell in _stage(board, frozenset(locked), goals, nulls):
+            board = _slide(board, _cell(cell))
+            line.append(cell)
+        locked.update(goals, nulls)
+
+    for rank in (4, 3, 2):
+        for files in PLANS[plan]:
+            run({rank * SIZE + f: _target((f, rank), pawns, coins) or "" for f in files})
+    for file in (0, 1):
+        run({SIZE + file: _target((file, 1), pawns, coins) or ""}, (file,))
+    run({SIZE + f: _target((f, 1), pawns, coins) or "" for f in (2, 3, 4)})
+    return [cell_name(_cell(cell)) for cell in line]
+
+
 # --- wording -------------------------------------------------------------------------------------------
 
 
@@ -352,8 +428,9 @@ every fumbler.  Points add up over the rounds; the most points wins.
   used for every round.
 
 ## Notation
-Tiles are written suit then value: `S2` is the 2 of Suns, `MA` the ace of Moons, `Cn` the null of
-Crowns (suits S Suns, M Moons, C Crowns, A Arms).  A move is one or more slides, each naming the cell
+Tiles are written suit then value: `S2` is the 2 of Suns, `M1` the ace of Moons, `Cn` the null of
+Crowns, `A1` the ace of Arms (suits S Suns, M Moons, C Crowns, A Arms; the ace is written `1` on the
+boards, and `a` in the options below).  A move is one or more slides, each naming the cell
 of the tile that moves into the hole: `e2`, or several at once, `d1 d2 c2`.  Or `done`.  Input is
 forgiving: `D1, d2, C2` and `Done!` are read the same way.
 Cells are chess-like: files a to e from left to right, ranks 1 to 5 from bottom to top.
@@ -480,8 +557,7 @@ class EasySlider(Engine):
     # --- refusals --------------------------------------------------------------------------------------
 
     def _check_mover(self, state: State, seat: int) -> None:
-        if not 0 <= seat < state.players:
-            raise IllegalMove(f"There is no seat {seat + 1} in this game of {state.players}.")
+        self._check_seat(state, seat)
         if state.over:
             raise IllegalMove("The game is over.")
         status = state.seats[seat].status
@@ -496,6 +572,11 @@ class EasySlider(Engine):
             TIMED_OUT: "your time ran out",
         }.get(status, "you are out of it")
         raise IllegalMove(f"You are done with {what} ({detail}); wait for the others to finish it.")
+
+    @staticmethod
+    def _check_seat(state: State, seat: int) -> None:
+        if not 0 <= seat < state.players:
+            raise IllegalMove(f"There is no seat {seat + 1} in this game of {state.players}.")
 
     @staticmethod
     def _bad_slide(board: Board, cell: Cell, n: int, total: int, open_cells: list[Cell]) -> str:
@@ -580,6 +661,19 @@ class EasySlider(Engine):
             "over": state.over,
         }
 
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The seat's own board and the round as dealt; every other board as dealt, and no seed (it would
+        tell the deals of the rounds to come): the others' slides stay hidden until the end."""
+        self._check_seat(state, seat)
+
+        def hidden(number: int, other: SeatState) -> SeatState:
+            if number == seat or other.status == WAITING:
+                return other
+            return SeatState(state.start, 0, SOLVING)
+
+        seats = tuple(hidden(number, other) for number, other in enumerate(state.seats))
+        return self.dump(replace(state, seed=0, seats=seats, solved_count=0))
+
     def load(self, data: dict[str, Any]) -> State:
         """The inverse of :meth:`dump`."""
         return State(
@@ -629,17 +723,23 @@ def _status_words(seat: SeatState, over: bool = False) -> str:
 
 
 def _tile_text(code: str) -> str:
-    """``ma`` -> ``MA``, ``cn`` -> ``Cn``: the suit in capitals, nulls in lower case so they stand out."""
+    """``ma`` -> ``M1``, ``cn`` -> ``Cn``: the suit in capitals, the value as :func:`_value_text` writes
+    it, nulls in lower case so they stand out."""
     if code == HOLE:
         return HOLE
-    return code[0].upper() + (code[1] if code[1] == "n" else code[1].upper())
+    return code[0].upper() + _value_text(code[1])
+
+
+def _value_text(value: str) -> str:
+    """A value as boards write it: the ace as ``1`` (an ``A`` would read as Arms), nulls as ``n``."""
+    return {"a": "1", "n": "n"}.get(value, value)
 
 
 def _text_board(state: State, board: Board) -> list[str]:
     margin = " " * 14
     letters = margin + "".join(f"{f:>5}" for f in file_letters(SIZE))
     rule = margin + "+" + "-" * (5 * SIZE + 1) + "+"
-    coins = " coins" + margin[6:] + "".join(f"{v.upper():>5}" for v in state.coins)
+    coins = " coins" + margin[6:] + "".join(f"{_value_text(v):>5}" for v in state.coins)
     lines = [coins, letters, rule]
     for rank in range(SIZE - 1, -1, -1):
         pawn = SUIT_NAMES[state.pawns[SIZE - 1 - rank]] if rank else "(nulls)"
@@ -650,7 +750,7 @@ def _text_board(state: State, board: Board) -> list[str]:
 
 def _text_legend() -> list[str]:
     return [
-        "Tiles: suit + value. S Suns, M Moons, C Crowns, A Arms; A ace, n null.",
+        "Tiles: suit + value. S Suns, M Moons, C Crowns, A Arms; 1 ace, n null.",
         ".. is the hole. Goal: each row its pawn's suit, each column its coin's",
         "value; the four nulls and the hole anywhere in rank 1.",
     ]
@@ -739,7 +839,7 @@ def _svg(state: State, seat: int | None, active: bool, over: bool) -> str:
         x = LEFT + f * CELL + CELL // 2
         out.append(f'<circle cx="{x}" cy="{TOP - 40}" r="14" fill="#d9c9a3" stroke="#8a7650"/>')
         out.append(f'<text x="{x}" y="{TOP - 35}" font-size="14" text-anchor="middle" '
-                   f'fill="#333">{state.coins[f].upper()}</text>')
+                   f'fill="#333">{_value_text(state.coins[f])}</text>')
         for y in (TOP - 8, TOP + SIZE * CELL + 18):
             out.append(f'<text x="{x}" y="{y}" font-size="13" text-anchor="middle" fill="#555">'
                        f'{file_letters(SIZE)[f]}</text>')

@@ -33,10 +33,22 @@ class UtcDateTime(fields.DateTime):
         return super()._serialize(value, attr, obj, **kwargs)
 
 
-def your_seat(description: str) -> fields.Integer:
+class SeatNumber(fields.Integer):
+    """A seat as people, the web pages and the JSON record number it, from 1; the server counts from 0
+    inside, so the number is turned one way when read and the other when written."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return None if value is None else super()._serialize(value + 1, attr, obj, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        return super()._deserialize(value, attr, data, **kwargs) - 1
+
+
+def your_seat(description: str) -> SeatNumber:
     """The optional field naming one of the caller's seats, for a player who holds several."""
-    return fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1),
-                          metadata={"description": description})
+    return SeatNumber(validate=validate.Range(min=0, max=MAX_SEATS - 1,
+                                              error=f"Seats are numbered from 1 to {MAX_SEATS}."),
+                      metadata={"description": f"{description} Seats are numbered from 1."})
 
 
 class ErrorSchema(Schema):
@@ -69,15 +81,21 @@ class OutcomeSchema(Schema):
 class SeatSchema(Schema):
     """A seat of a game: its player (null while open), whether it is to move, its clock and result."""
 
-    seat = fields.Integer(required=True, metadata={"description": "The seat number, from 0."})
+    seat = SeatNumber(required=True, metadata={"description": "The seat number, from 1."})
     player = fields.String(allow_none=True, required=True)
+    bot = fields.Boolean(metadata={"description": "Whether the seat's player is a computer player (BOT)."})
     challenged = fields.String(allow_none=True, metadata={
         "description": "While the game waits: the player challenged to this seat, who has not answered."})
     to_move = fields.Boolean(required=True)
     deadline = UtcDateTime(allow_none=True, metadata={
         "description": "When this seat's time runs out (UTC)."})
-    clock = fields.String(metadata={"description": "The seat's time left, in words, its deadline in the "
-                                                   "caller's time zone (UTC without a token)."})
+    clock = fields.String(metadata={"description": "The seat's clock in words while the game goes on: the "
+                                                   "mover's time left with its deadline in the caller's time "
+                                                   "zone (UTC without a token), the others' at rest (what a "
+                                                   "bank holds, or the time per move); empty once over."})
+    bank_seconds = fields.Float(allow_none=True, metadata={
+        "description": "With a bank clock, what the seat's bank holds now (counting seconds), running or "
+                       "not; null without a bank or once the game is over."})
     result = fields.String(allow_none=True, validate=validate.OneOf(RESULTS))
 
 
@@ -108,12 +126,21 @@ class GameSummarySchema(Schema):
 class RecordEntrySchema(Schema):
     """One entry of a game's record: a move, or what a player did (resign, draw offer, timeout)."""
 
-    number = fields.Integer(required=True)
-    seat = fields.Integer(required=True)
+    number = fields.Integer(required=True, metadata={
+        "description": "The entry's place in the record (1, 2, … in order), as the JSON record numbers it."})
+    move = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "The move's number as players count moves (the game's moves; in Easy Slider and Box "
+                       "Off while they run, the caller's own), the `#N` of a mail; null for an action "
+                       "(a draw offer, a resignation, a timeout)."})
+    seat = SeatNumber(required=True, metadata={"description": "The seat number, from 1."})
     player = fields.String(required=True)
     kind = fields.String(required=True, metadata={
         "description": "move, resign, draw-offer, draw-accept, draw-decline or timeout."})
     text = fields.String(required=True)
+    via = fields.String(required=True, metadata={
+        "description": "How it was made: web, mail, link, command, api, conditional, server, cli or import."})
+    conditional = fields.Boolean(required=True, metadata={
+        "description": "Whether a conditional line of its player played it."})
     comment = fields.String(allow_none=True)
     at = UtcDateTime(required=True)
 
@@ -125,15 +152,19 @@ class GameSchema(GameSummarySchema):
     time_control = fields.String(required=True, metadata={"description": "The time control, in words."})
     board = fields.String(allow_none=True, required=True, metadata={
         "description": "The board as fixed-width text, from the caller's seat."})
-    your_seat = fields.Integer(allow_none=True, required=True)
+    your_seat = SeatNumber(allow_none=True, required=True, metadata={"description": "From 1."})
     your_turn = fields.Boolean(required=True)
     legal_moves = fields.List(fields.String(), allow_none=True, required=True, metadata={
         "description": "Your legal moves when it is your turn, else null."})
-    draw_offered_by = fields.Integer(allow_none=True, required=True, metadata={
-        "description": "The seat that offers a draw, if any."})
+    draw_offered_by = SeatNumber(allow_none=True, required=True, metadata={
+        "description": "The seat (from 1) that offers a draw, if any."})
     record = fields.List(fields.Nested(RecordEntrySchema), required=True)
     hidden_moves = fields.Integer(required=True, metadata={
         "description": "Moves not shown to you (the other boards of a game played on a shared deal)."})
+    position = fields.Dict(keys=fields.String(), values=fields.Raw(), allow_none=True, metadata={
+        "description": "While the game is on, for its player: the position as your seat may know it, in "
+                       "the engine's own form (games.Engine.seat_view, which engine.load reads back), for "
+                       "programs that search it; null for others, or for a game whose engine gives none."})
 
 
 class GameListSchema(Schema):
@@ -172,7 +203,7 @@ class ChallengeSchema(Schema):
     """A challenge waiting for the caller's answer."""
 
     game = fields.Nested(GameSummarySchema, required=True)
-    seat = fields.Integer(required=True)
+    seat = SeatNumber(required=True, metadata={"description": "The seat you are challenged to, from 1."})
     challenger = fields.String(required=True)
     created_at = UtcDateTime(required=True)
 
@@ -253,16 +284,35 @@ class NoteSchema(Schema):
 
     note = fields.String(required=True, validate=validate.Length(max=MAX_NOTE), metadata={
         "description": "The note; empty deletes it."})
+class BotSchema(Schema):
+    """What a computer player plays."""
+
+    games = fields.List(fields.String(), required=True, metadata={"description": "The games it plays."})
+    strength = fields.String(required=True, metadata={"description": "easy, medium or hard."})
 
 
 class PlayerSchema(Schema):
     """A player: ratings per game and record."""
 
     handle = fields.String(required=True)
+    bot = fields.Nested(BotSchema, allow_none=True, metadata={
+        "description": "For a computer player (marked BOT), what it plays; null for a person."})
     since = UtcDateTime(required=True)
     on_vacation = fields.Boolean(required=True)
     ratings = fields.List(fields.Nested(RatingSchema), required=True)
     record = fields.List(fields.Nested(GameRecordSchema), required=True)
+
+
+class BotListSchema(Schema):
+    """The computer players, by handle."""
+
+    bots = fields.List(fields.Nested(lambda: BotEntrySchema()), required=True)
+
+
+class BotEntrySchema(BotSchema):
+    """A computer player: its handle, games and strength."""
+
+    handle = fields.String(required=True)
 
 
 # Requests ---------------------------------------------------------------------------
@@ -382,3 +432,119 @@ class ConditionalDeleteSchema(Schema):
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
     seat = your_seat("Which of your seats, when you hold several.")
+
+
+# Tournaments ---------------------------------------------------------------------------
+
+
+class NewTournamentSchema(Schema):
+    """A new tournament, taking entries until it starts."""
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=80))
+    game = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    format = fields.String(required=True,
+                           validate=validate.OneOf(("round_robin", "swiss", "knockout", "ladder")))
+    options = fields.Dict(keys=fields.String(validate=validate.Length(max=64)), values=fields.Raw(),
+                          load_default=dict, validate=validate.Length(max=32))
+    time = fields.String(validate=validate.Length(max=32), metadata={
+        "description": 'A time control, as for a new game: "days:N" or "bank:I+A/M".'})
+    weekend_pause = fields.Boolean(load_default=False)
+    rated = fields.Boolean(load_default=True)
+    min_players = fields.Integer(load_default=2, validate=validate.Range(min=2, max=1000))
+    max_players = fields.Integer(load_default=16, validate=validate.Range(min=2, max=1000))
+    start_at = UtcDateTime(allow_none=True, load_default=None, metadata={
+        "description": "When it starts (UTC); null: as soon as max_players have joined."})
+    min_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    max_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    double = fields.Boolean(load_default=None, allow_none=True,
+                            metadata={"description": "A round-robin played twice, on both sides."})
+    rounds = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=20),
+                            metadata={"description": "A Swiss's rounds."})
+    bye_points = fields.Float(load_default=None, allow_none=True, validate=validate.OneOf((0, 0.5, 1)),
+                              metadata={"description": "What a Swiss bye scores."})
+    draw_rule = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("replay", "seed")),
+                              metadata={"description": "A drawn knockout game: replayed, or won by the "
+                                                       "better seed."})
+    leaving = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("forfeit", "void")),
+                            metadata={"description": "A leaver's games: forfeited, or struck out."})
+    reach = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=50),
+                           metadata={"description": "A ladder: how far above a player may challenge."})
+    accept_days = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=30),
+                                 metadata={"description": "A ladder: days to accept a challenge."})
+
+
+class TournamentStandingSchema(Schema):
+    """A player's line of the standings."""
+
+    place = fields.Integer()
+    player = fields.String()
+    status = fields.String(metadata={"description": "active, withdrawn, removed or out (knocked out)."})
+    points = fields.Float()
+    played = fields.Integer()
+    wins = fields.Integer()
+    draws = fields.Integer()
+    losses = fields.Integer()
+    position = fields.Integer(allow_none=True, metadata={"description": "A ladder's place."})
+    tie_breaks = fields.Dict(keys=fields.String(), values=fields.Float(), metadata={
+        "description": "sb (Sonneborn-Berger) in a round-robin; buchholz and median in a Swiss."})
+
+
+class TournamentPairingSchema(Schema):
+    """One pairing: first moves first; second is null for a bye."""
+
+    first = fields.String()
+    second = fields.String(allow_none=True)
+    game = fields.Integer(allow_none=True)
+    result = fields.String(allow_none=True, metadata={"description": 'The first player\'s score: "1", "½", '
+                                                                     '"0"; null while in play.'})
+    how = fields.String(allow_none=True, metadata={"description": "bye, forfeit or lapsed, when not played."})
+    void = fields.Boolean()
+
+
+class TournamentRoundSchema(Schema):
+    """A round's pairings (round 0: a ladder's challenges)."""
+
+    round = fields.Integer()
+    pairings = fields.List(fields.Nested(TournamentPairingSchema))
+
+
+class TournamentSummarySchema(Schema):
+    """A tournament's settings and how it stands."""
+
+    id = fields.Integer()
+    name = fields.String()
+    game = fields.String()
+    format = fields.String()
+    status = fields.String(metadata={"description": "open, running, paused, finished or cancelled."})
+    status_words = fields.String()
+    round = fields.Integer()
+    options = fields.Dict()
+    time_control = fields.String()
+    rated = fields.Boolean()
+    organiser = fields.String()
+    min_players = fields.Integer()
+    max_players = fields.Integer()
+    start_at = UtcDateTime(allow_none=True)
+    min_rating = fields.Integer(allow_none=True)
+    max_rating = fields.Integer(allow_none=True)
+    settings = fields.Dict()
+    players = fields.Integer()
+
+
+class TournamentSchema(TournamentSummarySchema):
+    """A tournament: its settings, standings and rounds."""
+
+    standings = fields.List(fields.Nested(TournamentStandingSchema))
+    rounds = fields.List(fields.Nested(TournamentRoundSchema))
+
+
+class TournamentListSchema(Schema):
+    """Tournaments, those taking entries or running first."""
+
+    tournaments = fields.List(fields.Nested(TournamentSummarySchema))
+
+
+class TournamentPlayerSchema(Schema):
+    """A player named by handle (to remove, or to challenge on a ladder)."""
+
+    player = fields.String(required=True, validate=validate.Length(min=1, max=MAX_HANDLE))

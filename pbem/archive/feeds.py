@@ -10,6 +10,7 @@ from flask import Response, current_app, url_for
 import games
 from pbem.archive import archive
 from pbem.core.models import Game, utcnow
+from pbem.core.site import absolute_url
 from pbem.game import results
 
 
@@ -18,8 +19,12 @@ def _utc(value: datetime | None) -> datetime:
 
 
 def entry_title(game: Game) -> str:
-    """A finished game in a line: the game, its number, its players and who won."""
-    return f"{games.get(game.engine).title} #{game.id}: {results.players(game)}, {results.headline(game)}"
+    """A finished game in a line: the game, its number, its players and who won (a game played alone
+    names its player once: "Box Off #4: pia: cleared")."""
+    title = f"{games.get(game.engine).title} #{game.id}"
+    if game.players == 1:
+        return f"{title}: {results.headline(game)}"
+    return f"{title}: {results.players(game)}, {results.headline(game)}"
 
 
 def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
@@ -32,7 +37,7 @@ def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
     feed.link(href=self_url, rel="self")
     feed.updated(_utc(found[0].finished_at) if found else _utc(None))
     for game in found:
-        url = url_for("games.game", game_id=game.id, _external=True)
+        url = absolute_url(url_for("games.game", game_id=game.id))
         entry = feed.add_entry(order="append")
         entry.id(url)
         entry.title(entry_title(game))

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
-from flask import current_app
 from marshmallow import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
@@ -31,9 +30,10 @@ from pbem.accounts import accounts
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
+from pbem.core.site import base_url
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import endings, results
-from pbem.game.replay import Replay
+from pbem.game.replay import Replay, move_numbers
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
@@ -59,7 +59,7 @@ def _time(value: datetime | None) -> str | None:
 
 def own_origin() -> str:
     """This server's name in the records it writes: its base URL, without a trailing slash."""
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")[:MAX_ORIGIN]
+    return base_url()[:MAX_ORIGIN]
 
 
 def record(game: Game) -> dict[str, Any]:
@@ -81,9 +81,9 @@ def record(game: Game) -> dict[str, Any]:
         "started": _time(game.started_at),
         "finished": _time(game.finished_at),
         "moves": [
-            {"number": m.number, "seat": m.seat + 1, "kind": m.kind, "text": m.text, "via": m.via,
-             "time": _time(m.created_at), "comment": m.comment}
-            for m in game.moves
+            {"number": m.number, "move": n if m.kind == "move" else None, "seat": m.seat + 1, "kind": m.kind,
+             "text": m.text, "via": m.via, "time": _time(m.created_at), "comment": m.comment}
+            for m, n in zip(game.moves, move_numbers(game.moves), strict=True)
         ],
         "result": None if outcome is None else {
             "results": list(outcome.results),
@@ -124,9 +124,13 @@ def text(game: Game) -> str:
             f"{results.player_name(game, n)} {results.seat_words(game, n)}" for n in seats))
         lines.append(f"Reason: {results.sentence(game)}")
     lines.append("")
-    for move in game.moves:
+    for move, number in zip(game.moves, move_numbers(game.moves), strict=True):
         what = move.text if move.kind == "move" else ACTION_WORDS.get(move.kind, move.text)
-        lines.append(f"{move.number:>4}. {results.handle_or_seat(game, move.seat)}: {what}")
+        if move.via == "conditional":
+            what += " (conditional)"  # Played at once by a line its player queued.
+        # Moves numbered as players count them (the `#N` of a mail); an action after the move it follows.
+        mark = f"{number:>4}." if move.kind == "move" else "    -"
+        lines.append(f"{mark} {results.handle_or_seat(game, move.seat)}: {what}")
         if move.comment:
             lines.extend(f"      {line}" for line in move.comment.splitlines())
     if game.state is not None:

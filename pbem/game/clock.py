@@ -285,13 +285,38 @@ def status(seat: Seat, zone: str | None = None) -> str:
     is stopped by vacation or the weekend."""
     left = time_left(seat)
     if left is None:
-        return "no clock running"
+        return waiting_words(seat)
     if seat.user is not None and seat.user.vacation_since is not None:
         return f"{describe(left)} left; the clock is stopped while {seat.user.handle} is on vacation"
     text = f"{describe(left)} left (until {format_time(seat.deadline, zone)})"
     if weekend_pause(seat.game) and _is_weekend(utcnow().date()):
         text += "; the clock is paused for the weekend"
     return text
+
+
+def waiting_words(seat: Seat) -> str:
+    """The clock of a seat that is not to move, in a game going on: what its bank holds ("6 days 23
+    hours in the bank, not running"), or the time each move has ("3 days per move, not running"); it
+    changes only when the seat moves, so a page showing it stays true."""
+    if seat.game.status != "active":
+        return "no clock running"
+    control = seat.game.time_control or default_time_control()
+    if control.get("kind") == "bank":
+        bank = seat.bank_seconds if seat.bank_seconds is not None else float(control["initial_days"]) * DAY
+        return f"{describe(timedelta(seconds=bank))} in the bank, not running"
+    days = control.get("days", 3)
+    return f"{days} day{'s' if days != 1 else ''} per move, not running"
+
+
+def bank_seconds(seat: Seat) -> float | None:
+    """What the seat's bank holds (its counting seconds left, running or not), or None without a bank."""
+    control = seat.game.time_control or {}
+    if control.get("kind") != "bank" or seat.game.status != "active":
+        return None
+    left = time_left(seat)
+    if left is not None:
+        return left.total_seconds()
+    return seat.bank_seconds if seat.bank_seconds is not None else float(control["initial_days"]) * DAY
 
 
 def format_time(moment: datetime | None, zone: str | None = None, date_only: bool = False) -> str:

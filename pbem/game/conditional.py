@@ -25,7 +25,8 @@ import games
 from games import IllegalMove
 from games.words import quoted
 from pbem.core.errors import PlayError
-from pbem.core.models import Game, Seat, User
+from pbem.core.models import Game, Move, Seat, User
+from pbem.game import results
 
 # Bounds on what one player may queue in one game: every line is checked move by move on the engine
 # when it is queued, and every move of the opponent is compared with the lines' first moves.
@@ -49,6 +50,23 @@ Line = list[str]
 def describe(line: Line) -> str:
     """A line as the player writes it: ``if c4 then d4 then e3 then f5``."""
     return "if " + " then ".join(line)
+
+
+# What the offerer of a draw is told when the offer cancelled their own conditional lines (every line of
+# the game goes: an answer to a draw offer should be thought over), on the page and in the mail answer.
+OWN_LINES_CANCELLED = ("Your conditional moves in this game are cancelled by the offer, as every line is; "
+                       "queue them again once it is answered, if you still want them.")
+
+
+def answers_words(game: Game, answers: list[Move], reader: int) -> str:
+    """What the player of seat ``reader`` is told of the conditional answers their move set off, on
+    every way they moved (the page, a move link, a mail): "Answered at once by conditional moves: bob
+    c4, then you d5." (empty for none)."""
+    if not answers:
+        return ""
+    said = [f"{'you' if m.seat == reader else results.handle_or_seat(game, m.seat)} {m.text}"
+            for m in answers]
+    return f"Answered at once by conditional move{'s' if len(said) > 1 else ''}: {', then '.join(said)}."
 
 
 def parse_line(text: str, partial: bool = False) -> Line:
@@ -156,11 +174,30 @@ def check(engine: games.Engine, state: Any, seat: Seat, opponent: Seat, line: Li
         try:
             state = engine.play(state, mover.number, text)
         except IllegalMove as exc:
-            whose = "your opponent's move" if mover is opponent else "your answer"
-            raise PlayError(
-                f"In '{describe(line)}', {whose} {text} is not legal {where}: {exc.message}", "conditional"
-            ) from None
+            if mover is opponent:
+                why = _opponents_refusal(engine, state, opponent.number, exc.message)
+                whose = "your opponent's move"
+            else:
+                why, whose = exc.message, "your answer"
+            raise PlayError(f"In '{describe(line)}', {whose} {text} is not legal {where}: {why}",
+                            "conditional") from None
     return state
+
+
+# The most moves of the opponent a refusal lists.
+LISTED_OPPONENT_MOVES = 12
+
+
+def _opponents_refusal(engine: games.Engine, state: Any, opponent: int, message: str) -> str:
+    """Why a move of the opponent's is refused, for the player writing the line: the engine speaks to the
+    mover ("…; you can slide a5 or b6"), and those moves are not the writer's to play, so its advice is
+    replaced by the moves the opponent has there."""
+    reason = message
+    for advice in ("; you can ", ". You can ", " You can "):
+        reason = reason.split(advice, 1)[0]
+    legal = engine.moves(state, opponent)
+    listed = ", ".join(legal[:LISTED_OPPONENT_MOVES]) + (" …" if len(legal) > LISTED_OPPONENT_MOVES else "")
+    return f"{reason.rstrip('.')}. Your opponent's moves there: {listed}." if legal else reason
 
 
 def merged(existing: list[Line], new: list[Line]) -> list[Line]:

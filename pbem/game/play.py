@@ -672,6 +672,7 @@ def time_out_batch(due: list[DueTimeout]) -> int:
         if is_postgresql():
             query = query.with_for_update(of=Game)
         locked = {g.id: g for g in db.session.scalars(query)}
+        # What every game's end reads, read for the whole batch at once.
         numbers = uow.reads("record_numbers")
         numbers.update({game_id: 0 for game_id in locked})
         numbers.update((game_id, top) for game_id, top in db.session.execute(
@@ -679,6 +680,7 @@ def time_out_batch(due: list[DueTimeout]) -> int:
         ))
         queries.prefetch_last_moves(ids)
         watching.prefetch_watchers(ids)
+        events.publish(events.GamesLocked(ids))
         ratings.lock_ratings(
             {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
         )
@@ -727,9 +729,14 @@ def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) ->
             events.publish(events.MovePlayed(game, engine, new_state, record, before))
         return True, engine.outcome(new_state)
     _record(game, seat, "timeout", "timeout", "server", None)
-    outcome = results.loss_on_time(engine, game.players, seat_number)
-    _finish(game, outcome, "time")
-    if game.players == 1:
+    if results.aborts_on_time(engine, game.players, seat.moves_made > 0):
+        game.rated = False  # Aborted: it counts for nobody.
+        outcome = results.aborted_on_time(engine, game.players, seat_number)
+        _finish(game, outcome, results.ABORTED)
+    else:
+        outcome = results.loss_on_time(engine, game.players, seat_number)
+        _finish(game, outcome, "time")
+    if game.players == 1 or results.is_aborted(game):
         game.status = "abandoned"
     return True, outcome
 

@@ -49,6 +49,16 @@ def next_move_number(game: Game, seat: Seat) -> int:
     return game.ply + 1
 
 
+def number_of(move: Move) -> int:
+    """The number players see for an engine move (the ``N`` of "move N" and ``#N``): the game's moves
+    up to it, or where seats move at once, its player's own."""
+    query = select(db.func.count(Move.id)).where(
+        Move.game_id == move.game_id, Move.kind == "move", Move.number <= move.number)
+    if engine_of(move.game).simultaneous:
+        query = query.where(Move.seat == move.seat)
+    return db.session.scalar(query) or 0
+
+
 def draws_allowed(game: Game) -> bool:
     """Whether a draw may be offered in ``game``: only between two players taking turns on one board.
 
@@ -56,6 +66,39 @@ def draws_allowed(game: Game) -> bool:
     position to agree a draw on; with three or more players one player's offer cannot bind the others.
     """
     return game.players == 2 and not engine_of(game).simultaneous
+
+
+def hidden_from(game: Game, move: Move, seat_number: int | None) -> bool:
+    """Whether the record entry ``move`` (and its comment) is kept from the player of ``seat_number``
+    (None: a watcher or visitor).
+
+    Where everyone plays the same deal at once (Easy Slider, Box Off), a player's moves would give the
+    solution away: while the game runs they are shown to their own player alone, and to everyone at the
+    end.  What the server did (a resignation, a timeout) is no secret.  Every page, mail and answer asks
+    this before showing an entry.
+    """
+    return (move.kind == "move" and move.seat != seat_number and game.status == "active"
+            and engine_of(game).simultaneous)
+
+
+def comments_held_back(game: Game) -> bool:
+    """Whether what a player writes with a move now reaches the others only when the game ends."""
+    return game.status == "active" and game.players > 1 and engine_of(game).simultaneous
+
+
+def last_move_seen_by(game: Game, seat_number: int | None) -> Move | None:
+    """The last engine move the player of ``seat_number`` (None: a watcher) may see: the game's last,
+    or in a running game of hidden moves (see :func:`hidden_from`) the player's own last one."""
+    last = last_move(game)
+    if last is None or not hidden_from(game, last, seat_number):
+        return last
+    if seat_number is None:
+        return None
+    with db.session.no_autoflush:
+        return db.session.scalar(
+            select(Move).where(Move.game_id == game.id, Move.kind == "move", Move.seat == seat_number)
+            .order_by(Move.number.desc()).limit(1)
+        )
 
 
 def last_move(game: Game) -> Move | None:

@@ -255,8 +255,11 @@ def rate(game: Game, outcome: Outcome) -> list[Rating]:
     tau = _settings()["tau"]
     # Both players as they stand now, their deviations grown by the time since their last games.
     before = [Glicko(r.rating, deviation_now(r, now), r.volatility) for r in rows]
+    # Each seat's rating before and after, for the result mail written in this transaction.
+    told = reads("rating_changes")[game.id] = {}
     for me, row in enumerate(rows):
         after = glicko2(before[me], [(before[1 - me], SCORES[outcome.results[me]])], tau)
+        told[me] = (row.rating, after.rating)
         row.rating, row.volatility = after.rating, after.volatility
         row.deviation = min(after.deviation, _settings()["max_deviation"])
         row.games += 1
@@ -277,3 +280,40 @@ def record_ratings(game: Game, changed: list[Rating]) -> None:
 
 
 _INSERT_HISTORY = DirectWrite(insert(RatingHistory.__table__))
+
+
+# The change a game made -------------------------------------------------------------------------------
+
+
+def changes(game: Game) -> dict[int, tuple[float, float]]:
+    """Each rated seat's rating before and after ``game`` (by seat number); empty for a game that did
+    not count.  Told by :func:`rate` in the transaction that ended the game (its history rows may not be
+    written yet, in a batch), else read from the rating histories."""
+    told = reads("rating_changes").get(game.id)
+    if told is not None:
+        return dict(told)
+    users = rated_players(game)
+    if users is None or game.status != "finished":
+        return {}
+    found: dict[int, tuple[float, float]] = {}
+    for seat, user_id in enumerate(users):
+        after = db.session.execute(
+            select(RatingHistory.id, RatingHistory.rating)
+            .where(RatingHistory.game_id == game.id, RatingHistory.user_id == user_id)
+        ).first()
+        if after is None:
+            continue
+        before = db.session.scalar(
+            select(RatingHistory.rating)
+            .where(RatingHistory.user_id == user_id, RatingHistory.engine == game.engine,
+                   RatingHistory.id < after.id)
+            .order_by(RatingHistory.id.desc()).limit(1)
+        )
+        found[seat] = (INITIAL_RATING if before is None else before, after.rating)
+    return found
+
+
+def change_words(change: tuple[float, float]) -> str:
+    """A rating's change as people read it: "1500 → 1532 (+32)"."""
+    before, after = round(change[0]), round(change[1])
+    return f"{before} → {after} ({after - before:+d})".replace("-", "−")

@@ -2,14 +2,17 @@
 (:func:`final_state`), ``pbem import`` (:func:`pbem.archive.records.check`) and the game page's replay
 use; and the board after any entry of the record, for the game page.
 
-Positions are numbered by the record: position N is the board after entry N (0 is the start), so a
-link ``?move=N`` shows the position after the entry numbered N in the move list.  The states of a
+Positions are numbered by the moves of the game, as players count them on the form and in the mails
+(:func:`move_numbers`: a draw offer, a resignation or a timeout is no move): position N is the board
+after move N and whatever the record says after it before the next move (0 is the start), so a link
+``?move=N`` shows the position after the move numbered N in the move list.  The states of a
 game are rebuilt through its engine once and kept in a small cache keyed by the game's version, so
 stepping through a finished game costs one rendering per step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +64,7 @@ class Replay:
         self.draw_offer: int | None = None
         self._ended_by_server: tuple[Outcome, str] | None = None
         self._timed_out_last = False  # The last entry was a timeout the game itself scored.
+        self._moved: set[int] = set()  # The seats that have made a move (a timeout before aborts).
         # The engine's outcome of ``_judged`` (asked for only when wanted: replaying the states for the
         # game page or for verify needs none, and it can cost as much as the move).
         self._judged: Any = None
@@ -98,6 +102,7 @@ class Replay:
         self._timed_out_last = False
         if kind == "move":
             self.state = engine.play(self.state, seat, text)
+            self._moved.add(seat)
             if self.draw_offer is not None and self.draw_offer != seat:
                 self.draw_offer = None  # Moving instead of answering a draw offer declines it.
         elif kind == "draw-offer":
@@ -113,6 +118,8 @@ class Replay:
         elif kind == "timeout" and results.scores_timeout(engine, self.players):
             self.state = engine.time_out(self.state, seat)
             self._timed_out_last = True
+        elif kind == "timeout" and results.aborts_on_time(engine, self.players, seat in self._moved):
+            self._ended_by_server = results.aborted_on_time(engine, self.players, seat), results.ABORTED
         elif kind == "timeout":
             self._ended_by_server = results.loss_on_time(engine, self.players, seat), "time"
         return self.state
@@ -150,32 +157,57 @@ def states(game: Game) -> list[Any]:
     return _states(_record_key(game), replayed)
 
 
+def move_numbers(moves: Sequence[Move]) -> list[int]:
+    """Each record entry's move number as players count moves: the game's moves so far, counting every
+    seat's (an action — a draw offer, a resignation, a timeout — carries the number of the move it
+    follows; 0 before the first move)."""
+    numbers, count = [], 0
+    for move in moves:
+        count += move.kind == "move"
+        numbers.append(count)
+    return numbers
+
+
 def clamp(game: Game, at: int | None) -> int:
-    """``at`` held within the record (the last position when None)."""
-    last = len(game.moves)
+    """``at`` held within the game's moves (the last position when None)."""
+    last = sum(1 for move in game.moves if move.kind == "move")
     return last if at is None else max(0, min(at, last))
 
 
+def _entries_through(game: Game, at: int) -> int:
+    """How many record entries position ``at`` (a move number) stands after: every entry before the
+    move numbered ``at + 1``."""
+    seen = 0
+    for index, move in enumerate(game.moves):
+        if move.kind == "move":
+            if seen == at:
+                return index
+            seen += 1
+    return len(game.moves)
+
+
 def position(game: Game, at: int | None) -> Position:
-    """The position after entry ``at`` (clamped to the record); a simultaneous game shows every seat's
-    board, each captioned with its player."""
+    """The position after move ``at`` (clamped to the game's moves; see :func:`_entries_through`); a
+    simultaneous game shows every seat's board, each captioned with its player."""
     engine = games.get(game.engine)
     all_states = states(game)
     at = clamp(game, at)
-    state = all_states[at]
+    through = _entries_through(game, at)
+    state = all_states[through]
     # The last position of a game no longer active is drawn as over: when the server ended the game (a
     # resignation, time, a draw agreed) its state still has a mover, whom the final board must not name.
-    over = at == len(all_states) - 1 and game.status != "active"
+    over = through == len(all_states) - 1 and game.status != "active"
 
     def board(seat: int | None) -> Markup:
-        return drawn(("replay", _record_key(game), at, seat, over),
+        return drawn(("replay", _record_key(game), through, seat, over),
                      lambda: engine.render_svg(state, seat, targets=False, over=over))
 
     if engine.simultaneous:
         boards = [(results.handle_or_seat(game, s.number), board(s.number)) for s in game.seats]
     else:
         boards = [("", board(None))]
-    entry = game.moves[at - 1] if at else None
+    # The move that led here (an action after it, such as a resignation, shows in the move list).
+    entry = next((m for m in reversed(game.moves[:through]) if m.kind == "move"), None) if at else None
     who = results.handle_or_seat(game, entry.seat) if entry else ""
-    return Position(at, len(all_states) - 1, boards, entry, who)
+    return Position(at, clamp(game, None), boards, entry, who)
 

@@ -65,36 +65,55 @@ def new_game(
     """
     check_rating_range(min_rating, max_rating, open_seats=None in seats)
     with unit_of_work() as uow:
-        if not any(u is not None and u.id == creator.id for u in seats):
-            raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
-        named = [u for u in seats if u is not None and u.id != creator.id]
-        if len({u.id for u in named}) != len(named):
-            raise PlayError("Each opponent can hold only one seat.", "duplicate-opponent")
-        for user in named:
-            if not user.verified:
-                raise PlayError(f"{user.handle} has not confirmed their address yet.", "unverified")
-        mine = [u if u is not None and u.id == creator.id else None for u in seats]
-        game = play.create_game(
-            engine_slug, mine, options, created_by=creator, public=public, time_control=time_control,
-            seed=seed, rated=rated,
-        )
-        game.min_rating, game.max_rating = min_rating, max_rating
-        db.session.flush()
-        for number, seated in enumerate(seats):
-            if seated is not None and seated.id != creator.id:
-                challenge = Challenge(game=game, seat=number, challenger_id=creator.id,
-                                      challenged_id=seated.id)
-                db.session.add(challenge)
-        db.session.flush()
-        # Every challenge is written before the mails, so that each mail lists who else is challenged.
-        seat_words = [words for _n, words in results.seat_states(game)]
-        for challenge in db.session.scalars(
-            select(Challenge).where(Challenge.game_id == game.id).order_by(Challenge.seat)
-        ):
-            notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
-                        challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
-                        seats=seat_words)
+        game = open_game(creator, engine_slug, seats, options, public=public, time_control=time_control,
+                         seed=seed, rated=rated, min_rating=min_rating, max_rating=max_rating)
         uow.commit()
+    return game
+
+
+def open_game(
+    creator: User,
+    engine_slug: str,
+    seats: list[User | None],
+    options: dict[str, Any] | None = None,
+    *,
+    public: bool = True,
+    time_control: dict[str, Any] | None = None,
+    seed: int | None = None,
+    rated: bool = True,
+    min_rating: int | None = None,
+    max_rating: int | None = None,
+) -> Game:
+    """:func:`new_game` inside the caller's unit of work (a ladder challenge is written with the game it
+    makes); the caller commits."""
+    if not any(u is not None and u.id == creator.id for u in seats):
+        raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
+    named = [u for u in seats if u is not None and u.id != creator.id]
+    if len({u.id for u in named}) != len(named):
+        raise PlayError("Each opponent can hold only one seat.", "duplicate-opponent")
+    for user in named:
+        if not user.verified:
+            raise PlayError(f"{user.handle} has not confirmed their address yet.", "unverified")
+    mine = [u if u is not None and u.id == creator.id else None for u in seats]
+    game = play.create_game(
+        engine_slug, mine, options, created_by=creator, public=public, time_control=time_control, seed=seed,
+        rated=rated,
+    )
+    game.min_rating, game.max_rating = min_rating, max_rating
+    db.session.flush()
+    for number, seated in enumerate(seats):
+        if seated is not None and seated.id != creator.id:
+            challenge = Challenge(game=game, seat=number, challenger_id=creator.id, challenged_id=seated.id)
+            db.session.add(challenge)
+    db.session.flush()
+    # Every challenge is written before the mails, so that each mail lists who else is challenged.
+    seat_words = [words for _n, words in results.seat_states(game)]
+    for challenge in db.session.scalars(
+        select(Challenge).where(Challenge.game_id == game.id).order_by(Challenge.seat)
+    ):
+        notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
+                    challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
+                    seats=seat_words)
     return game
 
 
@@ -255,6 +274,15 @@ def withdraw(game: Game | int, user: User) -> Game:
                 notify.send(challenge.challenged, locked, f"{user.handle} withdrew the challenge",
                             "mail/challenge_answered.txt", answer="withdrawn", who=user)
         return locked
+
+
+def lapse(game: Game) -> None:
+    """Call off a game whose challenges were not answered in time (a ladder challenge), in the caller's
+    transaction under the game's lock; the challenges are marked "lapsed"."""
+    _call_off(game)
+    for challenge in _challenges(game):
+        if challenge.status == "pending":
+            challenge.status, challenge.answered_at = "lapsed", utcnow()
 
 
 def take_seat(game: Game | int, user: User) -> Game:

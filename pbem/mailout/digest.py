@@ -47,6 +47,17 @@ def turn_summary(game: Game, seat: Seat) -> dict[str, Any]:
     }
 
 
+def last_word(game: Game, seat: Seat) -> dict[str, Any]:
+    """What a digest adds to a game's summary: the last move the player may see (where moves stay hidden
+    until the end, their own), by whom, and its comment when another player wrote it."""
+    last = queries.last_move_seen_by(game, seat.number)
+    return {
+        "last": last,
+        "last_by": notify.name_for(game, last.seat, seat.number) if last is not None else None,
+        "said": last.comment if last is not None and last.seat != seat.number else None,
+    }
+
+
 def todays_digest_time(now: datetime) -> datetime:
     """When digests fall due on the day of ``now``; before it, nobody's digest is due."""
     return datetime.combine(now.date(), time(current_app.config["PBEM"]["scheduler"]["digest_hour"]))
@@ -122,7 +133,8 @@ def send_due() -> int:
                     continue
                 user = db.session.get(User, user_id)
                 assert user is not None
-                games = [turn_summary(game, seat) for game, seat in queries.awaiting(user)]
+                games = [turn_summary(game, seat) | last_word(game, seat)
+                         for game, seat in queries.awaiting(user)]
                 if games:
                     plural = "s" if len(games) != 1 else ""
                     outbox.enqueue(

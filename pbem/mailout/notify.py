@@ -20,18 +20,14 @@ from sqlalchemy import select
 import games
 from games.words import join_words
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Seat, User
-from pbem.game import clock, conditional, events, queries, results
+from pbem.core.models import Challenge, Game, Move, Seat, User
+from pbem.core.site import base_url
+from pbem.game import clock, conditional, events, queries, ratings, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
 MAX_LISTED_MOVES = 30
-
-
-def base_url() -> str:
-    """The site's address without a trailing slash."""
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
 
 
 def game_url(game: Game) -> str:
@@ -78,7 +74,8 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         # already binds game, seat, player and move number, and the engine judges the move anyway.
         href = escape(link)
         links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
-    last = queries.last_move(game)
+    # Where moves stay hidden until the end, the player's own last move, never another's.
+    last = queries.last_move_seen_by(game, number)
     # A game no longer active may still have a mover in the engine's eyes (the server ended it).
     board = engine.render_text(state, number, over=game.status != "active")
     note = engine.turn_note(state, mover) if mover is not None else None
@@ -93,6 +90,7 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "legal_count": len(legal),
         "move_number": move_number,
         "time_left": clock.describe(clock.time_left(seat)) if seat is not None else None,
+        "clocks": clocks(game, number, seat.user.time_zone if seat is not None and seat.user else None),
         "url": game_url(game),
         "link": link,
         "move_links": links,
@@ -104,8 +102,30 @@ def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) ->
         "draws": queries.draws_allowed(game),
         "turn_note": None if note is not None and _said_in(note, board) else note,
         "last": last,
-        "last_by": results.handle_or_seat(game, last.seat) if last is not None else None,
+        "last_by": name_for(game, last.seat, number) if last is not None else None,
+        # Whether what the reader writes under a move reaches the others only at the game's end.
+        "comments_held_back": queries.comments_held_back(game),
     }
+
+
+def clocks(game: Game, reader: int | None, zone: str | None) -> list[tuple[str, str]]:
+    """Every seat's clock as a mail to the player of seat ``reader`` shows it, in their time zone: the
+    running ones and those at rest (a bank's balance), each named as the reader calls its player."""
+    if game.status != "active":
+        return []
+    return [(name_for(game, s.number, reader), clock.status(s, zone)) for s in game.seats]
+
+
+def name_for(game: Game, seat_number: int, reader: int | None) -> str:
+    """How a mail to the player of seat ``reader`` (None: a watcher) names the player of
+    ``seat_number``: "You" for the reader themself, else by handle."""
+    return "You" if seat_number == reader else results.handle_or_seat(game, seat_number)
+
+
+def played_as_read_by(game: Game, moves: list[Move], reader: int | None) -> list[tuple[str, Move]]:
+    """The moves of a chain (a move and its conditional answers) with each player's name as the reader
+    of the mail calls them."""
+    return [(name_for(game, m.seat, reader), m) for m in moves]
 
 
 def _said_in(note: str, board: str) -> bool:
@@ -252,8 +272,13 @@ def moves_played(event: events.MovesPlayed) -> None:
     if game.status != "active":
         return  # game_over() has told everyone.
     after = engine.to_move(state)
-    played = [(results.handle_or_seat(game, m.seat), m) for m in moves]
-    what = f"{played[0][0]} played {moves[0].text}, answered by {' '.join(m.text for m in moves[1:])}"
+    answers = " ".join(m.text for m in moves[1:])
+
+    def what(reader: int | None) -> str:
+        """The subject's words for the reader of seat ``reader`` (None: a watcher)."""
+        first = "you" if reader == moves[0].seat else results.handle_or_seat(game, moves[0].seat)
+        return f"{first} played {moves[0].text}, answered by {answers}"
+
     for seat in game.seats:
         if seat.user is None:
             continue
@@ -261,16 +286,18 @@ def moves_played(event: events.MovesPlayed) -> None:
         if seat.conditionals:
             queued = "; ".join(conditional.describe(line) for line in seat.conditionals)
             note.append(f"Your conditional moves still queued: {queued}.")
+        played = played_as_read_by(game, moves, seat.number)
         if seat.number in after:
             request_move(game, engine, state, seat, played=played, note=note)
         else:
             ctx = position(game, engine, state, seat)
-            _mail(seat.user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1],
+            _mail(seat.user, game, what(seat.number), "mail/move_notice.txt", "move-notice", move=moves[-1],
                   mover=played[-1][0], played=played, note=note, **ctx)
     for user in watchers(game):
         ctx = position(game, engine, state, None)
-        _mail(user, game, what, "mail/move_notice.txt", "move-notice", move=moves[-1], mover=played[-1][0],
-              played=played, **ctx)
+        played = played_as_read_by(game, moves, None)
+        _mail(user, game, what(None), "mail/move_notice.txt", "move-notice", move=moves[-1],
+              mover=played[-1][0], played=played, **ctx)
 
 
 def conditional_refused(event: events.ConditionalRefused) -> None:
@@ -299,15 +326,20 @@ def game_over(event: events.GameOver) -> None:
     said_by = last_word.seat if last_word is not None and last_word.comment else None
     said = ({"said": last_word.comment, "said_by": results.handle_or_seat(game, last_word.seat)}
             if last_word is not None and last_word.comment else {})
+    moved = ratings.changes(game)
+    rated = [(results.handle_or_seat(game, n), ratings.change_words(c)) for n, c in sorted(moved.items())]
     for seat in game.seats:
         if seat.user is None:
             continue
+        mine = ratings.change_words(moved[seat.number]) if seat.number in moved else None
         _mail(seat.user, game, f"game over, {results.headline(game, seat.number)}", "mail/game_over.txt",
               "game-over", engine=engine, outcome=outcome, result=results.seat_words(game, seat.number),
-              board=board, last=last, **words, **(said if seat.number != said_by else {}))
+              board=board, last=last, rating_change=mine, **words,
+              **(said if seat.number != said_by else {}))
     for user in watchers(game):
         _mail(user, game, f"game over, {results.headline(game)}", "mail/game_over.txt", "game-over",
-              engine=engine, outcome=outcome, result=None, board=board, last=last, **words, **said)
+              engine=engine, outcome=outcome, result=None, board=board, last=last, rating_changes=rated,
+              **words, **said)
 
 
 def send(to: User, game: Game, what: str, template: str, **context: Any) -> None:

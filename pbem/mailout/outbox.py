@@ -34,6 +34,7 @@ from sqlalchemy import Row, insert, or_, select, update
 from pbem.core.database import DirectWrite
 from pbem.core.extensions import db, mail
 from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
+from pbem.core.site import base_url
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.mailout import bouncing, tokens
 
@@ -79,7 +80,10 @@ def enqueue(
 ) -> int | None:
     """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
     None inside a batch of the unit of work (:meth:`pbem.core.unit_of_work.UnitOfWork.batched`), where
-    the row is written with the batch's others."""
+    the row is written with the batch's others.  A bot is written no mail (None): it learns everything
+    through the API."""
+    if isinstance(to, User) and to.is_bot:
+        return None
     to_addr = to.email if isinstance(to, User) else to
     all_headers = dict(headers or {})
     if game is not None:
@@ -560,8 +564,7 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     Message-ID.  The row stays in the outbox, sent or given up, like any other."""
     cfg = settings()
     with unit_of_work() as uow:
-        base_url = current_app.config["PBEM"]["server"]["base_url"]
-        row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url), kind="test")
+        row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
         # Claimed by this command at once: no deliverer takes it while it is sent here.
         db.session.execute(update(_TABLE).where(_C.id == row_id)
                            .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))

@@ -15,7 +15,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import boards, clock, conditional, queries, results, watching
+from pbem.game import analysis, boards, clock, conditional, queries, ratings, results, watching
 from pbem.game import replay as replay_service
 
 # The most legal moves the game page lists (a disclosure under the move form, readable without script);
@@ -59,6 +59,8 @@ class SeatView:
     result: str | None = None
     group_value: int | None = None
     side: str | None = None
+    # How the finished game moved the player's rating: "1500 → 1532 (+32)".
+    rating_change: str | None = None
 
     @property
     def label(self) -> str:
@@ -84,11 +86,15 @@ class GameView:
     status: str
     seats: list[SeatView]
     boards: list[Board]
-    moves: list[tuple[Move, str]]
+    # The record as the viewer may see it: each entry, its player's name, and its move number (see
+    # :func:`pbem.game.replay.move_numbers`; an action carries the number of the move it follows).
+    moves: list[tuple[Move, str, int]]
     viewer_seat: Seat | None = None
     my_turn: bool = False
     expect: int | None = None
     legal: list[str] = field(default_factory=list)
+    # The legal moves the board's clicks spell otherwise than their notation, with that spelling.
+    spellings: dict[str, str] = field(default_factory=dict)
     draw_offered_by: int | None = None
     can_offer_draw: bool = False
     can_answer_draw: bool = False
@@ -102,6 +108,8 @@ class GameView:
     turn_note: str | None = None
     watching: bool = False
     hidden_moves: int = 0
+    # Whether the others see the viewer's moves and comments only when the game ends.
+    comments_held_back: bool = False
     time_control: str = ""
     # The viewer's own conditional lines (None: the game takes none from them now), and whether they
     # may queue more now (only while the opponent is to move).
@@ -111,6 +119,8 @@ class GameView:
     # The replay: the position shown when the game is over or a past move is asked for (``?move=N``).
     replay: replay_service.Position | None = None
     replay_links: bool = False
+    # Whether the analysis board is offered (see pbem.game.analysis: what the viewer may see).
+    analysable: bool = False
 
     @property
     def my_side(self) -> str | None:
@@ -145,19 +155,22 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
     # Carreaux shows each side's group value next to the players.
     group_values = engine.group_values(state) if state is not None else None
 
+    moved = ratings.changes(game) if game.status == "finished" else {}
     seats = []
     for seat in game.seats:
         seats.append(SeatView(
             number=seat.number,
             user=seat.user,
             to_move=seat.number in movers,
-            clock=clock.status(seat, clock.zone_of(viewer)) if seat.number in movers else "",
+            # Every seat's clock while the game goes on: the mover's running, the others' at rest.
+            clock=clock.status(seat, clock.zone_of(viewer)) if game.status == "active" else "",
             challenged=pending[seat.number].challenged if seat.number in pending else None,
             waiting_words=asked.get(seat.number) if seat.user is None else None,
             result=results.seat_words(game, seat.number) or None if game.result else None,
             group_value=group_values[seat.number]
             if group_values and seat.number < len(group_values) else None,
             side=results.side(game, seat.number),
+            rating_change=ratings.change_words(moved[seat.number]) if seat.number in moved else None,
         ))
 
     my_turn = viewer_seat is not None and viewer_seat.number in movers
@@ -176,8 +189,12 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         draw_offered_by=game.draw_offered_by,
         time_control=clock.describe_time_control(game.time_control),
     )
+    if view.legal and viewer_seat is not None and game.state is not None:
+        view.spellings = click_spellings(engine, state, viewer_seat.number, game.state)
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
+    view.comments_held_back = queries.comments_held_back(game)
     view.replay_links = replay_service.replayable(game)
+    view.analysable = analysis.available(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
         view.replay = replay_service.position(game, replay_at)
     else:
@@ -197,6 +214,10 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         view.conditionals = [conditional.describe(line) for line in player_seat.conditionals or []]
         view.can_queue = not my_turn and game.draw_offered_by is None
         view.opponent = results.handle_or_seat(game, 1 - player_seat.number)
+    if view.replay is not None and game.status == "active":
+        # A past position of a running game is only looked at: the live turn's prompts (whose move it
+        # is, the lines to queue for the opponent's next move) belong to the game, not to it.
+        view.conditionals, view.can_queue = None, False
     if reader is not None and game.status == "waiting":
         view.my_challenge = next((c for c in pending.values() if c.challenged_id == reader.id), None)
         view.my_challenge_side = results.side(game, view.my_challenge.seat) if view.my_challenge else None
@@ -223,6 +244,8 @@ def _status(game: Game, movers: frozenset[int]) -> str:
         return "Waiting for players."
     if game.status == "abandoned" and game.state is None:
         return results.sentence(game)
+    if results.is_aborted(game):
+        return results.sentence(game)  # "Aborted: … never moved …"
     if game.result:
         over = "Abandoned" if game.status == "abandoned" else "Game over"
         return f"{over}: {results.sentence(game)}"
@@ -261,6 +284,15 @@ def legal_moves(engine: games.Engine, state: Any, seat: int, stored: dict[str, A
                             lambda: tuple(engine.moves(state, seat))))
 
 
+def click_spellings(engine: games.Engine, state: Any, seat: int, stored: dict[str, Any]) -> dict[str, str]:
+    """``seat``'s legal moves in ``state`` that the board's clicks spell otherwise than their notation, with
+    that spelling (see ``games.Engine.click_spellings``), kept per position as :func:`legal_moves` is."""
+    def spell() -> dict[str, str]:
+        return engine.click_spellings(state, seat, legal_moves(engine, state, seat, stored))
+
+    return dict(boards.kept(("spellings", engine.slug, position_key(stored), seat), spell))
+
+
 def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,
               stored: dict[str, Any] | None = None, over: bool = False) -> Markup:
     """The engine's SVG board seen from ``seat``, with move targets only when asked for: a board
@@ -281,17 +313,22 @@ def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool 
                         lambda: engine.render_svg(state, seat, targets=targets, over=over))
 
 
-def _record(game: Game, engine: games.Engine, viewer_seat: Seat | None) -> tuple[list[tuple[Move, str]], int]:
-    """The moves with their player's name; in a simultaneous game still running, only the viewer's own
-    moves are listed (with a count of the others')."""
-    shown, hidden = [], 0
-    for move in game.moves:
-        secret = (engine.simultaneous and game.status == "active" and move.kind == "move"
-                  and (viewer_seat is None or move.seat != viewer_seat.number))
-        if secret:
+def _record(game: Game, engine: games.Engine,
+            viewer_seat: Seat | None) -> tuple[list[tuple[Move, str, int]], int]:
+    """The moves with their player's name and move number; in a simultaneous game still running, only
+    the viewer's own moves are listed (with a count of the others'), numbered as the viewer's form
+    numbers them: their own moves."""
+    shown, hidden, own = [], 0, 0
+    reader = viewer_seat.number if viewer_seat is not None else None
+    own_count = queries.comments_held_back(game)
+    for move, number in zip(game.moves, replay_service.move_numbers(game.moves), strict=True):
+        if queries.hidden_from(game, move, reader):
             hidden += 1
             continue
-        shown.append((move, results.handle_or_seat(game, move.seat)))
+        if own_count:
+            own += move.kind == "move"
+            number = own
+        shown.append((move, results.handle_or_seat(game, move.seat), number))
     return shown, hidden
 
 

@@ -10,7 +10,7 @@ from flask import current_app
 from marshmallow import ValidationError, fields, missing, validate
 
 import games
-from pbem.accounts import accounts
+from pbem.accounts import accounts, bots
 from pbem.core.errors import PlayError
 from pbem.core.models import User
 from pbem.game import clock
@@ -85,8 +85,10 @@ def option_fields(engine: games.Engine) -> list[OptionField]:
 def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     """Read a submitted new-game form; ``errors`` maps each refused field to its message."""
     result = NewGame(engine=engine, public=bool(form.get("public")), rated=bool(form.get("rated")))
-    result.options = _read_options(engine, form, result.errors)
-    result.seats = _read_seats(engine, form, creator, result.errors)
+    result.options = read_options(engine, form, result.errors)
+    strength = form.get("computer", "")
+    result.seats = (_computer_seats(engine, form, creator, strength, result.errors) if strength
+                    else _read_seats(engine, form, creator, result.errors))
     try:
         result.time_control = clock.time_control_from_choice(form.get("time", ""),
                                                              bool(form.get("weekend_pause")))
@@ -118,7 +120,8 @@ def _read_rating(form: Any, name: str, errors: dict[str, str]) -> int | None:
     return int(value)
 
 
-def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+def read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+    """The game's options in a submitted form (fields ``opt-NAME``); each refused one noted in ``errors``."""
     raw: dict[str, Any] = {}
     for option in option_fields(engine):
         if option.kind == "checkbox":
@@ -134,6 +137,17 @@ def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> di
             text = " ".join(messages) if isinstance(messages, list) else str(messages)
             errors[f"opt-{name}"] = text
     return raw
+
+
+def _computer_seats(engine: games.Engine, form: Any, creator: User, strength: str,
+                    errors: dict[str, str]) -> list[User | None]:
+    """The seats of a game against the computer at ``strength``: the player and the bot, the player in
+    the seat chosen (the first unless ``computer_seat`` is 2)."""
+    computer = bots.computer_for(engine.slug, strength)
+    if computer is None or 2 not in engine.players:
+        errors["computer"] = f"No computer plays {engine.title} at the strength {strength!r}."
+        return []
+    return [computer, creator] if form.get("computer_seat") == "2" else [creator, computer]
 
 
 def _read_seats(engine: games.Engine, form: Any, creator: User, errors: dict[str, str]) -> list[User | None]:

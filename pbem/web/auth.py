@@ -14,7 +14,7 @@ from pbem.core.extensions import limiter
 from pbem.core.models import User, utcnow
 from pbem.game import clock
 from pbem.mailout import sendagain
-from pbem.web.limits import per_ip_and, setting
+from pbem.web.limits import MAIL_LINK_SCOPE, answered, per_account, per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
 
@@ -32,17 +32,21 @@ def _safe_next(target: str | None) -> str:
 
 @bp.route("/signup", methods=["GET", "POST"])
 @per_ip_and("signup_per_ip")
+# A sign-up mails the address (a confirmation link, or a notice to the account that has it): counted with
+# the other mails to it, but only when one may have gone, so that typing a short password is no cost.
+@per_account("mail_link_per_address", "email", answered, shared_scope=MAIL_LINK_SCOPE)
 def signup() -> str | Response | tuple[str, int]:
     """Create an account; a confirmation link goes to the address given."""
     form = request.form
     if request.method == "POST":
         try:
-            user = accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
+            accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
         except AccountError as exc:
             return render_template("auth/signup.html", error=exc.args[0], form=form), 400
-        # A placeholder's handle being claimed keeps its own address until the link is followed.
-        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower()
-                               if user.placeholder else user.email)
+        # The same answer whether the address was free (a confirmation link went to it) or already an
+        # account's (its owner was told): the page names the address as typed, and neither case.
+        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower(),
+                               signup=True)
     return render_template("auth/signup.html", form=form)
 
 
@@ -62,7 +66,7 @@ def verify(token: str) -> Response | tuple[str, int]:
 
 
 @bp.route("/verify", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def resend() -> str:
     """Ask for a new confirmation link."""
     if request.method == "POST":
@@ -97,7 +101,7 @@ def logout() -> Response:
 
 
 @bp.route("/reset", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def reset_request() -> str:
     """Ask for a password-reset link by mail, naming the account by its handle or its address."""
     # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms

@@ -9,21 +9,24 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
 from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem.core.extensions import db
+from pbem.accounts import bots
+from pbem.core.extensions import db, limiter
 from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import clock, notes, play, queries, queueing, results, watching
+from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
 from pbem.present import gameview, newgame
 from pbem.web import engine_or_404, pagecache, wants_json
+from pbem.web.limits import setting
 
 bp = Blueprint("games", __name__)
 
@@ -113,8 +116,11 @@ def rules(slug: str) -> str:
 
 @bp.get("/lobby")
 def lobby() -> str:
-    """Public games with open seats anyone may take."""
-    return render_template("games/lobby.html", entries=challenges.lobby(), gameview=gameview)
+    """Public games with open seats anyone may take (``?bots=hide``: none with a computer player)."""
+    hide_bots = request.args.get("bots") == "hide"
+    entries = [entry for entry in challenges.lobby()
+               if not (hide_bots and any(s.user is not None and s.user.is_bot for s in entry.game.seats))]
+    return render_template("games/lobby.html", entries=entries, gameview=gameview, hide_bots=hide_bots)
 
 
 @bp.get("/dashboard")
@@ -160,6 +166,7 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
         "games/new.html", engine=engine, engines=games.all(), options=newgame.option_fields(engine),
         form=form, errors=errors, time_choices=clock.time_control_choices(),
         default_time=newgame.default_time_choice(), submitted=bool(form),
+        computer_strengths=bots.strengths_for(engine.slug),
     )
 
 
@@ -167,15 +174,15 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
 # back to the game page (the page without script).
 
 
-def _act(game_id: int, action: Callable[[Game], Any], done: str,
+def _act(game_id: int, action: Callable[[Game], Any], done: str | Callable[[Any], str],
          said: str = "") -> Response | tuple[Response | str, int]:
-    """Run ``action`` on the game and answer with ``done`` or the refusal.  ``said`` is what the player
-    wrote with the action: a refusal without the script shows the page again with it kept in its box,
-    where a redirect would lose it."""
+    """Run ``action`` on the game and answer with ``done`` (or ``done`` of what the action returned) or
+    the refusal.  ``said`` is what the player wrote with the action: a refusal without the script shows
+    the page again with it kept in its box, where a redirect would lose it."""
     game = _visible_game(game_id)
     try:
         with unit_of_work() as uow:
-            action(game)
+            returned = action(game)
             uow.commit()
     except PlayError as exc:
         status = exc.http_status
@@ -185,6 +192,8 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str,
             return _page_again(game_id, exc, said=said)
         flash(exc.message, "error")
         return redirect(url_for("games.game", game_id=game_id)), 303
+    if callable(done):
+        done = done(returned)
     if wants_json():
         return jsonify(ok=True, message=done)
     flash(done, "info")
@@ -230,10 +239,8 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
 def _played_words(played: play.Played) -> str:
     """What the page tells the player who made a move: the move, and the conditional answers to it."""
     message = f"You played {played.move.text}."
-    if played.answers:
-        message += " Answered at once by conditional moves: " + ", ".join(
-            f"{results.handle_or_seat(played.game, m.seat)} {m.text}" for m in played.answers) + "."
-    return message
+    answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
+    return f"{message} {answered}" if answered else message
 
 
 def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
@@ -254,8 +261,11 @@ def _page_again(game_id: int, error: PlayError, show_legal: bool = False,
 def draw(game_id: int) -> Response | tuple[Response | str, int]:
     """Offer, accept or decline a draw, with the player's comment to the opponent if they wrote one."""
     answer = request.form.get("answer", "offer")
-    actions = {
-        "offer": (play.offer_draw, "You offered a draw."),
+    actions: dict[str, tuple[Callable[..., Any], str | Callable[[Any], str]]] = {
+        # The offer cancels every conditional line of the game, the offerer's own too: they are told.
+        "offer": (play.offer_draw,
+                  lambda cancelled: "You offered a draw." + (f" {conditional.OWN_LINES_CANCELLED}"
+                                                             if cancelled else "")),
         "accept": (play.accept_draw, "You accepted the draw: the game is drawn."),
         "decline": (play.decline_draw, "You declined the draw; play goes on."),
     }
@@ -417,3 +427,34 @@ def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
         return jsonify(ok=True, **queueing.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
     except PlayError as exc:
         return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+
+
+# The analysis board: moves tried without playing them, read from the engine, never changing the game.
+
+
+def _reader_key() -> str:
+    """Whom a read is counted against: the signed-in player, else the client's address."""
+    if current_user.is_authenticated:
+        return f"user:{current_user.get_id()}"
+    return f"ip:{get_remote_address()}"
+
+
+@bp.get("/games/<int:game_id>/analysis")
+@limiter.limit(setting("analysis_per_reader"), key_func=_reader_key, scope="analysis")
+def analyse(game_id: int) -> tuple[Response, int] | Response:
+    """Where a tried line leads from a position of the record (``at``; the position as it stands when
+    left out): the board there, the legal moves, whose move it is; ``move`` once per move of the line,
+    ``seat`` for whose board in a game where each player has their own."""
+    game = _visible_game(game_id)
+    moves = request.args.getlist("move")
+    at_text = request.args.get("at", "")
+    at = int(at_text) if at_text.isdigit() and len(at_text) < 7 else None
+    seat = _seat_arg()
+    if seat is None or not 0 <= seat < game.players:
+        mine = game.seat_of(current_user) if current_user.is_authenticated else None
+        seat = mine.number if mine is not None else 0
+    try:
+        tried = analysis.explore(game, at, moves, seat)
+    except PlayError as exc:
+        return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+    return jsonify(ok=True, **analysis.shown(game, tried, seat))

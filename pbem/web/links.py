@@ -22,7 +22,7 @@ import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import play, queries
+from pbem.game import conditional, play, queries
 from pbem.game.play import PlayError
 from pbem.mailout import notify, tokens
 from pbem.present import gameview
@@ -115,7 +115,8 @@ def play_link(token: str) -> tuple[str, int] | str:
             played = play.submit(link.game.id, link.user, move, "link", expect=link.number, comment=comment,
                                  seat=link.seat.number)
             said = played.move.text
+            answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
             uow.commit()
     except PlayError as exc:
         return _page(link, token, error=exc.message), 409 if exc.code in ("stale", "not-your-turn") else 422
-    return _page(link, token, played=said)
+    return _page(link, token, played=said, answered=answered)

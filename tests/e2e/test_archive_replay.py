@@ -25,15 +25,16 @@ SAME_BOARD = """([svg, seat]) => {
 
 
 def expected_boards(game: Game) -> list[str]:
-    """The board after each entry of the record (0: the start), rendered here through the engine; the
-    last one drawn as over, since the game is (nobody is to move on it, whoever ended the game)."""
+    """The board after each move (0: the start; an action such as a resignation is no move, and the
+    replay numbers moves as players count them), rendered here through the engine; the last one drawn
+    as over, since the game is (nobody is to move on it, whoever ended the game)."""
     engine = games.get(game.engine)
     state = engine.new(game.players, engine.options.load(game.options), game.seed)
     boards = [engine.render_svg(state, None, targets=False)]
     for move in game.moves:
         if move.kind == "move":
             state = engine.play(state, move.seat, move.text)
-        boards.append(engine.render_svg(state, None, targets=False))
+            boards.append(engine.render_svg(state, None, targets=False))
     boards[-1] = engine.render_svg(state, None, targets=False, over=True)
     return boards
 
@@ -70,7 +71,9 @@ def test_replay_archived_truchet_and_carreaux_games_with_the_arrow_keys(browser:
             if at == 1 and first_comment:
                 expect(page.locator("#replay-comment")).to_contain_text(first_comment)
         assert page.url.endswith(f"/games/{game_id}?move={last}")
-        expect(page.locator("#moves li.current")).to_have_attribute("data-move-number", str(last))
+        # The last move, and the resignation after it, stand at the last position.
+        expect(page.locator("#moves li.current").first).to_have_attribute("data-move-number", str(last))
+        expect(page.locator("#replay-where")).to_contain_text(f"After move {last} of {last}")
         page.keyboard.press("ArrowRight")  # Past the end, nothing changes.
         shows(page, boards, last)
         page.keyboard.press("ArrowLeft")

@@ -57,7 +57,7 @@ def test_a_line_built_by_clicking_answers_the_opponent_at_once(browser, server, 
     expect(bob.locator("#conditionals")).not_to_contain_text("if b1")
     click_move(bob, "b1", "bob to move.")  # Alice's c4 came back at once: bob is to move again.
     expect(bob.locator("#moves")).to_contain_text("c4 (conditional)")
-    expect(bob.locator("#notice")).to_contain_text("Answered at once by conditional moves: alice c4.")
+    expect(bob.locator("#notice")).to_contain_text("Answered at once by conditional move: alice c4.")
     assert "if c1 then d2" not in bob.content() and "if b1 then c4" not in bob.content()
 
     alice.reload()

@@ -359,8 +359,23 @@ def test_text_for_several_seats() -> None:
     state = engine.play(start(EXAMPLE, players=2), 1, "b1-c1")
     own = engine.render_text(state, 0)
     assert "seat 2: 16 tiles left, playing" in own and own.count("a b c d e f") == 2
+    # A spectator sees the deal and how each seat stands, never a board in play: its moves would show
+    # the players how to clear the deal they share.
     spectator = engine.render_text(state)
-    assert "Seat 1:" in spectator and "Seat 2:" in spectator and spectator.count("a b c d e f") == 4
+    assert "The deal" in spectator and spectator.count("a b c d e f") == 2
+    assert " 1  y w w w y y  1" in spectator and " 1  y . . w y y  1" not in spectator
+    assert "Seat 1: 18 tiles left, playing." in spectator and "Seat 2: 16 tiles left, playing." in spectator
+    svg = engine.render_svg(state)
+    assert "The deal" in svg and svg.count('class="tile"') == 18
+    # At the end (or when the server ended the game) every board is shown.
+    ended = engine.render_text(state, over=True)
+    assert "Seat 1:" in ended and "Seat 2:" in ended and ended.count("a b c d e f") == 4
+
+
+def test_a_player_of_several_sees_how_the_others_stand_on_the_page_as_in_the_mail() -> None:
+    state = engine.play(start(EXAMPLE, players=2), 1, "b1-c1")
+    assert "Others: seat 2: 16 tiles left, playing" in engine.render_svg(state, 0)
+    assert "seat 2: 16 tiles left, playing" in engine.render_text(state, 0)
 
 
 def svg_targets(svg: str) -> tuple[ET.Element, list[str]]:

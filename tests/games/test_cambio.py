@@ -181,6 +181,13 @@ def test_both_lines_draw() -> None:
     assert outcome is not None and outcome.results == (DRAW, DRAW)
 
 
+def test_lines_made_at_once_are_named_with_and() -> None:
+    both = engine.outcome(play(start(position="o..o/.oo./oo../o..o"), "a2>"))
+    assert both is not None and both.reason == "O wins with full lines on diagonal a1-d4 and diagonal a4-d1"
+    draw = engine.outcome(play(start(position="xxx/.../oo."), "a1>"))
+    assert draw is not None and "(rank 1 and rank 3)" in draw.reason
+
+
 def test_push_that_completes_only_the_opponents_line_loses() -> None:
     state = play(start(position="o../.oo/..."), "a1>", "c3v")
     assert board(state) == "o.x/.o./o.o"

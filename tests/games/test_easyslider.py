@@ -380,12 +380,14 @@ def test_text_for_a_seat_shows_its_board_pawns_coins_and_scores() -> None:
     assert text.isascii()
     assert max(len(line) for line in text.splitlines()) <= 72
     lines = text.splitlines()
-    assert any(line.split() == ["coins", "2", "4", "5", "A", "3"] for line in lines)
+    assert any(line.split() == ["coins", "2", "4", "5", "1", "3"] for line in lines)
+    # No letter means two things: A is Arms, the ace is 1.
+    assert "A Arms; 1 ace, n null" in text
     assert any(line.split() == list("abcde") for line in lines)
     rank5 = next(line for line in lines if line.startswith(" Moons"))
-    assert rank5.split() == ["Moons", "5", "|", "M2", "M4", "M5", "MA", "M3", "|", "5"]
+    assert rank5.split() == ["Moons", "5", "|", "M2", "M4", "M5", "M1", "M3", "|", "5"]
     rank2 = next(line for line in lines if line.startswith(" Arms"))
-    assert rank2.split() == ["Arms", "2", "|", "A2", "A4", "..", "A5", "AA", "|", "2"]
+    assert rank2.split() == ["Arms", "2", "|", "A2", "A4", "..", "A5", "A1", "|", "2"]
     rank1 = next(line for line in lines if line.startswith(" (nulls)"))
     assert rank1.split() == ["(nulls)", "1", "|", "Mn", "Sn", "Cn", "An", "A3", "|", "1"]
     assert "round 1 of 3" in text and "1 slide so far" in text
@@ -443,7 +445,7 @@ def test_svg_marks_exactly_the_tiles_that_can_slide_and_done() -> None:
     svg = engine.render_svg(state, 0)
     for edge in ("a", "e", "1", "5"):
         assert f">{edge}</text>" in svg
-    assert ">Moons</text>" in svg and ">MA</text>" in svg
+    assert ">Moons</text>" in svg and ">M1</text>" in svg
     done = engine.play(state, 1, "done")
     assert svg_targets(engine.render_svg(done, 1)) == []
 

@@ -57,6 +57,8 @@ def test_a_board_drawn_as_over_names_no_mover(case: str) -> None:
         over = engine.render_text(state, seat, over=True)
         assert MOVER.search(playing), f"{case}, seat {seat}: the position shows no mover to leave out"
         assert not MOVER.search(over), f"{case}, seat {seat}:\n{over}"
+        if seat is None and case == "box off with three":
+            continue  # A spectator sees the deal while several play it, every board once it is over.
         # Everything else stays: the board with its coordinates, the legend, the counts, the last move.
         kept = [line for line in playing.splitlines() if not MOVER.search(line) and not REWORDED.search(line)]
         assert [line for line in over.splitlines() if line in kept] == kept, f"{case}, seat {seat}:\n{over}"

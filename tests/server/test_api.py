@@ -78,7 +78,11 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
     status, waiting = bob.call("GET", "/api/v1/me/challenges")
     assert [(c["game"]["id"], c["challenger"]) for c in waiting["challenges"]] == [(game["id"], "alice")]
     status, game = bob.call("POST", f"/api/v1/games/{game['id']}/accept")
-    assert status == 200 and game["status"] == "active" and game["your_seat"] == 1
+    # Seats are numbered from 1, as on the web and in the JSON record.
+    assert status == 200 and game["status"] == "active" and game["your_seat"] == 2
+    assert [s["seat"] for s in game["players"]] == [1, 2]
+    # Both clocks are shown: the mover's running, the waiting player's at rest.
+    assert [s["clock"].endswith("per move, not running") for s in game["players"]] == [False, True]
     path = f"/api/v1/games/{game['id']}"
 
     # Refusals, each a JSON error that changes nothing.
@@ -117,6 +121,8 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
     assert game["status"] == "finished" and game["result"]["reason"]
     assert game["result"]["words"].startswith(("alice", "bob", "Drawn", "drawn"))
     assert len(game["record"]) == moves and {m["comment"] for m in game["record"]} == {"api"}
+    assert {(m["via"], m["conditional"]) for m in game["record"]} == {("api", False)}
+    assert [m["seat"] for m in game["record"][:2]] == [1, 2]
     assert game["legal_moves"] is None and game["your_turn"] is False
     assert alice.call("POST", path + "/moves", {"move": "b3"})[1]["code"] == "over"
     # The ratings moved by the result, and are provisional after one game.
@@ -270,7 +276,7 @@ def test_private_games_and_actions_through_the_api(server: str, tokens, ctx: Fla
     bob.call("POST", path + "/accept")
     assert carol.call("POST", path + "/resign")[0] == 403
     status, game = alice.call("POST", path + "/draw", {"action": "offer"})
-    assert status == 200 and game["draw_offered_by"] == 0
+    assert status == 200 and game["draw_offered_by"] == 1
     assert bob.call("POST", path + "/draw", {"action": "decline", "comment": "Play on!"})[1][
         "draw_offered_by"] is None
     alice.call("POST", path + "/draw", {"action": "offer"})

@@ -33,7 +33,8 @@ def library(ctx: Flask, players) -> dict[str, Game]:
         "line": finished("cambio", [alice, bob], seed=3, at=datetime(2026, 3, 1, 10)),
         "resign": finished("carreaux", [bob, carol], end="resign", moves=2, at=datetime(2026, 3, 5, 10)),
         "draw": finished("truchet", [alice, carol], end="draw", moves=3, at=datetime(2026, 3, 9, 10)),
-        "time": finished("cambio", [carol, alice], end="time", moves=1, at=datetime(2026, 3, 12, 10)),
+        # Both have moved (a timeout before one side moves aborts the game, and the archive has none).
+        "time": finished("cambio", [carol, alice], end="time", moves=3, at=datetime(2026, 3, 12, 10)),
         "solo": finished("boxoff", [alice], seed=5, at=datetime(2026, 3, 15, 10)),
         "truchet": finished("truchet", [bob, alice], seed=2, at=datetime(2026, 3, 20, 10)),
     }
@@ -83,7 +84,7 @@ FILTERS = [
     ("ending=score", ["solo"]),
     ("from=2026-03-05&to=2026-03-12", ["time", "draw", "resign"]),
     ("to=2026-03-04", ["line"]),
-    ("min_moves=3&max_moves=3", ["draw"]),
+    ("min_moves=3&max_moves=3", ["time", "draw"]),
     ("game=truchet&player=alice&result=loss", ["truchet"]),
     ("game=cambio&player=alice&from=2026-03-10", ["time"]),
     ("player=alice&opponent=bob&ending=resignation", []),

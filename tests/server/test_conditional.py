@@ -58,12 +58,14 @@ def test_a_line_answers_the_opponents_moves_at_once(ctx: Flask, players) -> None
     # Bob's request already shows the answer: the board after c4, and who played what.
     request = mails_to(bob, "your-move")[-1]
     assert len(mails_to(bob, "your-move")) == bob_asked + 1
-    assert "bob played b1." in request.body_text
+    # The mail speaks to its reader: bob's own move is "You played".
+    assert "You played b1." in request.body_text and "bob played" not in request.body_text
     assert "alice played c4 (a conditional move)." in request.body_text
     assert request.subject.endswith("your move (move 4)")
     # Alice hears what was played for her, and what is still queued; bob never does.
     notice = mails_to(alice, "move-notice")[-1]
     assert "still queued: if c1 then d2" in notice.body_text
+    assert "bob played b1.\nYou played c4 (a conditional move)." in notice.body_text
     assert all("if c1 then d2" not in m.body_text and "queued" not in m.body_text for m in mails_to(bob))
 
     play.submit(game.id, bob, "C1", "web")  # Any spelling the engine reads matches.
@@ -113,9 +115,14 @@ def test_every_move_of_a_line_is_checked_when_it_is_queued(ctx: Flask, players, 
     alice, bob, _ = players
     game = cambio(alice, bob)
     play.submit(game.id, alice, "b4", "web")
-    with pytest.raises(PlayError, match=reason):
+    with pytest.raises(PlayError, match=reason) as refused:
         queueing.queue(game.id, alice, [line])
     assert lines(game.id, alice) == []
+    # The engine's advice to the mover ("you can place on …") is never given as the writer's own: a
+    # refused move of the opponent's comes with the moves the opponent has there.
+    if "opponent's move" in reason:
+        assert "you can" not in refused.value.message.lower()
+        assert "Your opponent's moves there: " in refused.value.message
 
 
 def test_lines_are_queued_only_by_the_waiting_player_of_a_two_player_game(ctx: Flask, players) -> None:

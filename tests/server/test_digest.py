@@ -49,7 +49,7 @@ def test_one_digest_a_day_lists_every_game_awaiting_the_move(ctx: Flask, players
     at(DAY0)
     answered = play.create_game("cambio", [alice, bob], CAMBIO)
     db.session.commit()
-    play.submit(answered.id, alice, "b3", "web")
+    play.submit(answered.id, alice, "b3", "web", comment="Your turn, Bob.")
     opening = play.create_game("cambio", [bob, alice], CAMBIO)
     waiting = play.create_game("cambio", [alice, bob], CAMBIO)  # Alice's move: not in Bob's digest.
     db.session.commit()
@@ -73,6 +73,8 @@ def test_one_digest_a_day_lists_every_game_awaiting_the_move(ctx: Flask, players
     body = text_of(mail)
     assert f"Cambio #{answered.id}, move 2, against alice" in body
     assert f"Cambio #{opening.id}, move 1" in body and f"#{waiting.id}" not in body
+    # The opponent's last move and what they wrote with it, as a move request would say.
+    assert "alice played b3.\nalice says: Your turn, Bob.\n" in body
     assert body.count("Legal moves: ") == 2
     for game, seat in ((answered, 1), (opening, 0)):  # Each board as that player sees it.
         board = queries.engine_of(game).render_text(queries.state_of(game), seat).rstrip()

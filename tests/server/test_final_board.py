@@ -44,7 +44,11 @@ def board_lines(game: Game) -> list[str]:
     """The lines of the final board that say nothing of a mover (the board, its legend, the counts), as
     the engine draws the position for a game in progress."""
     engine = games.get(game.engine)
-    drawn = engine.render_text(engine.load(game.state), None)
+    state = engine.load(game.state)
+    drawn = engine.render_text(state, None)
+    if "The deal" in drawn:
+        # While several play one deal, a spectator sees the deal alone: each board is drawn for its seat.
+        drawn = "".join(engine.render_text(state, seat.number) for seat in game.seats)
     assert MOVER.search(drawn), "the final position has a mover in the engine's eyes"
     return [line for line in drawn.splitlines()
             if not MOVER.search(line) and not line.startswith(("Easy Slider - ", "Others: "))]
@@ -74,6 +78,12 @@ def test_the_game_over_mail_after_a_loss_on_time_shows_the_board_with_nobody_to_
     alice, bob, _ = players
     game = play.create_game(slug, [alice, bob], SMALL[slug], seed=2)
     db.session.commit()
+    engine = games.get(slug)
+    for user in (alice, bob):  # Both have moved: running out of time now loses (before, it aborts).
+        db.session.rollback()
+        running = db.session.get_one(Game, game.id)
+        seat = running.seat_of(user).number
+        play.submit(game.id, user, engine.moves(engine.load(running.state), seat)[0], "web")
     play.time_out(game.id, 0)
     db.session.rollback()
     game = db.session.get(Game, game.id)

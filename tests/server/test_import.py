@@ -37,7 +37,7 @@ def test_export_then_import_into_a_fresh_database_gives_the_same_games(
         finished("truchet", [alice, bob], seed=2, comment="a long think", at=datetime(2026, 2, 1)),
         finished("carreaux", [bob, carol], end="resign", moves=3, at=datetime(2026, 2, 2)),
         finished("cambio", [carol, alice], end="draw", moves=2, at=datetime(2026, 2, 3)),
-        finished("cambio", [alice, carol], end="time", moves=1, at=datetime(2026, 2, 4)),
+        finished("cambio", [alice, carol], end="time", moves=3, at=datetime(2026, 2, 4)),
         finished("easyslider", [alice, bob], seed=6, at=datetime(2026, 2, 5)),
         finished("boxoff", [carol], seed=5, at=datetime(2026, 2, 6)),
     ]

@@ -58,8 +58,9 @@ def test_a_three_move_line_by_mail_answers_the_opponents_two_moves(postman: Post
     postman.settle()
     # Bob's answer, and his next request, already show alice's reply.
     answer = text_of(postman.last(bob.email, "Re: "))
-    assert "Conditional moves answered it at once: alice c4." in answer
-    assert "move 4: your move" in answer
+    assert "Answered at once by conditional move: alice c4." in answer
+    # The answer numbers bob's move as his form did, not as the game stands after the answer to it.
+    assert "Your move b1 (move 2)" in answer and "move 4: your move" in answer
     request = postman.last(bob.email, "your move (move 4)")
     assert "alice played c4 (a conditional move)." in text_of(request)
     answered = text_of(postman.last(alice.email, "answered by c4"))
@@ -170,3 +171,18 @@ def test_a_subject_move_takes_the_if_lines_of_its_body(postman: Postman, players
     postman.settle()
     assert record(game.id) == [("b4", "command"), ("b1", "command"), ("c4", "conditional")]
     assert "alice c4" in text_of(postman.last(bob.email, "Re: cambio move"))
+
+
+def test_a_draw_offer_tells_its_offerer_that_their_own_lines_are_cancelled(postman: Postman, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    postman.settle()
+    postman.reply(postman.last(alice.email, "your move"), alice.email, "b4\nif b1 then c4")
+    postman.settle()
+    postman.reply(postman.last(alice.email, "Re: "), alice.email, "draw offer")
+    postman.settle()
+    answer = " ".join(text_of(postman.last(alice.email, "Re: ")).split())
+    assert "Your draw offer" in answer
+    assert "Your conditional moves in this game are cancelled by the offer" in answer
+    db.session.rollback()
+    assert db.session.get_one(Game, game.id).seats[0].conditionals is None

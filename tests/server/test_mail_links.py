@@ -73,6 +73,18 @@ def test_the_choose_page_plays_the_move_picked(ctx: Flask, players) -> None:
     assert "Your move <strong>c2</strong> is played" in played.text and moves_of(game.id) == ["c2"]
 
 
+def test_a_move_by_link_answered_at_once_by_a_conditional_line_says_the_answer(ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = cambio(alice, bob)
+    play.submit(game.id, alice, "b3", "web", conditionals=["if a2 then c2"])
+    client = ctx.test_client()
+    url = link(game, 1, bob, 2, "a2")
+    played = client.post(url, data={"csrf_token": csrf(client.get(url).text)})
+    assert ("Your move <strong>a2</strong> is played. Answered at once by conditional move: alice c2."
+            in played.text)
+    assert moves_of(game.id) == ["b3", "a2", "c2"]
+
+
 def test_forged_and_foreign_links_are_not_found_and_revoked_ones_say_so(ctx: Flask, players) -> None:
     alice, bob, carol = players
     game = cambio(alice, bob)

@@ -11,8 +11,8 @@ from flask import Flask
 from sqlalchemy import select
 
 from pbem.core.extensions import db
-from pbem.core.models import OutboxMail
-from pbem.game import play
+from pbem.core.models import Game, OutboxMail
+from pbem.game import clock, play
 from pbem.mailout import tokens
 from tests.server.test_mail_play import Postman, start_postman
 
@@ -94,9 +94,13 @@ def test_the_answer_and_the_move_request_of_a_mailed_move_word_for_word(postman:
     ))
 
     request = _stored("your-move", bob.email)
+    # Both clocks: alice's at rest, bob's running to his deadline.
+    bob_clock = clock.status(db.session.get_one(Game, game.id).seats[1], "UTC")
+    clocks = f"Clocks: alice: 3 days per move, not running; You: {bob_clock}."
     assert request.body_text == (
         'alice played a2.\nalice says: Good luck <3 & "fun"\n\n'
-        f"It is your move in Cambio #{game.id} (move 2); you play X. Time left: 2 days 23 hours.\n\n"
+        f"It is your move in Cambio #{game.id} (move 2); you play X. Time left: 2 days 23 hours.\n"
+        f"{clocks}\n\n"
         f"{text_board}\n"
         f"Legal moves: {', '.join(LEGAL)}\n\n"
         "To move, reply to this mail with your move on the first line, for example:\n\n    a3 #2\n\n"
@@ -117,6 +121,7 @@ def test_the_answer_and_the_move_request_of_a_mailed_move_word_for_word(postman:
         "\n<p>alice played <b>a2</b>.</p>\n"
         "<p>alice says: <i>Good luck &lt;3 &amp; &#34;fun&#34;</i></p>\n\n"
         f"<p>It is your move in Cambio #{game.id} (move 2); you play X. Time left: 2 days 23 hours.</p>\n"
+        f"<p>{clocks}</p>\n"
         "<pre style=\"font-family: Menlo, Consolas, 'DejaVu Sans Mono', monospace; font-size: 14px; "
         f"line-height: 1.2;\">{html_board}</pre>\n\n\n"
         f"<p>Legal moves (one click each, then confirm):\n{links}\n</p>\n\n"

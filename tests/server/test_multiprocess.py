@@ -308,7 +308,8 @@ def test_two_of_each_process_apply_every_move_reminder_timeout_and_mail_once(
             assert db.session.get(Game, game_id).status == "finished"
         for game_id in timed_out:
             kinds = [m.kind for m in db.session.scalars(select(Move).where(Move.game_id == game_id))]
-            assert kinds == ["timeout"] and db.session.get(Game, game_id).status == "finished"
+            # Nobody had moved: the game is aborted, left abandoned and unrated.
+            assert kinds == ["timeout"] and db.session.get(Game, game_id).status == "abandoned"
         reminders = Counter(db.session.scalars(select(OutboxMail.game_id)
                                                .where(OutboxMail.kind == "reminder")))
         assert reminders == Counter(reminded)

@@ -222,6 +222,8 @@ def test_a_move_declines_a_pending_draw_offer(ctx: Flask, players) -> None:
 def test_timeout_loses_on_time_or_accepts_a_pending_draw(ctx: Flask, players) -> None:
     alice, bob, _ = players
     game = cambio(alice, bob)
+    play.submit(game.id, alice, "b3", "web")
+    play.submit(game.id, bob, "a2", "web")  # Both have moved: running out of time loses.
     assert play.time_out(game.id, 1) is None  # Bob is not on the clock.
     outcome = play.time_out(game.id, 0)
     assert outcome is not None and outcome.results == ("loss", "win")

@@ -85,6 +85,8 @@ def test_a_plug_in_without_a_time_out_rule_is_ended_by_the_servers_own(app: Flas
         game = play.create_game("takeaway", [alice, bob], {}, time_control={"kind": "per_move", "days": 2})
         db.session.commit()
         play.submit(game.id, alice, "take 2", "mail")
+        play.submit(game.id, bob, "take 1", "mail")  # Bob has moved: running out of time loses.
+        play.submit(game.id, alice, "take 1", "mail")
         assert sweep_at(T0 + timedelta(days=1, hours=12)).reminded == 1
         assert "you forfeit the game: it ends as a loss on time" in mails(bob, "reminder")[0].body_text
         assert sweep_at(T0 + timedelta(days=3)).timed_out == 1
@@ -93,7 +95,8 @@ def test_a_plug_in_without_a_time_out_rule_is_ended_by_the_servers_own(app: Flas
     over = fresh(game)
     assert over.status == "finished" and over.ending == "time" and over.result["results"] == ["win", "loss"]
     assert results.sentence(over) == "alice wins on time: bob did not move in time."
-    assert [(m.kind, m.text) for m in over.moves] == [("move", "take 2"), ("timeout", "timeout")]
+    assert [(m.kind, m.text) for m in over.moves] == [
+        ("move", "take 2"), ("move", "take 1"), ("move", "take 1"), ("timeout", "timeout")]
 
     # The command line finds the plug-in through its entry point as the server does: the game replays
     # to its stored state, and its record is exported and imported again as the same game.
@@ -103,7 +106,7 @@ def test_a_plug_in_without_a_time_out_rule_is_ended_by_the_servers_own(app: Flas
     exported = pbem(app, "export", env=env)
     assert exported.returncode == 0, exported.stderr
     [line] = exported.stdout.splitlines()
-    assert json.loads(line)["moves"][1]["kind"] == "timeout"
+    assert json.loads(line)["moves"][-1]["kind"] == "timeout"
     # Read as another server's game: this server's own export is "already here" (its origin is ours).
     imported, added = records.store(records.check(json.loads(line) | {"origin": "https://elsewhere.example.org"}))
     assert added and imported.id != game.id and imported.state == over.state and imported.ending == "time"

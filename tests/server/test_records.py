@@ -39,8 +39,9 @@ def test_the_json_record_has_every_documented_key(app: Flask, ctx: Flask, player
     assert [m["seat"] for m in moves] == [1, 2, 1, 2, 1]
     assert moves[0]["comment"] == "my first" and moves[0]["via"] == "web"
     assert moves[0]["time"] == "2026-03-01T09:30:00Z"
-    assert moves[-1] | {"time": None} == {"number": 5, "seat": 1, "kind": "resign", "text": "resign",
-                                          "via": "web", "time": None, "comment": None}
+    assert [m["move"] for m in moves] == [1, 2, 3, 4, None]
+    assert moves[-1] | {"time": None} == {"number": 5, "move": None, "seat": 1, "kind": "resign",
+                                          "text": "resign", "via": "web", "time": None, "comment": None}
     assert data["result"]["results"] == ["loss", "win"] and data["result"]["ending"] == "resignation"
     assert data["result"]["reason"] == "Light wins: Dark resigned"
     assert data["finished"] == "2026-03-01T09:30:00Z"
@@ -66,6 +67,40 @@ def test_the_text_record_has_header_moves_comments_and_final_board(app: Flask, c
     assert f"   1. alice: {first.text}\n      here goes\n      second line\n" in text
     assert engine.render_text(engine.load(game.state), None).rstrip() in text
     assert text.rstrip().endswith(engine.render_text(engine.load(game.state), None).rstrip())
+
+
+def test_the_text_record_marks_the_moves_conditional_lines_played(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    play.submit(game.id, alice, "b3", "web", conditionals=["if a2 then c2"])
+    play.submit(game.id, bob, "a2", "web")
+    text = WebClient(app).get(f"/games/{game.id}.txt").get_data(as_text=True)
+    assert "   2. bob: a2\n   3. alice: c2 (conditional)\n" in text
+
+
+def test_moves_are_numbered_as_players_count_them_everywhere(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    play.submit(game.id, alice, "b3", "web")
+    play.offer_draw(game.id, bob, "web")
+    play.decline_draw(game.id, alice, "web")
+    play.submit(game.id, bob, "a2", "web", expect=2)  # The form's and the mail's "move 2".
+    play.submit(game.id, alice, "c2", "web", expect=3)
+    play.resign(game.id, bob, "web")
+    web = WebClient(app)
+    text = web.get(f"/games/{game.id}.txt").get_data(as_text=True)
+    assert ("   1. alice: b3\n    - bob: offers a draw\n    - alice: declines the draw\n"
+            "   2. bob: a2\n   3. alice: c2\n    - bob: resigns\n") in text
+    page = text_of(web.get(f"/games/{game.id}"))
+    assert "After move 3 of 3" in page and f'href="/games/{game.id}?move=3"' in page
+    assert re.findall(r'<li value="(\d+)"', page) == ["1", "1", "1", "2", "3", "3"]
+    second = text_of(web.get(f"/games/{game.id}?move=2"))
+    assert "After move 2 of 3: <strong>bob</strong> a2" in second
+    assert board_after(game, 4) in second  # The position after a2, the record's fourth entry.
+    data = json.loads(web.get(f"/games/{game.id}.json").get_data(as_text=True))
+    assert [m["move"] for m in data["moves"]] == [1, None, None, 2, 3, None]
 
 
 def test_the_result_mail_links_both_records(app: Flask, ctx: Flask, players, sink) -> None:
@@ -147,3 +182,10 @@ def test_a_running_game_replays_the_moves_so_far_on_request(app: Flask, ctx: Fla
     past = text_of(web.get(f"/games/{game.id}?move=1"))
     assert board_after(game, 1) in past and 'id="replay-exit"' in past
     assert 'id="play-button"' not in past  # The move form is for the position as it stands.
+    # Nor do the live turn's prompts show on a past position: not the waiting words, not the lines.
+    web_alice = WebClient(app)
+    web_alice.sign_in(alice)  # Alice waits for bob: her page of the game offers lines for his move.
+    assert 'id="conditionals"' in text_of(web_alice.get(f"/games/{game.id}"))
+    for reader in (web, web_alice):
+        start = text_of(reader.get(f"/games/{game.id}?move=0"))
+        assert "Waiting for the other player" not in start and 'id="conditionals"' not in start

@@ -13,7 +13,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
 from pbem.accounts import vacation
-from pbem.archive import records
+from pbem.archive import archive, records
 from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock, utcnow
@@ -49,6 +49,15 @@ def fresh(game: Game) -> Game:
     return db.session.get(Game, game.id)
 
 
+def opened(game: Game) -> Game:
+    """Both players of a Cambio game have moved (b3, then a2): the first mover is to move again, on a clock
+    begun now, and running out of time from here on loses the game (before, it aborts it)."""
+    first, second = (s.user for s in fresh(game).seats)
+    play.submit(game.id, first, "b3", "web")
+    play.submit(game.id, second, "a2", "web")
+    return fresh(game)
+
+
 def text_of(message) -> str:
     """The plain-text part of a received mail."""
     part = next(p for p in message.walk() if p.get_content_type() == "text/plain")
@@ -81,7 +90,8 @@ def test_reminders_come_48_and_12_hours_before_the_deadline_once_each(ctx: Flask
     assert "it is still your move in Cambio #" in body
     # The clock's words end in "left" already: the line must not say it twice.
     assert "Your clock: 2 days left (until Thu 6 Mar 2025 12:00 UTC)." in body and "left left" not in body
-    assert "If you have not moved by Thu 6 Mar 2025 12:00 UTC, you forfeit the game" in body
+    assert ("If you have not moved by Thu 6 Mar 2025 12:00 UTC, the game is aborted, since you have not "
+            "moved in it yet, and it is not rated") in body
     assert tokens.reply_address(game.id, 0, alice) in body
     assert "Legal moves: " in body and "b3" in body  # The board's legal placements.
     assert "30 days of vacation left" in body
@@ -119,13 +129,13 @@ def test_a_move_stops_the_reminders_and_starts_the_opponents_clock(ctx: Flask, p
 def test_two_player_timeout_is_a_loss_on_time_and_everyone_is_told(ctx: Flask, players, at, sink) -> None:
     alice, bob, _ = players
     at(T0)
-    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=2)
+    game = opened(new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=2))
     assert sweep_at(T0 + timedelta(days=2, seconds=-1)).timed_out == 0
     assert sweep_at(T0 + timedelta(days=2)).timed_out == 1
     over = fresh(game)
     assert over.status == "finished" and over.result["results"] == ["loss", "win"]
     assert results.sentence(over) == "bob (X) wins on time: alice (O) did not move in time."
-    assert [(m.kind, m.via) for m in over.moves] == [("timeout", "server")]
+    assert [(m.kind, m.via) for m in over.moves] == [("move", "web"), ("move", "web"), ("timeout", "server")]
     assert sweep_at(T0 + timedelta(days=9)).timed_out == 0  # Once.
     outbox.deliver_due()
     for player in (alice, bob):
@@ -133,6 +143,32 @@ def test_two_player_timeout_is_a_loss_on_time_and_everyone_is_told(ctx: Flask, p
         words = "lost" if player is alice else "won"
         assert result["Subject"] == f"[pbem] Cambio #{game.id}: game over, you {words}"
         assert "bob (X) wins on time: alice (O) did not move in time." in text_of(result)
+
+
+def test_a_game_one_side_never_moved_in_is_aborted_unrated_at_its_deadline(
+    ctx: Flask, players, at, sink
+) -> None:
+    alice, bob, _ = players
+    at(T0)
+    never = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=2)  # Alice never moves.
+    answered = new_game("cambio", [bob, alice], CAMBIO, kind="per_move", days=2)
+    play.submit(answered.id, bob, "b3", "web")  # Bob moved; alice never answers.
+    assert sweep_at(T0 + timedelta(days=2)).timed_out == 2
+    for game in (never, answered):
+        over = fresh(game)
+        assert over.status == "abandoned" and over.rated is False and over.ending == "aborted"
+        assert results.sentence(over) == (
+            f"Aborted: alice ({'O' if game is never else 'X'}) never moved before their time ran out, so "
+            "the game is not rated.")
+        assert [results.seat_result(over, n) for n in (0, 1)] == ["aborted", "aborted"]
+    # No rating moved, and the archive does not list them.
+    assert db.session.scalars(select(RatingHistory)).all() == []
+    assert archive.search(archive.Filters()).games == []
+    outbox.deliver_due()
+    over = [m for m in sink.messages(bob.email) if "game over" in m["Subject"]]
+    assert [m["Subject"] for m in over] == [f"[pbem] Cambio #{never.id}: game over, aborted, not rated",
+                                           f"[pbem] Cambio #{answered.id}: game over, aborted, not rated"]
+    assert "Your rating" not in text_of(over[0])
 
 
 def test_a_pending_draw_offer_is_accepted_at_the_deadline(ctx: Flask, players, at) -> None:
@@ -219,8 +255,8 @@ def test_weekends_do_not_count_when_the_game_pauses_them(ctx: Flask, players, at
     alice, bob, _ = players
     friday = datetime(2025, 3, 7, 12, 0)
     at(friday)
-    paused = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1, weekend_pause=True)
-    plain = new_game("cambio", [bob, alice], CAMBIO, kind="per_move", days=1)
+    paused = opened(new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1, weekend_pause=True))
+    plain = opened(new_game("cambio", [bob, alice], CAMBIO, kind="per_move", days=1))
     monday_noon = datetime(2025, 3, 10, 12, 0)
     assert fresh(paused).seats[0].deadline == monday_noon
     at(datetime(2025, 3, 8, 18, 0))  # Saturday: Alice's clock is not running.
@@ -247,7 +283,7 @@ def test_counting_time_skips_weekends_both_ways() -> None:
 def test_vacation_in_the_sweep_stops_the_clock_and_runs_out(ctx: Flask, players, at, sink) -> None:
     alice, bob, _ = players
     at(T0)
-    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    game = opened(new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3))
     at(T0 + timedelta(days=2))  # One day left.
     vacation.turn_on(alice)
     report = sweep_at(T0 + timedelta(days=20))
@@ -285,7 +321,7 @@ def test_time_control_choices_and_refusals() -> None:
 
 def test_pbem_sweep_at_times_out_and_refuses_a_bad_time(ctx: Flask, runner: FlaskCliRunner, players) -> None:
     alice, bob, _ = players
-    game = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3)
+    game = opened(new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3))
     deadline = fresh(game).seats[0].deadline
     result = runner.invoke(main, ["sweep", "--at", (deadline + timedelta(minutes=1)).isoformat()])
     assert result.exit_code == 0, result.output
@@ -311,8 +347,8 @@ def test_one_broken_game_does_not_hold_back_the_other_reminders(ctx: Flask, play
 def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, players, at) -> None:
     alice, bob, carol = players
     at(T0)
-    broken = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1)
-    sound = new_game("cambio", [carol, bob], CAMBIO, kind="per_move", days=1)
+    broken = opened(new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=1))
+    sound = opened(new_game("cambio", [carol, bob], CAMBIO, kind="per_move", days=1))
     fresh(broken).state = {"not": "a cambio position"}
     db.session.commit()
     report = sweep_at(T0 + timedelta(days=2))
@@ -362,14 +398,14 @@ def record(game_id: int) -> list[tuple[int, int, str, str]]:
 def test_a_batch_commits_every_entry_mail_and_game_change_in_order_once(ctx: Flask, players, at) -> None:
     alice, bob, carol = players
     at(T0)
-    ending = [new_game("cambio", pair, CAMBIO, kind="per_move", days=2).id
+    ending = [opened(new_game("cambio", pair, CAMBIO, kind="per_move", days=2)).id
               for pair in ([alice, bob], [carol, bob], [alice, carol])]
     at(T0 + timedelta(days=1))
     # Their 48-hour point: T0 + 2 days.
     reminded = [new_game("cambio", pair, CAMBIO, kind="per_move", days=3).id
                 for pair in ([bob, carol], [carol, alice])]
-    # A game whose record already holds a move: the timeout's entry follows it.
-    play.submit(ending[2], alice, "b3", "web")
+    # A game whose record holds a move more: the timeout's entry follows it.
+    play.submit(ending[2], alice, "c2", "web")
     at(T0 + timedelta(days=3, hours=1))  # Carol's clock in that game, restarted a day later, has run out.
     db.session.rollback()
     before = versions(ending)
@@ -379,9 +415,10 @@ def test_a_batch_commits_every_entry_mail_and_game_change_in_order_once(ctx: Fla
     # Each game changed once, its version raised once (what the pages' stamps rely on).
     assert versions(ending) == [v + 1 for v in before]
     assert [db.session.get(Game, g).status for g in ending] == ["finished"] * 3
-    assert record(ending[0]) == [(1, 0, "timeout", "server")]
-    assert record(ending[1]) == [(1, 0, "timeout", "server")]
-    assert record(ending[2]) == [(1, 0, "move", "web"), (2, 1, "timeout", "server")]
+    opening = [(1, 0, "move", "web"), (2, 1, "move", "web")]
+    assert record(ending[0]) == [*opening, (3, 0, "timeout", "server")]
+    assert record(ending[1]) == [*opening, (3, 0, "timeout", "server")]
+    assert record(ending[2]) == [*opening, (3, 0, "move", "web"), (4, 1, "timeout", "server")]
     # Each rated game's end is in both its players' rating histories, in seat order.
     query = select(RatingHistory.game_id, RatingHistory.user_id).order_by(RatingHistory.id)
     assert list(db.session.execute(query)) == [
@@ -399,7 +436,7 @@ def test_a_batch_commits_every_entry_mail_and_game_change_in_order_once(ctx: Fla
     # Nothing is done twice.
     again = sweep.sweep()
     assert (again.timed_out, again.reminded) == (0, 0)
-    assert len(outbox_rows()) == queued + 8 and len(record(ending[2])) == 2
+    assert len(outbox_rows()) == queued + 8 and len(record(ending[2])) == 4
 
 
 def test_a_batch_that_fails_leaves_nothing_and_is_redone_game_by_game(ctx: Flask, players, at) -> None:

@@ -25,6 +25,11 @@ def test_two_sweepers_remind_and_time_out_exactly_once(app: Flask, ctx: Flask, p
         timing_out = [play.create_game("cambio", [alice, bob], {"size": 3}, time_control={
             "kind": "per_move", "days": 3}) for _ in range(GAMES)]
         db.session.commit()
+        # In a quarter of the games both have moved, so alice's timeout loses them (and moves the
+        # ratings, whose rows both sweepers lock); the others, where nobody moved, are aborted.
+        for game in timing_out[::4]:
+            play.submit(game.id, alice, "b3", "web")
+            play.submit(game.id, bob, "a2", "web")
         set_clock(T0 + timedelta(days=1, hours=12))
         reminded = [play.create_game("cambio", [bob, alice], {"size": 3}, time_control={
             "kind": "per_move", "days": 3}) for _ in range(GAMES)]
@@ -44,7 +49,7 @@ def test_two_sweepers_remind_and_time_out_exactly_once(app: Flask, ctx: Flask, p
     timeouts = Counter(db.session.scalars(select(Move.game_id).where(Move.kind == "timeout")))
     assert set(timeouts) == late and set(timeouts.values()) == {1}
     statuses = Counter(db.session.scalars(select(Game.status).where(Game.id.in_(late))))
-    assert statuses == {"finished": GAMES}
+    assert statuses == {"finished": GAMES // 4, "abandoned": GAMES - GAMES // 4}
     results = Counter(db.session.scalars(
         select(OutboxMail.game_id).where(OutboxMail.kind == "game-over", OutboxMail.game_id.in_(late))))
     assert set(results.values()) == {2}  # Both players told, once.

@@ -6,7 +6,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from pbem.core.extensions import db
-from pbem.core.models import OutboxMail, User
+from pbem.core.models import Game, OutboxMail, User
 from pbem.game import play
 from pbem.mailout import outbox
 from tests.server.test_mail_play import postman  # noqa: F401 (fixture)
@@ -77,7 +77,10 @@ def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> N
     try:
         game = play.create_game("cambio", [alice, bob], CAMBIO, time_control={"kind": "per_move", "days": 1})
         db.session.commit()
-        watching.watch(game, carol)
+        play.submit(game.id, alice, "b3", "web")
+        play.submit(game.id, bob, "a2", "web")  # Both have moved: running out of time loses.
+        db.session.rollback()
+        watching.watch(db.session.get_one(Game, game.id), carol)
         set_clock(start + timedelta(days=2))
         assert sweep.sweep().timed_out == 1
     finally:
