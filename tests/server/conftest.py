@@ -47,6 +47,11 @@ def drop_pg_database(url: str) -> None:
     admin.dispose()
 
 
+# For a test whose behaviour has nothing to do with the database (what a server process writes to its
+# log, say) and which is costly to run (processes of its own): it runs on SQLite alone, not on each backend.
+ONE_BACKEND = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A PostgreSQL database for this test run."""
