@@ -2,7 +2,7 @@
 PBEM_TEST_DATABASE_URL is set), a real SMTP sink for outbound mail, and players.
 
 Each PostgreSQL test gets tables in a database of its own run (created at the start, dropped at the
-end) and empties them afterwards, so tests never see each other's rows.
+end) and empties them afterwards (numbering restarting at 1), so tests never see each other's rows.
 """
 
 from __future__ import annotations
@@ -94,9 +94,13 @@ def app(settings: dict) -> Iterator[Flask]:
     with app.app_context():
         db.session.remove()
         if db.engine.dialect.name == "postgresql":
-            names = ", ".join(f'"{t.name}"' for t in db.metadata.sorted_tables)
+            # DELETE and setval rather than TRUNCATE ... RESTART IDENTITY, which gives every table and
+            # sequence new files on disk: ten times slower on tables this small, after every test.
             with db.engine.begin() as conn:
-                conn.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+                for table in reversed(db.metadata.sorted_tables):
+                    conn.execute(table.delete())
+                conn.exec_driver_sql("SELECT setval(c.oid::regclass, 1, false) FROM pg_class c "
+                                     "WHERE c.relkind = 'S' AND c.relnamespace = 'public'::regnamespace")
         db.engine.dispose()
 
 
