@@ -27,7 +27,7 @@ from flask import Flask
 from pbem.accounts import accounts
 from pbem.core.extensions import db
 from tests.conftest import ROOT, free_port
-from tests.server.conftest import PG_ADMIN_URL
+from tests.server.conftest import ONE_BACKEND, PG_ADMIN_URL
 from tests.server.deploy_doc import deploy_block, substituted
 from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 
@@ -71,6 +71,7 @@ def tls_site(port: int, upstream: int, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(NGINX is None or OPENSSL is None, reason="nginx or openssl is not installed")
+@ONE_BACKEND
 def test_forms_work_through_nginx_on_a_port_other_than_443(
     app: Flask, ctx: Flask, processes: Processes, tmp_path: Path
 ) -> None:
