@@ -20,6 +20,7 @@ from email.utils import getaddresses
 from functools import lru_cache
 from typing import Any
 
+from pbem.core import inputs
 from pbem.core.models import SUBJECT_TAG
 from pbem.mailin.htmltext import html_to_text
 
@@ -32,7 +33,6 @@ log = logging.getLogger(__name__)
 MAX_HEADER = 2000
 MAX_PARTS = 100
 MAX_DEPTH = 10
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 # Header values are parsed by the modern policy, and each parsed value is kept: the parser and the search
@@ -129,7 +129,8 @@ def _raw_header(message: Message, name: str) -> str | None:
 
 
 def header_text(message: Message, name: str) -> str:
-    """``name``'s value, decoded, on one line; '' when absent or so broken it cannot be read.
+    """``name``'s value, decoded, on one line, without control characters (an encoded word may hold a
+    NUL); '' when absent or so broken it cannot be read.
 
     Only the first MAX_HEADER characters are decoded, so a huge header costs no more than a normal one.
     """
@@ -140,7 +141,7 @@ def header_text(message: Message, name: str) -> str:
         value = fetch_header(name, raw)
     except Exception:  # A header the parser chokes on reads as missing.
         return ""
-    return " ".join(str(value).split())
+    return " ".join(inputs.clean_line(str(value)).split())
 
 
 def sender(message: Message) -> tuple[str, bool]:
@@ -162,6 +163,8 @@ def sender(message: Message) -> tuple[str, bool]:
     except Exception:
         return "", True
     if len(loose) != 1 or len(strict) != 1 or loose[0].lower() != strict[0].lower() or "@" not in loose[0]:
+        return "", True
+    if not inputs.is_clean(loose[0], one_line=True):  # No address holds a control character.
         return "", True
     return loose[0].strip().lower(), False
 
@@ -222,7 +225,7 @@ def read(raw: bytes, rcpt_to: str = "") -> Incoming:
             raw.split(b"\n\n", 1)[0][:64 * 1024], headersonly=True
         )
     from_addr, ambiguous = sender(message)
-    recipients = [a.strip().lower() for a in rcpt_to.split(",") if a.strip()]
+    recipients = [a.strip().lower() for a in inputs.clean_line(rcpt_to).split(",") if a.strip()]
     if not recipients:
         # Piped in by `pbem ingest`: the MTA's headers say where the message was delivered.
         fields = [header_text(message, h) for h in ("Delivered-To", "X-Original-To", "To", "Cc")]
@@ -272,7 +275,7 @@ def body_text(message: Message) -> str:
             text = html_to_text(_decoded(html))
     # A byte-order mark some programs put before the text is no part of it.
     text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
-    return _CONTROL.sub("", text)
+    return inputs.clean(text).replace("\r", "")
 
 
 def _html_alternative(message: Message) -> Message | None:

@@ -16,6 +16,7 @@ from email.policy import default as default_policy
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from pbem.core import inputs
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
@@ -82,7 +83,9 @@ def message_key(raw: bytes) -> str:
             message_id = str(headers.get("Message-ID", "") or "").strip()
     except Exception:  # A header the parser cannot read is treated like a missing one.
         message_id = ""
-    if message_id and len(message_id) <= MAX_ID_LENGTH:
+    # A Message-ID with a control character in it (an encoded NUL, say) names nothing: the database
+    # would refuse it as a key, on every attempt the sending MTA makes.
+    if message_id and len(message_id) <= MAX_ID_LENGTH and inputs.is_clean(message_id, one_line=True):
         return message_id
     return f"<sha256.{hashlib.sha256(raw).hexdigest()}@pbem.invalid>"
 
@@ -117,6 +120,9 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
     if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
         raise MalformedMessage("The message has no headers.")
     key = message_key(raw)
+    # The envelope as the sending MTA gave it may hold what no text stored may carry.
+    mail_from = inputs.clean_line(mail_from or "")
+    rcpt_to = [inputs.clean_line(address) for address in rcpt_to or []]
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
     begin_write()
     connection = db.session.connection()
