@@ -32,10 +32,26 @@ class UtcDateTime(fields.DateTime):
         return super()._serialize(value, attr, obj, **kwargs)
 
 
-def your_seat(description: str) -> fields.Integer:
-    """The optional field naming one of the caller's seats, for a player who holds several."""
-    return fields.Integer(validate=validate.Range(min=0, max=MAX_SEATS - 1),
+def your_seat(description: str, *, in_body: bool = True) -> fields.Integer:
+    """The optional field naming one of the caller's seats, for a player who holds several (a whole
+    number in a JSON body; a query parameter is text)."""
+    return fields.Integer(strict=in_body, validate=validate.Range(min=0, max=MAX_SEATS - 1),
                           metadata={"description": description})
+
+
+class Flag(fields.Boolean):
+    """A body's true or false: JSON's own, not 1, "yes" or "on" (1 == True in Python, so the truthy
+    sets of marshmallow's Boolean cannot tell them apart)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+def flag(default: bool, description: str = "") -> Flag:
+    """A body's optional true or false, with its default."""
+    return Flag(load_default=default, metadata={"description": description} if description else {})
 
 
 class ErrorSchema(Schema):
@@ -248,17 +264,16 @@ class NewGameSchema(Schema):
     time = fields.String(validate=validate.Length(max=32), metadata={
         "description": 'A time control: "days:N" per move, or "bank:I+A/M" (days at the start, added after '
                        "each move, at most); the server's usual when omitted."})
-    weekend_pause = fields.Boolean(load_default=False)
-    public = fields.Boolean(load_default=True)
-    rated = fields.Boolean(load_default=True, metadata={
-        "description": "Whether the result moves the ratings (two players with two accounts only)."})
+    weekend_pause = flag(False)
+    public = flag(True)
+    rated = flag(True, "Whether the result moves the ratings (two players with two accounts only).")
 
 
 class MoveSchema(Schema):
     """A move, in the game's notation."""
 
     move = fields.String(required=True, validate=validate.Length(min=1, max=MAX_MOVE))
-    expect = fields.Integer(validate=validate.Range(min=1, max=2**31 - 1), metadata={
+    expect = fields.Integer(strict=True, validate=validate.Range(min=1, max=2**31 - 1), metadata={
         "description": "The move_number you saw: if the game has moved on since, the move is refused "
                        "(stale) instead of played on a position you did not see."})
     comment = fields.String(validate=validate.Length(max=MAX_COMMENT))
@@ -310,4 +325,4 @@ class ConditionalDeleteSchema(Schema):
 
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
-    seat = your_seat("Which of your seats, when you hold several.")
+    seat = your_seat("Which of your seats, when you hold several.", in_body=False)

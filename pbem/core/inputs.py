@@ -16,6 +16,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from flask import Request
+from werkzeug.datastructures import ImmutableMultiDict, MultiDict
+
 # Every character no text from outside may carry.  Tab, line feed and carriage return are kept where
 # text may have them (see :func:`clean`).
 _FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -51,6 +54,27 @@ def clean_pairs(pairs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
         yield clean(key), clean(value) if isinstance(value, str) else value
 
 
+class CleanMultiDict(ImmutableMultiDict):
+    """Form fields or query parameters as werkzeug reads them, each text cleaned as it is read."""
+
+    def __init__(self, mapping: Any = None) -> None:
+        if isinstance(mapping, MultiDict):
+            pairs: Iterable[tuple[str, Any]] = mapping.items(multi=True)
+        elif isinstance(mapping, Mapping):
+            pairs = ((key, value) for key, values in mapping.items()
+                     for value in (values if isinstance(values, list | tuple) else [values]))
+        else:
+            pairs = mapping or ()
+        super().__init__(list(clean_pairs(pairs)))
+
+
+class CleanRequest(Request):
+    """The app's request: its form fields and query parameters (``form``, ``args``, ``values``) are
+    cleaned as they are parsed, so no view, web or API, ever reads a control character from them."""
+
+    parameter_storage_class = CleanMultiDict
+
+
 class BadInput(ValueError):
     """A structured input (a JSON body, a record) that cannot be taken: ``where`` names the place in it
     (``comment``, ``options.size``, ``moves.3.text``), or is '' for the whole."""
@@ -58,6 +82,10 @@ class BadInput(ValueError):
     def __init__(self, where: str, message: str) -> None:
         super().__init__(f"{where}: {message}" if where else message)
         self.where, self.message = where, message
+
+
+class TooDeep(BadInput):
+    """A JSON value nested deeper than is read."""
 
 
 def check_json(value: Any, max_depth: int = MAX_JSON_DEPTH) -> None:
@@ -73,7 +101,7 @@ def check_json(value: Any, max_depth: int = MAX_JSON_DEPTH) -> None:
         if not isinstance(item, Mapping | list):
             continue
         if depth >= max_depth:
-            raise BadInput(where, f"is nested more than {max_depth} levels deep")
+            raise TooDeep(where, f"is nested more than {max_depth} levels deep")
         children = item.items() if isinstance(item, Mapping) else enumerate(item)
         for key, child in children:
             name = f"{where}.{key}" if where else str(key)
