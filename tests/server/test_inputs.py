@@ -9,6 +9,8 @@ import json
 
 import pytest
 from flask import Flask
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from pbem.core import inputs
@@ -106,3 +108,44 @@ def test_small_server_errors_and_loose_types_of_the_api(server: str, tokens, ctx
     db.session.rollback()
     assert db.session.scalars(select(Move)).all() == []
     assert api.call("POST", moves, {"move": "b3", "expect": 1})[0] == 201
+
+
+# Hostile JSON for the API's bodies: any shape, the fields' names with values of every type, text with
+# any character (control characters and lone surrogates included), numbers past any column's range.
+_HOSTILE = st.sampled_from(["b3\x00", "hi\x00", "\ud800", "\x1b[31m", "a\x85b", 1.5, 2**63, -(2**70), True])
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-2**80, max_value=2**80), st.floats(),
+    st.text(st.characters(codec=None, exclude_categories=()), max_size=12),
+    st.sampled_from(["b3", "offer", "accept", "decline", "cambio", "me", "bob", "if b1 then c4", "days:3"]),
+)
+# Each call's fields (the path after the game's, "" for a new game).
+_FIELDS = {
+    "/moves": ["move", "expect", "comment", "seat"], "/draw": ["action", "comment"], "/resign": ["comment"],
+    "/accept": ["comment"], "/decline": ["comment"], "/conditionals": ["lines", "seat"],
+    "": ["game", "options", "seats", "time", "weekend_pause", "public", "rated"],
+}
+_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=4), inner, max_size=4), max_leaves=16)
+_CALLS = st.sampled_from(sorted(_FIELDS)).flatmap(lambda call: st.tuples(
+    st.just(call), st.one_of(*[st.fixed_dictionaries({}, optional=dict.fromkeys(
+        _FIELDS[call], st.one_of(_HOSTILE, _LEAVES, _VALUES)))] * 3, _VALUES)))
+
+
+def test_the_api_bodies_fuzzed_never_give_a_server_error(app: Flask, ctx: Flask, players, tokens) -> None:  # noqa: F811
+    alice, bob, _ = players
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"}
+    app.config["PBEM"]["ratelimit"]["api_per_token"] = "100000 per minute"
+
+    @given(sent=_CALLS)
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None)
+    def post(sent: tuple[str, object]) -> None:
+        call, body = sent
+        # A game of its own for each body, so that one which ends a game does not shield the rest.
+        game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+        db.session.commit()
+        path = f"/api/v1/games/{game.id}{call}" if call else "/api/v1/games"
+        answer = client.post(path, data=json.dumps(body), headers=headers)
+        assert answer.status_code < 500 and answer.is_json, (path, body, answer.get_data(as_text=True))
+
+    post()
