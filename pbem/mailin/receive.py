@@ -11,7 +11,6 @@ import hashlib
 import logging
 import re
 from email.parser import BytesHeaderParser
-from email.policy import default as default_policy
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,6 +19,7 @@ from pbem.core import inputs
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
+from pbem.mailin.parse import READING_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,9 @@ def message_key(raw: bytes) -> str:
     if plain is not None:
         return plain
     try:
-        headers = BytesHeaderParser(policy=default_policy).parsebytes(raw)
+        # Read as the processor reads headers, each cut short: the parser looks at the Content-Type
+        # even here, and reading a flood of its parameters is not linear.
+        headers = BytesHeaderParser(policy=READING_POLICY).parsebytes(raw)
         written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()
         if _PLAIN_ID.fullmatch(written):
             message_id = written
