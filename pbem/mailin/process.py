@@ -84,8 +84,11 @@ def process_pending(limit: int = 500) -> int:
     """Process stored messages while any wait (oldest first, up to ``limit``); returns how many this call
     handled.  Several processors may run this at once: each takes the next message no other holds."""
     handled = 0
-    while handled < limit and _take_next():
-        handled += 1
+    for _attempt in range(limit):
+        taken = _take_next()
+        if taken is False:
+            break
+        handled += taken is True  # None: another processor took it first.
     return handled
 
 
@@ -143,8 +146,9 @@ class MessageTaken(RuntimeError):
     """The message being handled was taken by another processor after this one lost its claim."""
 
 
-def _take_next() -> bool:
-    """Take the oldest waiting message and handle it; False when nothing waits."""
+def _take_next() -> bool | None:
+    """Take the oldest waiting message and handle it; False when nothing waits, None when another
+    processor took the message this one chose."""
     if is_postgresql():
         # The claim holds only that row (another processor skips it), so the message is read after it.
         return _take(_TAKE_NEXT_PG)
@@ -156,8 +160,7 @@ def _take_next() -> bool:
     db.session.rollback()
     if waiting is None:
         return False
-    _take(_TAKE_ONE, _read(waiting.raw, waiting.rcpt_to), row_id=waiting.id)
-    return True  # Taken here, or by another processor meanwhile: either way the queue moved.
+    return _take(_TAKE_ONE, _read(waiting.raw, waiting.rcpt_to), row_id=waiting.id) or None
 
 
 def process_one(row_id: int) -> bool:
