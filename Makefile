@@ -16,9 +16,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# `make run PORT=5101 MAIL_PORT=2625 INSTANCE=instance-2`: a second server beside the first, on its own web
+# port, mail listener port (its dev mailbox on the next one) and files (database and mailbox).
+PORT ?=
+MAIL_PORT ?=
+INSTANCE ?=
+RUN_ENV := $(if $(INSTANCE),PBEM_SERVER_INSTANCE_PATH=$(INSTANCE))
+
 run: $(STAMP)
-	$(BIN)/pbem db upgrade
-	$(BIN)/pbem run
+	$(RUN_ENV) $(BIN)/pbem db upgrade
+	$(RUN_ENV) $(BIN)/pbem run $(if $(PORT),--port $(PORT)) $(if $(MAIL_PORT),--mail-port $(MAIL_PORT))
 
 # The suite runs on every core (pytest-xdist): most of its time is one process's CPU.
 test: $(STAMP)
@@ -39,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/movepath.py
 	$(BIN)/python bench/mail.py
 	$(BIN)/python bench/pagecpu.py
+	$(BIN)/python bench/tournament.py
 	command -v wrk >/dev/null || { echo 'bench/web.py needs wrk: apt-get install wrk'; exit 1; }
 	$(BIN)/python bench/web.py
 

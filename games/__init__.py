@@ -153,7 +153,16 @@ class Engine(ABC):
     - ``scores_absent_players`` with :meth:`time_out`: the game itself deals with a seat whose time ran
       out (False: the server's own rule ends the game, see ``pbem.play.time_out``);
     - ``offers_clearable_hint`` with :meth:`clearable`: the player may ask whether their board can still
-      be cleared (False: no such hint).
+      be cleared (False: no such hint);
+    - :meth:`click_spellings`: moves whose board clicks spell them otherwise than their notation (Truchet's
+      merges, clicked on their source stacks and target; none);
+    - ``open_information``: every seat may see the whole state and :meth:`play` draws no chance, so moves
+      tried from a running game's position (the game page's analysis board) give nothing away (False:
+      moves are tried only once the game is over).
+    - :meth:`evaluate`: a quick estimate of a seat's chances, for a computer player's search (None: the
+      search judges positions by the protocol alone);
+    - :meth:`seat_view`: what a seat may know of the state, as a state :meth:`load` reads, for a computer
+      player of that seat to search from (None: the engine says nothing, and no computer plays it).
 
     The two flags say what the server must know before it asks: it calls :meth:`time_out` and
     :meth:`clearable` only of an engine that declares them.
@@ -169,6 +178,7 @@ class Engine(ABC):
     sides: tuple[str, ...] = ()
     scores_absent_players: bool = False
     offers_clearable_hint: bool = False
+    open_information: bool = False
 
     @abstractmethod
     def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
@@ -226,6 +236,15 @@ class Engine(ABC):
         default: as typed, in lower case with single spaces (:func:`as_typed`)."""
         return as_typed(text)
 
+    def click_spellings(self, state: Any, seat: int, moves: list[str]) -> dict[str, str]:
+        """The moves of ``moves`` (``seat``'s legal moves in ``state``) that a player makes on the board
+        by clicking targets their notation does not name, each spelled as clicked: every target
+        (``data-move``) the move involves, in an order a player clicks them, with punctuation between
+        (Truchet's merge ``d4<ws`` is clicked on its source stacks c4 and d3 and its target d4:
+        ``c4,d3>d4``).  The page matches clicks against the spelling and plays the move.  By default
+        none: a move's notation names every target it involves."""
+        return {}
+
     def turn_note(self, state: Any, seat: int) -> str | None:
         """A sentence for ``seat``, asked to move, when a ruling shapes the move (Carreaux: "No slide lowers
         the total group value (36), so the slides that raise it least are allowed: c3."), shown on the
@@ -246,6 +265,20 @@ class Engine(ABC):
     def clearable(self, state: Any, seat: int) -> bool | None:
         """Whether ``seat``'s board, as it stands, can still be cleared: a hint shown only when asked for
         (Box Off).  Asked only of an engine whose ``offers_clearable_hint`` is True; None otherwise."""
+        return None
+
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """A quick estimate of ``seat``'s chances in ``state``, from 0 (lost) to 1 (won), by which a
+        computer player's search judges a position it has no time to play out (Truchet: the pieces each
+        side has left).  None (the default): the search judges it by the protocol alone."""
+        return None
+
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """What ``seat`` may know of ``state``, written as :meth:`dump` writes a state (so :meth:`load` reads
+        it back): everything the rules show that seat and nothing they hide from it, such as the others'
+        boards in a game where each plays their own.  A computer player of the seat searches from it
+        (the API gives it to the seat's player).  None (the default): the engine does not say what it
+        hides, so no view is given."""
         return None
 
 
@@ -270,12 +303,18 @@ class _Adapted(Engine):
         self.sides = tuple(getattr(engine, "sides", None) or ())
         self._notation: Callable[[Any, int, str], str] | None = getattr(engine, "notation", None)
         self._turn_note: Callable[[Any, int], str | None] | None = getattr(engine, "turn_note", None)
+        self._click_spellings: Callable[[Any, int, list[str]], dict[str, str]] | None = getattr(
+            engine, "click_spellings", None)
         self._group_values: Callable[[Any], tuple[int, ...] | None] | None = getattr(
             engine, "group_values", None)
         self._time_out: Callable[[Any, int], Any] | None = getattr(engine, "time_out", None)
         self._clearable: Callable[[Any, int], bool] | None = getattr(engine, "clearable", None)
+        self._evaluate: Callable[[Any, int], float | None] | None = getattr(engine, "evaluate", None)
+        self._seat_view: Callable[[Any, int], dict[str, Any] | None] | None = getattr(
+            engine, "seat_view", None)
         self.scores_absent_players = self._time_out is not None
         self.offers_clearable_hint = self._clearable is not None
+        self.open_information = bool(getattr(engine, "open_information", False))
 
     def new(self, players: int, options: dict[str, Any], seed: int) -> Any:
         """The engine's own."""
@@ -322,6 +361,12 @@ class _Adapted(Engine):
             return super().notation(state, seat, text)
         return self._notation(state, seat, text)
 
+    def click_spellings(self, state: Any, seat: int, moves: list[str]) -> dict[str, str]:
+        """The engine's own, else none."""
+        if self._click_spellings is None:
+            return {}
+        return dict(self._click_spellings(state, seat, moves))
+
     def turn_note(self, state: Any, seat: int) -> str | None:
         """The engine's own, else None."""
         return None if self._turn_note is None else self._turn_note(state, seat)
@@ -339,6 +384,14 @@ class _Adapted(Engine):
     def clearable(self, state: Any, seat: int) -> bool | None:
         """The engine's own (then ``offers_clearable_hint`` is True), else None."""
         return None if self._clearable is None else self._clearable(state, seat)
+
+    def evaluate(self, state: Any, seat: int) -> float | None:
+        """The engine's own, else None."""
+        return None if self._evaluate is None else self._evaluate(state, seat)
+
+    def seat_view(self, state: Any, seat: int) -> dict[str, Any] | None:
+        """The engine's own, else None."""
+        return None if self._seat_view is None else self._seat_view(state, seat)
 
 
 @dataclass

@@ -251,14 +251,18 @@ def _deal_of(board: str) -> tuple[int, int, str]:
     return len(rows[0]), len(rows), "".join("".join(row) for row in rows)
 
 
-def solve(board: str) -> list[str] | None:
-    """A line of moves that clears a written position (``"bbwbbw/byyywb/ywwwyy"``), or None.
+def solve(board: str, budget: int | None = None) -> list[str] | None:
+    """A line of moves that clears a written position (``"bbwbbw/byyywb/ywwwyy"``), or None: there is
+    none, or (given a ``budget`` of search nodes) none was found within it.
 
     Letters are the colours ``b w y g r p``, ``.`` an empty cell, ranks from top to bottom.
     """
     width, _, deal = _deal_of(board)
     occupied = sum(1 << i for i, c in enumerate(deal) if c != EMPTY)
-    line = _clearing_line(width, deal, occupied)
+    try:
+        line = _clearing_line(width, deal, occupied, budget)
+    except _OutOfBudget:
+        return None
     return None if line is None else [_notation(p, width) for p in line]
 
 
@@ -691,6 +695,14 @@ class BoxOff(Engine):
                 for b in state.seats
             ],
         }
+
+    def seat_view(self, state: BoxOffState, seat: int) -> dict[str, Any]:
+        """The seat's own board; every other board as dealt, since how far the others got is hidden until
+        the end."""
+        self._board(state, seat)
+        dealt = SeatBoard(_occupied(state.deal))
+        return self.dump(replace(state, seats=tuple(
+            board if number == seat else dealt for number, board in enumerate(state.seats))))
 
     def load(self, data: dict[str, Any]) -> BoxOffState:
         """The inverse of :meth:`dump`."""

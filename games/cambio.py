@@ -322,6 +322,7 @@ class Cambio(Engine):
     players = range(2, 3)
     options = CambioOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     help = HELP
 
     # -- starting -----------------------------------------------------------------------------------
@@ -582,6 +583,10 @@ class Cambio(Engine):
         return "\n".join(parts)
 
     # -- storing ------------------------------------------------------------------------------------
+
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
 
     def dump(self, state: State) -> dict[str, Any]:
         """A JSON-safe form of the state."""

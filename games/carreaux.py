@@ -564,6 +564,7 @@ class Carreaux(Engine):
     players = range(2, 3)
     options = CarreauxOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     sides = NAMES
 
     help = """\
@@ -813,6 +814,10 @@ Rulings:
         return "\n".join(out)
 
     # --- storage ---
+
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
 
     def dump(self, state: State) -> dict[str, Any]:
         """A JSON-safe form; the board is in the written position format.

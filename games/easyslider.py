@@ -314,6 +314,82 @@ def _settle(state: State) -> State:
     return replace(state, over=True)
 
 
+# --- the solver ----------------------------------------------------------------------------------------
+
+# How a player might solve a board, stage by stage: each stage brings a few tiles home while the tiles
+# already home stay put.  "single" places the tiles of ranks 5 to 3 one at a time but the last two of a
+# rank together (the classic corner); "pairs" places two at a time where it can, which finds shorter
+# lines.  Ranks 2 and 1 are then solved column by column, with a null under each tile, and the last three
+# columns together.
+PLANS = {"single": ((0,), (1,), (2,), (3, 4)), "pairs": ((0, 1), (2,), (3, 4))}
+NULL = "x"  # any null tile, in the solver's abstract boards
+OTHER = "?"  # a tile the stage does not care about
+
+
+def _stage(board: Board, locked: frozenset[int], goals: dict[int, str], nulls: tuple[int, ...]) -> list[int]:
+    """The shortest run of slides (the cells the hole moves to) that puts each tile of ``goals`` on its
+    cell and a null on each cell of ``nulls``, never moving a tile of ``locked`` (breadth-first over the
+    board reduced to what the stage cares about)."""
+    wanted = set(goals.values())
+
+    def label(code: str) -> str:
+        if code == HOLE or code in wanted:
+            return code
+        return NULL if nulls and code[1] == "n" else OTHER
+
+    start = tuple(code if i in locked else label(code) for i, code in enumerate(board))
+    near = [[c for c in (i - SIZE, i + SIZE) if 0 <= c < SIZE * SIZE and c not in locked]
+            + [c for c in (i - 1, i + 1) if c // SIZE == i // SIZE and c not in locked]
+            for i in range(SIZE * SIZE)]
+
+    def done(labels: tuple[str, ...]) -> bool:
+        return all(labels[c] == t for c, t in goals.items()) and all(labels[c] == NULL for c in nulls)
+
+    came: dict[tuple[str, ...], tuple[tuple[str, ...], int] | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        reached = []
+        for labels in frontier:
+            if done(labels):
+                line = []
+                while (step := came[labels]) is not None:
+                    labels, cell = step[0], step[1]
+                    line.append(cell)
+                return line[::-1]
+            hole = labels.index(HOLE)
+            for cell in near[hole]:
+                moved = list(labels)
+                moved[hole], moved[cell] = moved[cell], HOLE
+                key = tuple(moved)
+                if key not in came:
+                    came[key] = (labels, cell)
+                    reached.append(key)
+        frontier = reached
+    raise ValueError("this stage cannot be solved from this board")  # pragma: no cover - see PLANS
+
+
+def solve(board: Board, pawns: tuple[str, ...], coins: tuple[str, ...], plan: str = "single") -> list[str]:
+    """The slides (cells, as moves name them) that solve ``board`` for these pawns and coins, by a plan
+    of :data:`PLANS`: every board is solved."""
+    line: list[int] = []
+    locked: set[int] = set()
+
+    def run(goals: dict[int, str], nulls: tuple[int, ...] = ()) -> None:
+        nonlocal board
+        for cell in _stage(board, frozenset(locked), goals, nulls):
+            board = _slide(board, _cell(cell))
+            line.append(cell)
+        locked.update(goals, nulls)
+
+    for rank in (4, 3, 2):
+        for files in PLANS[plan]:
+            run({rank * SIZE + f: _target((f, rank), pawns, coins) or "" for f in files})
+    for file in (0, 1):
+        run({SIZE + file: _target((file, 1), pawns, coins) or ""}, (file,))
+    run({SIZE + f: _target((f, 1), pawns, coins) or "" for f in (2, 3, 4)})
+    return [cell_name(_cell(cell)) for cell in line]
+
+
 # --- wording -------------------------------------------------------------------------------------------
 
 
@@ -480,8 +556,7 @@ class EasySlider(Engine):
     # --- refusals --------------------------------------------------------------------------------------
 
     def _check_mover(self, state: State, seat: int) -> None:
-        if not 0 <= seat < state.players:
-            raise IllegalMove(f"There is no seat {seat + 1} in this game of {state.players}.")
+        self._check_seat(state, seat)
         if state.over:
             raise IllegalMove("The game is over.")
         status = state.seats[seat].status
@@ -496,6 +571,11 @@ class EasySlider(Engine):
             TIMED_OUT: "your time ran out",
         }.get(status, "you are out of it")
         raise IllegalMove(f"You are done with {what} ({detail}); wait for the others to finish it.")
+
+    @staticmethod
+    def _check_seat(state: State, seat: int) -> None:
+        if not 0 <= seat < state.players:
+            raise IllegalMove(f"There is no seat {seat + 1} in this game of {state.players}.")
 
     @staticmethod
     def _bad_slide(board: Board, cell: Cell, n: int, total: int, open_cells: list[Cell]) -> str:
@@ -579,6 +659,19 @@ class EasySlider(Engine):
             ],
             "over": state.over,
         }
+
+    def seat_view(self, state: State, seat: int) -> dict[str, Any]:
+        """The seat's own board and the round as dealt; every other board as dealt, and no seed (it would
+        tell the deals of the rounds to come): the others' slides stay hidden until the end."""
+        self._check_seat(state, seat)
+
+        def hidden(number: int, other: SeatState) -> SeatState:
+            if number == seat or other.status == WAITING:
+                return other
+            return SeatState(state.start, 0, SOLVING)
+
+        seats = tuple(hidden(number, other) for number, other in enumerate(state.seats))
+        return self.dump(replace(state, seed=0, seats=seats, solved_count=0))
 
     def load(self, data: dict[str, Any]) -> State:
         """The inverse of :meth:`dump`."""

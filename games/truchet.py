@@ -877,6 +877,7 @@ class TruchetEngine(Engine):
     players = range(2, 3)
     options = TruchetOptions()
     simultaneous = False
+    open_information = True  # Nothing hidden, no chance after the start: moves may be tried in play.
     sides = SIDE
     help = HELP
 
@@ -1013,6 +1014,17 @@ class TruchetEngine(Engine):
 
     # -- storage
 
+    def evaluate(self, state: TruchetState, seat: int) -> float:
+        """The seat's share of the pieces on the board (the game is won by taking them all), kept off
+        certainty: a computer player's judgement of a position it cannot play out."""
+        mine = sum(abs(v) for v in state.stacks if v * SIGN[seat] > 0)
+        theirs = sum(abs(v) for v in state.stacks if v * SIGN[seat] < 0)
+        return 0.5 + 0.45 * (mine - theirs) / max(1, mine + theirs)
+
+    def seat_view(self, state: TruchetState, seat: int) -> dict[str, Any]:
+        """The whole state: nothing of the game is hidden from either player."""
+        return self.dump(state)
+
     def dump(self, state: TruchetState) -> dict[str, Any]:
         """A JSON-safe form of the state."""
         return {
@@ -1076,11 +1088,23 @@ class TruchetEngine(Engine):
     def render_svg(self, state: TruchetState, seat: int | None = None, targets: bool = True, *,
                    over: bool = False) -> str:
         """Truchet tiles with arcs, regions shaded, stacks with heights; legal fragments for ``seat``
-        (none when ``targets`` is False or the game is ``over``, which also names no mover)."""
+        (none when ``targets`` is False or the game is ``over``, which also names no mover), among them
+        the source stacks of merges, which the merges' notation does not name."""
         fragments: set[str] = set()
         if targets and not over and seat is not None and seat in self.to_move(state):
-            fragments = move_fragments(self.moves(state, seat))
+            moves = self.moves(state, seat)
+            fragments = move_fragments([*moves, *self.click_spellings(state, seat, moves).values()])
         return render_svg(state, self.status(state, over), fragments)
+
+    def click_spellings(self, state: TruchetState, seat: int, moves: list[str]) -> dict[str, str]:
+        """Each merge as clicked on its source stacks and its target: ``d4<ws`` is ``c4,d3>d4``, and
+        ``b2-c4,d4<ws`` (b2 stepping to c4 first) is ``b2-c4,d3>d4``, a flip before either as in the move."""
+        geo = geometry(state.size)
+        spelled = {}
+        for move in moves:
+            if "<" in move:
+                spelled[move] = merge_spelling(geo, move)
+        return spelled
 
 
 # ------------------------------------------------------------------------------------------- rendering
@@ -1149,6 +1173,23 @@ def render_text(state: TruchetState, status: str) -> str:
 
 
 _FRAGMENT = re.compile(r"\^[a-z]\d+|[a-z]\d+")
+_CANONICAL_MERGE = re.compile(rf"^(\^{_J} )?(?:({_J})-({_J}),)?({_J})<([nesw]+)$")
+
+
+def merge_spelling(geo: Geometry, move: str) -> str:
+    """A canonical merge spelled as clicked (see :meth:`TruchetEngine.click_spellings`): the junction
+    a stack steps from, then the sources (the stepped stack's landing first), then the target."""
+    found = _CANONICAL_MERGE.match(move)
+    if found is None:
+        return move
+    flip, origin, landing, target, letters = found.groups()
+    around = dict(geo.orth[geo.index[target]])
+    sources = [geo.names[around[letter]] for letter in letters]
+    if landing in sources:
+        sources.remove(landing)
+        sources.insert(0, landing)
+    step = f"{origin}-" if origin else ""
+    return f"{flip or ''}{step}{','.join(sources)}>{target}"
 
 
 def move_fragments(moves: list[str]) -> set[str]:
@@ -1161,7 +1202,8 @@ def move_fragments(moves: list[str]) -> set[str]:
 
 SVG_TILE = 60
 SVG_PAD = 58  # room for the coordinates, clear of the targets on the edge junctions
-LEGEND_H = 26
+LEGEND_H = 26  # a line of the legend under the board
+LEGEND_ONE_LINE = 480  # the board width the legend takes on one line (some 440 units at font size 14)
 FILLS = {"l": "#f1e4c3", "d": "#8a6f4d"}
 INK = "#3b2f22"
 TILE_INK = "#157a42"
@@ -1214,10 +1256,17 @@ def render_svg(state: TruchetState, status: str, fragments: set[str]) -> str:
     def jy(y: int) -> float:
         return pad + (n - y) * s
 
-    height = size + LEGEND_H
+    # The legend under the board, on one line where the board is wide enough for it, else on two.
+    legend = ['Junctions: <tspan font-weight="bold">a1</tspan> above and left',
+              f'tiles: <tspan font-style="italic" fill="{TILE_INK}">a1</tspan> below and right']
+    if size >= LEGEND_ONE_LINE:
+        legend = [" · ".join(legend)]
+    height = size + LEGEND_H * len(legend)
+    # Never drawn larger than its own size (a page scales it down to fit, never up): a 3x3 board stays as
+    # small as its tiles, and its words at their own size.
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {height}" width="{size}" '
-        f'height="{height}" role="img" aria-labelledby="truchet-title">',
+        f'height="{height}" style="max-width: {size}px" role="img" aria-labelledby="truchet-title">',
         f'<title id="truchet-title">{escape(f"Truchet {n}x{n}: {status}")}</title>',
         f'<rect x="0" y="0" width="{size}" height="{height}" fill="#ffffff"/>',
     ]
@@ -1249,9 +1298,9 @@ def render_svg(state: TruchetState, status: str, fragments: set[str]) -> str:
     for k, letter in enumerate(file_letters(n)):
         out.append(f'<text x="{jx(k) + s / 2}" y="{size - pad + 40}" {tile_label}>{letter}</text>')
         out.append(f'<text x="{size - pad + 32}" y="{jy(k) - s / 2 + 5}" {tile_label}>{k + 1}</text>')
-    out.append(f'<text x="{size / 2}" y="{height - 8}" {TEXT} font-size="14" fill="{INK}">Junctions: '
-               f'<tspan font-weight="bold">a1</tspan> above and left · tiles: '
-               f'<tspan font-style="italic" fill="{TILE_INK}">a1</tspan> below and right</text>')
+    for k, words in enumerate(legend):
+        y = size + LEGEND_H * (k + 1) - 8
+        out.append(f'<text x="{size / 2}" y="{y}" {TEXT} font-size="14" fill="{INK}">{words}</text>')
     for j, v in enumerate(state.stacks):
         cx, cy = jx(j % geo.width), jy(j // geo.width)
         name = geo.names[j]

@@ -17,11 +17,12 @@ if TYPE_CHECKING:
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def create_app(config: dict[str, Any] | None = None, role: str = "pbem web") -> Flask:
+def create_app(config: dict[str, Any] | None = None, role: str = "pbem web", workers: int = 1) -> Flask:
     """Build the app from the settings; ``config`` overrides by section (see :mod:`pbem.bootstrap`).
-    ``role`` names the process to the database (PostgreSQL's ``application_name``)."""
+    ``role`` names the process to the database (PostgreSQL's ``application_name``); ``workers`` is how
+    many processes serve it side by side."""
     # Imported when called: importing any part of pbem (a migration, an engine's tool, a test of one
     # module) must not load the whole server, and the factory that knows every layer sits above them all.
     from pbem.bootstrap import create_app as build
 
-    return build(config, role)
+    return build(config, role, workers)

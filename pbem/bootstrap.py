@@ -25,6 +25,7 @@ from pbem.core import database, inputs, models
 from pbem.core.extensions import csrf, db, limiter, login_manager, mail, migrate
 from pbem.game import events
 from pbem.mailout import notify
+from pbem.tournament import rounds
 from pbem.web import secretlinks
 
 # Each kind of event the move path publishes, and the handlers that write its mails, in order.
@@ -33,17 +34,22 @@ EVENT_HANDLERS: events.Handlers = {
     events.MovePlayed: [notify.move_played],
     events.MovesPlayed: [notify.moves_played],
     events.ConditionalRefused: [notify.conditional_refused],
-    events.GameOver: [notify.game_over],
+    # The result mails first, then the tournament's news (a round's pairings follow the result).
+    events.GameOver: [notify.game_over, rounds.game_over],
     events.DrawOffered: [notify.draw_offered],
     events.DrawDeclined: [notify.draw_declined],
     events.TimedOut: [notify.timed_out],
+    events.GamesLocked: [rounds.games_locked],
 }
 
 
-def create_app(config: dict[str, Any] | None = None, role: str = "pbem web") -> Flask:
+def create_app(config: dict[str, Any] | None = None, role: str = "pbem web", workers: int = 1) -> Flask:
     """Build the app from the settings (see :mod:`pbem.core.config`); ``config`` overrides by section.
-    ``role`` names the process to the database (PostgreSQL's ``application_name``)."""
+    ``role`` names the process to the database (PostgreSQL's ``application_name``); ``workers`` is how
+    many processes serve it side by side (a WSGI server's workers), which per-process rate limits cannot
+    serve (see :func:`pbem.core.config.check_limit_storage`)."""
     settings = config_module.load(config)
+    config_module.check_limit_storage(settings, workers)
     instance_path = Path(settings["server"]["instance_path"]).resolve()
     instance_path.mkdir(parents=True, exist_ok=True)
     app = Flask(

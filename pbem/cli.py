@@ -11,29 +11,31 @@ import threading
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import click
 from flask import Flask
 from flask.cli import ScriptInfo
 
 from pbem import create_app
-from pbem.core.config import ConfigError
+from pbem.core.config import ConfigError, default_base_url
+from pbem.core.config import load as load_settings
 
 log = logging.getLogger(__name__)
 
 EX_OK, EX_DATAERR, EX_TEMPFAIL = 0, 65, 75
 
 
-def _app() -> Flask:
-    """The app a command works on: built from the configuration, as a worker process builds it, unless
-    the command runs under Flask's test runner (``app.test_cli_runner()``), which hands in its app."""
+def _app(overrides: dict[str, dict[str, Any]] | None = None) -> Flask:
+    """The app a command works on: built from the configuration (and ``overrides``, by section), as a
+    worker process builds it, unless the command runs under Flask's test runner
+    (``app.test_cli_runner()``), which hands in its app."""
     context = click.get_current_context(silent=True)
     info = context.find_object(ScriptInfo) if context is not None else None
     if info is not None and info.create_app is not None:
         return info.create_app()
     try:
-        return create_app(role=context.command_path if context is not None else "pbem")
+        return create_app(overrides, role=context.command_path if context is not None else "pbem")
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -146,23 +148,115 @@ def user_token(handle: str, name: str) -> None:
         click.echo(token)
 
 
+# Computer players ---------------------------------------------------------------------------
+
+
+def _tokens_file(settings: dict) -> Path:
+    """The file of the bots' tokens: ``bots.tokens_file``, else bots.tokens in the instance folder."""
+    return Path(settings["bots"]["tokens_file"] or Path(settings["server"]["instance_path"]) / "bots.tokens")
+
+
+@main.group()
+def bot() -> None:
+    """Computer players (bot accounts)."""
+
+
+@bot.command("add")
+@click.argument("handle")
+@click.option("--game", "slugs", multiple=True, required=True, metavar="SLUG",
+              help="A game the bot plays (repeat for several).")
+@click.option("--strength", default="medium", show_default=True,
+              type=click.Choice(["easy", "medium", "hard"]), help="How hard it plays (its search budget).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Add the bot's token to this file for `pbem bots` (made readable by its owner alone) "
+                   "instead of printing it.")
+def bot_add(handle: str, slugs: tuple[str, ...], strength: str, tokens_file: Path | None) -> None:
+    """Make a bot account and its API token (printed this once, or added to --tokens-file)."""
+    from pbem.accounts import bots
+    from pbem.accounts.accounts import AccountError
+
+    app = _app()
+    with app.app_context():
+        try:
+            made, token = bots.add(handle, list(slugs), strength)
+        except AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+        what = f"{made.handle} ({strength}; {', '.join(bots.games_of(made))})"
+    if tokens_file is None:
+        click.echo(f"Added the bot {what}. Its API token, shown this once, for `pbem bots`:")
+        click.echo(token)
+        return
+    tokens_file.parent.mkdir(parents=True, exist_ok=True)
+    with os.fdopen(os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as out:
+        out.write(f"{token} {made.handle}\n")
+    click.echo(f"Added the bot {what}; its token is in {tokens_file}.")
+
+
+@bot.command("list")
+def bot_list() -> None:
+    """List the bot accounts, with their games and strengths."""
+    from pbem.accounts import bots
+
+    app = _app()
+    with app.app_context():
+        for each in bots.all_bots():
+            click.echo(f"{each.handle}: {each.bot_strength}; {', '.join(bots.games_of(each))}")
+
+
+@main.command("bots")
+@click.option("--server", help="The server's address (default: bots.server, else server.base_url).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The bots' tokens, one a line (default: bots.tokens_file).")
+def bots_command(server: str | None, tokens_file: Path | None) -> None:
+    """Play for every bot of the tokens file, through the server's API, until stopped."""
+    from pbem.bots import runner
+    from pbem.core import config
+
+    _logging()
+    try:
+        settings = config.load()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    path = tokens_file or _tokens_file(settings)
+    tokens = runner.read_tokens(path)
+    if not tokens:
+        raise click.ClickException(f"There are no bot tokens in {path}: make a bot with "
+                                   f"`pbem bot add NAME --game SLUG --tokens-file {path}`.")
+    address = server or settings["bots"]["server"] or settings["server"]["base_url"]
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    log.info("bots playing on %s with %d token(s) (pid %s)", address, len(tokens), os.getpid())
+    runner.run(address, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop)
+    log.info("bots stopped")
+
+
 # Checking ---------------------------------------------------------------------------
 
 
 @main.command()
 def verify() -> None:
-    """Replay every game from its record and report any whose stored state differs."""
+    """Replay every game from its record and report any whose stored state differs, and any tournament
+    result that is not what its game's record gives."""
     from pbem.game import replaycheck as verifying
+    from pbem.tournament import standings
 
     app = _app()
     with app.app_context():
         problems = list(verifying.check_all())
+        results = list(standings.check_all())
     for problem in problems:
         click.echo(f"game #{problem.game_id}: {problem.problem}")
+    for result in results:
+        click.echo(f"tournament #{result.tournament_id}, game #{result.game_id}: {result.problem}")
     if problems:
         click.echo(f"{len(problems)} game(s) do not match their records.")
+    if results:
+        click.echo(f"{len(results)} tournament result(s) do not match their games' records.")
+    if problems or results:
         sys.exit(1)
     click.echo("Every game matches its record.")
+    click.echo("Every tournament result matches its game.")
 
 
 # Records ---------------------------------------------------------------------------
@@ -450,10 +544,42 @@ def web(host: str, port: int) -> None:
     app.run(host=host, port=port, threaded=True, use_reloader=False)
 
 
+def _run_overrides(host: str, port: int, mail_port: int | None) -> dict[str, dict[str, Any]]:
+    """The settings `pbem run --port P --mail-port M` changes: the mail listener on M and the dev mailbox
+    on M + 1; and, while ``server.base_url`` is the development default, the base URL to this server's
+    own address, so that the links it mails (a confirmation, a move) lead back to it."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if mail_port is not None:
+        overrides["smtpd"] = {"port": mail_port}
+        overrides["mailbox"] = {"port": mail_port + 1}
+    try:
+        base_url = load_settings()["server"]["base_url"]
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if base_url == default_base_url():
+        shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        overrides["server"] = {"base_url": f"http://{shown_host}:{port}"}
+    return overrides
+
+
+def _listen(controller: Any, what: str) -> None:
+    """Start a mail controller, or stop with a message saying which port is taken and what to do."""
+    try:
+        controller.start()
+    except OSError as exc:
+        raise click.ClickException(
+            f"The {what} cannot listen on {controller.hostname}:{controller.port} ({exc.strerror or exc}): "
+            "another server (a second `pbem run`?) has that port. Give this one ports of its own, e.g. "
+            "`make run PORT=5101 MAIL_PORT=2625` or `pbem run --port 5101 --mail-port 2625`."
+        ) from None
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=5000, show_default=True, type=int)
-def run(host: str, port: int) -> None:
+@click.option("--port", default=5000, show_default=True, type=int, help="The web server's port.")
+@click.option("--mail-port", type=int,
+              help="The mail listener's port (default: smtpd.port); the dev mailbox takes the next one.")
+def run(host: str, port: int, mail_port: int | None) -> None:
     """Everything on one machine: web, mail listener, scheduler and the dev mailbox, in one process."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -462,32 +588,59 @@ def run(host: str, port: int) -> None:
     from pbem.schedule import scheduler as jobs
 
     _logging()
-    app = _app()
+    app = _app(_run_overrides(host, port, mail_port))
     settings = app.config["PBEM"]
     started = []
     if settings["mailbox"]["enabled"]:
-        sink = devmail.controller(
-            Path(app.instance_path) / "mailbox", settings["mailbox"]["host"], settings["mailbox"]["port"]
-        )
-        sink.start()
+        sink = devmail.controller(sink_path(app), settings["mailbox"]["host"], settings["mailbox"]["port"])
+        _listen(sink, "dev mailbox")
         started.append(sink)
-        click.echo(f"Dev mailbox: SMTP sink on {sink.hostname}:{sink.port}, kept in instance/mailbox")
+        click.echo(f"Dev mailbox: SMTP sink on {sink.hostname}:{sink.port}, kept in {sink_path(app)}")
     inbound = listener.controller(app, settings["smtpd"]["host"], settings["smtpd"]["port"])
-    inbound.start()
+    try:
+        _listen(inbound, "mail listener")
+    except click.ClickException:
+        for controller in started:
+            controller.stop()
+        raise
     started.append(inbound)
     click.echo(f"Mail listener: SMTP on {inbound.hostname}:{inbound.port}")
+    click.echo(f"Links in mails point at {settings['server']['base_url']}")
     background = BackgroundScheduler(timezone="UTC")
     jobs.add_jobs(background, app)
     jobs.started(app, "scheduler")
     background.start()
+    bots_stop = _start_bots(settings, f"http://{host}:{port}")
     click.echo(f"Web: http://{host}:{port}/")
     try:
         app.run(host=host, port=port, threaded=True, use_reloader=False)
     finally:
+        bots_stop.set()
         background.shutdown(wait=False)
         jobs.stopped(app, "scheduler")
         for controller in reversed(started):
             controller.stop()
+
+
+def sink_path(app: Flask) -> Path:
+    """Where the dev mailbox keeps the mail it catches."""
+    return Path(app.instance_path) / "mailbox"
+def _start_bots(settings: dict, server: str) -> threading.Event:
+    """The bots of the tokens file, playing on ``server`` in a thread of their own (as `pbem bots` does
+    in its process); the event that stops them.  Without tokens nothing starts."""
+    from pbem.bots import runner
+
+    stop = threading.Event()
+    path = _tokens_file(settings)
+    tokens = runner.read_tokens(path)
+    if tokens:
+        thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
+            server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
+        thread.start()
+        click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
+    else:
+        click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
+    return stop
 
 
 def _stop_signals() -> Callable[[], str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import re
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from flask import current_app, render_template
@@ -33,6 +34,7 @@ from pbem.core.models import (
     new_session_token,
     utcnow,
 )
+from pbem.core.site import absolute_url
 from pbem.game import clock
 from pbem.mailout import outbox, sendagain, tokens
 
@@ -81,14 +83,31 @@ def _refuse_reserved(handle: str) -> None:
             raise AccountError(f"{word!r} is a word the server reads itself; choose another handle.")
 
 
+def internationalised(email: str) -> bool:
+    """Whether ``email`` has letters beyond plain ASCII, written as they are or, in its domain, in their
+    ASCII form (a label beginning "xn--", which browsers send for what was typed as "exämple.org")."""
+    domain = email.rpartition("@")[2]
+    return not email.isascii() or any(label[:4].lower() == "xn--" for label in domain.split("."))
+
+
 def check_address(email: str) -> None:
     """AccountError unless ``email`` (stripped, lower case) is a mail address this server can send to."""
     if len(email) > 254 or not EMAIL.match(email):
         raise AccountError(f"{email[:254]!r} is not a mail address.")
-    if not email.isascii():
-        # Such an address needs SMTPUTF8, which this server does not speak: its mail would never go.
-        raise AccountError(f"{email!r} has letters beyond plain ASCII, and this server cannot send mail to "
-                           "such an address; give another one.")
+    if internationalised(email):
+        # The local part of such an address needs SMTPUTF8, which this server does not speak, so its mail
+        # would never go; the domain's ASCII form is refused alike, so that one address gets one answer
+        # whether it is typed with its letters, or a browser turned them into "xn--" first.
+        raise AccountError(f"{email!r} has letters beyond plain ASCII (in their own form or as an xn-- "
+                           "domain), and this server takes only plain ASCII addresses; give another one.")
+
+
+class AddressTaken(AccountError):
+    """An address that is already an account's (``owner``)."""
+
+    def __init__(self, email: str, owner: User) -> None:
+        super().__init__(f"There is already an account for {email}.")
+        self.owner = owner
 
 
 def _check_password(password: str) -> None:
@@ -106,19 +125,19 @@ def hash_password(password: str) -> str:
 def create_user(handle: str, email: str, password: str | None = None, verified: bool = False, *,
                 password_hash: str | None = None) -> User:
     """A new player (added to the session, not committed); AccountError if the handle or address is
-    unusable or taken."""
+    unusable or taken (:class:`AddressTaken` for the address)."""
     handle, email = handle.strip(), email.strip().lower()
     check_handle(handle)
     check_address(email)
-    clash = db.session.scalar(
-        select(User).where(or_(User.handle_key == handle_key(handle), func.lower(User.email) == email))
-    )
+    # A taken handle is said first: handles are public, while whose an address is, is not.
+    clash = db.session.scalar(select(User).where(User.handle_key == handle_key(handle)))
     if clash is not None:
-        if clash.email == email:
-            raise AccountError(f"There is already an account for {email}.")
         if clash.handle.casefold() == handle.casefold():
             raise AccountError(f"The handle {clash.handle!r} is taken.")
         raise AccountError(f"The handle {handle!r} is too like {clash.handle!r}, which is taken.")
+    owner = _by_email(email)
+    if owner is not None:
+        raise AddressTaken(email, owner)
     user = User(
         handle=handle,
         handle_key=handle_key(handle),
@@ -139,6 +158,13 @@ def _by_email(email: str) -> User | None:
     return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
 
 
+def account_for_login(login: str) -> User | None:
+    """The account a form's handle or address names (a handle's look-alike, an address in any case),
+    if any: sign-in and password resets take either."""
+    login = login.strip()
+    return _by_email(login) if "@" in login else find_user(login)
+
+
 # Signing up and confirming the address ----------------------------------------------------------------
 
 
@@ -146,27 +172,47 @@ def _signer(purpose: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=f"account-{purpose}")
 
 
-def _link(path: str) -> str:
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + path
-
-
-def sign_up(handle: str, email: str, password: str) -> User:
+def sign_up(handle: str, email: str, password: str) -> User | None:
     """Create an unconfirmed account and mail it a confirmation link; commits.  The handle of a
-    placeholder account (made by importing records) is claimed instead: see :func:`claim`."""
+    placeholder account (made by importing records) is claimed instead: see :func:`claim`.
+
+    An address that is already an account's is answered as a new one is (the sign-up form must not
+    tell strangers whose addresses have accounts): nothing is made, and the account's owner is mailed
+    that someone tried, with a link to reset the password; None then.
+    """
     # A reserved handle is refused even where an imported record made a placeholder of it (whose form
     # is otherwise not checked: an imported handle may be claimed as it is).
     _refuse_reserved(handle.strip())
     hashed = hash_password(password)
     # The write lock first: the check for a taken handle and the insert must see the same database.
     begin_write()
-    placeholder = find_user(handle)
-    if placeholder is not None and placeholder.placeholder:
-        return claim(placeholder, email, hashed)
-    user = create_user(handle, email, password_hash=hashed)
+    try:
+        placeholder = find_user(handle)
+        if placeholder is not None and placeholder.placeholder:
+            return claim(placeholder, email, hashed)
+        user = create_user(handle, email, password_hash=hashed)
+    except AddressTaken as taken:
+        _tell_owner_of_sign_up(taken.owner)
+        db.session.commit()
+        return None
     db.session.flush()
     send_verification(user)
     db.session.commit()
     return user
+
+
+def _tell_owner_of_sign_up(owner: User) -> None:
+    """Write the mail telling ``owner`` that someone tried to sign up with their address into the outbox
+    (the caller commits): with their handle, and a link to reset the password (which also confirms an
+    address never confirmed), should they have forgotten they have an account."""
+    outbox.enqueue(
+        owner,
+        outbox.subject("Someone tried to sign up with your address"),
+        render_template("mail/signup_taken.txt", user=owner, reset_url=_reset_url(owner),
+                        hours=RESET_LINK_SECONDS // 3600, login_url=absolute_url("/login"),
+                        when=clock.format_time(utcnow(), owner.time_zone)),
+        kind="signup-taken",
+    )
 
 
 def send_verification(user: User) -> None:
@@ -180,7 +226,7 @@ def _mail_confirmation(to: User | str, user: User, token: str) -> None:
     outbox.enqueue(
         to,
         outbox.subject("Confirm your address"),
-        render_template("mail/verify.txt", user=user, url=_link(f"/verify/{token}"),
+        render_template("mail/verify.txt", user=user, url=absolute_url(f"/verify/{token}"),
                         days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
     )
@@ -196,8 +242,9 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
     """
     email = email.strip().lower()
     check_address(email)
-    if _by_email(email) is not None:
-        raise AccountError(f"There is already an account for {email}.")
+    owner = _by_email(email)
+    if owner is not None:
+        raise AddressTaken(email, owner)
     placeholder.password_hash = password_hash
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
     _mail_confirmation(email, placeholder, token)
@@ -304,9 +351,11 @@ def _load(token: str, purpose: str, max_age: int) -> dict[str, Any]:
 
 def authenticate(login: str, password: str) -> User:
     """The player whose handle or address and password these are; AccountError otherwise."""
-    login = login.strip()
-    user = _by_email(login) if "@" in login else find_user(login)
-    if user is None or not user.password_hash or not check_password_hash(user.password_hash, password):
+    user = account_for_login(login)
+    # A name with no account (or no password) is checked against a stand-in hash, so that the answer
+    # takes as long as for an account's: its time must not tell which names have accounts.
+    stored = user.password_hash if user is not None and user.password_hash else _stand_in_hash()
+    if not check_password_hash(stored, password) or user is None or not user.password_hash:
         raise AccountError("That handle (or address) and password do not match an account.")
     if not user.verified:
         raise AccountError(
@@ -314,6 +363,12 @@ def authenticate(login: str, password: str) -> User:
             "or ask for a new one."
         )
     return user
+
+
+@cache
+def _stand_in_hash() -> str:
+    """A password hash made as an account's are, matching no password anyone types (made once)."""
+    return generate_password_hash(new_session_token())
 
 
 def _reset_fingerprint(user: User) -> str:
@@ -324,22 +379,25 @@ def _reset_fingerprint(user: User) -> str:
 def request_reset(login: str) -> None:
     """Mail a password-reset link to the account with this handle or address, if there is one (to its
     address, whichever was given); commits."""
-    login = login.strip()
     begin_write()
-    user = _by_email(login) if "@" in login else find_user(login)
+    user = account_for_login(login)
     if user is None or user.placeholder:
         # A placeholder has no address to mail: it is claimed by signing up with its handle.
         db.session.rollback()
         return
-    token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
     outbox.enqueue(
         user,
         outbox.subject("Reset your password"),
-        render_template("mail/reset.txt", user=user, url=_link(f"/reset/{token}"),
-                        hours=RESET_LINK_SECONDS // 3600),
+        render_template("mail/reset.txt", user=user, url=_reset_url(user), hours=RESET_LINK_SECONDS // 3600),
         kind="reset",
     )
     db.session.commit()
+
+
+def _reset_url(user: User) -> str:
+    """A link that lets ``user`` choose a new password, once, for :data:`RESET_LINK_SECONDS`."""
+    token = _signer("reset").dumps({"u": user.id, "p": _reset_fingerprint(user)})
+    return absolute_url(f"/reset/{token}")
 
 
 def user_for_reset(token: str) -> User:
@@ -382,7 +440,7 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
     outbox.enqueue(
         user,
         outbox.subject("Your password was changed"),
-        render_template("mail/password_changed.txt", user=user, reset_url=_link("/reset"),
+        render_template("mail/password_changed.txt", user=user, reset_url=absolute_url("/reset"),
                         when=clock.format_time(utcnow(), user.time_zone),
                         cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
         kind="password-changed",
@@ -447,6 +505,18 @@ def set_notify(user: User, choice: str) -> None:
     db.session.commit()
 
 
+def set_digest_hour(user: User, hour: str) -> None:
+    """Send ``user``'s daily digest at ``hour`` (0-23, in their time zone), or at the server's usual hour
+    for ""; commits.  AccountError for anything else."""
+    hour = hour.strip()
+    if hour and not (hour.isascii() and hour.isdigit() and len(hour) <= 2 and int(hour) <= 23):
+        raise AccountError("The digest hour is a whole hour from 0 to 23 (in your time zone).")
+    begin_write()
+    fresh = db.session.get_one(User, user.id)
+    fresh.digest_hour = int(hour) if hour else None
+    db.session.commit()
+
+
 def check_mail_key(user: User, key: str | None) -> bool:
     """Whether ``key`` is ``user``'s mail key (any case)."""
     return bool(key) and hmac.compare_digest(hash_mail_key(key or ""), user.mail_key_hash)
@@ -465,7 +535,7 @@ def mail_new_key(user: User, occasion: str) -> str:
         user,
         outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
         render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
-                        settings_url=_link("/settings")),
+                        settings_url=absolute_url("/settings")),
         kind="mail-key",
     )
     return key
@@ -534,7 +604,7 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
         new_email,
         outbox.subject("Confirm your new address"),
         render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
-                        url=_link(f"/settings/email/{token}")),
+                        url=absolute_url(f"/settings/email/{token}")),
         kind="email-change",
     )
     outbox.enqueue(

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from pbem.core.database import begin_write, in_write_transaction, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import MailKeyFailure, User, utcnow
+from pbem.core.site import absolute_url
 from pbem.game import clock
 from pbem.mailout import outbox
 
@@ -93,7 +94,7 @@ def record_failure(user: User, sender: str) -> None:
             render_template(
                 "mail/key_paused.txt", user=user, failures=failures, sender=sender[:200],
                 until=clock.format_time(user.mail_key_paused_until),
-                settings_url=current_app.config["PBEM"]["server"]["base_url"].rstrip("/") + "/settings",
+                settings_url=absolute_url("/settings"),
             ),
             kind="key-paused",
         )

@@ -14,13 +14,14 @@ from typing import Any
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
-from flask import Response, current_app, jsonify, render_template, request
+from flask import Response, jsonify, render_template, request
 from marshmallow import EXCLUDE, Schema
 
 from pbem.api import auth, bp
 from pbem.api.errors import ApiError
 from pbem.api.schemas import ErrorSchema
 from pbem.core import inputs
+from pbem.core.site import base_url
 
 VERSION = "1.0.0"
 # The largest JSON body the API reads; its requests are a move or a game's settings.
@@ -67,6 +68,7 @@ class Operation:
     tags: list[str] = field(default_factory=list)
     body_required: bool = True
     public: bool = False
+    conditional: bool = False
 
     @property
     def path(self) -> str:
@@ -116,24 +118,34 @@ def _bounded_request() -> None:
 def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
               query: type[Schema] | None = None, response: type[Schema] | None = None, status: int = 200,
               errors: tuple[int, ...] = (), tag: str = "games", body_required: bool = True,
-              public: bool = False) -> Callable:
+              public: bool = False, stamp: Callable[[Any], str] | None = None) -> Callable:
     """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
 
     The view is called with the caller (a :class:`~pbem.core.models.User`; None for a call without a token
     to a ``public`` view, which then answers what a visitor of the site sees), the path's arguments, and
     ``body``/``query`` loaded through their schemas; it returns what ``response`` dumps.  A body that is
-    not ``body_required`` may be left out altogether (an empty request), and is then loaded as ``{}``."""
+    not ``body_required`` may be left out altogether (an empty request), and is then loaded as ``{}``.
+
+    With a ``stamp`` (a function of the caller reading, in one cheap statement, everything the answer
+    depends on), the answer carries it as a weak ETag, and a request whose ``If-None-Match`` names the
+    stamp still in force is answered 304 with no body and without running the view: a program polling
+    for news costs the server that one statement."""
 
     def decorate(view: Callable) -> Callable:
         # The docstring is the operation's description; people read it without reST's quotes.
         description = inspect.cleandoc(view.__doc__ or "").replace("``", "")
-        OPERATIONS.append(Operation(rule, method, view.__name__, summary, description,
-                                    body, query, response, status, errors, [tag], body_required, public))
+        OPERATIONS.append(Operation(rule, method, view.__name__, summary, description, body, query, response,
+                                    status, errors, [tag], body_required, public, stamp is not None))
 
         @wraps(view)
-        def endpoint(**path_args: Any) -> tuple[Response, int]:
+        def endpoint(**path_args: Any) -> Response:
             kwargs: dict[str, Any] = dict(path_args)
             kwargs["user"] = auth.caller(optional=public)
+            etag = stamp(kwargs["user"]) if stamp is not None else None
+            if etag is not None and request.if_none_match.contains_weak(etag):
+                unchanged = Response(status=304)
+                unchanged.set_etag(etag, weak=True)
+                return unchanged
             if query is not None:
                 kwargs["query"] = query(unknown=EXCLUDE).load(request.args.to_dict())
             if body is not None:
@@ -142,7 +154,13 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
                             and "Transfer-Encoding" not in request.headers)
                 kwargs["body"] = body().load({} if left_out else _json_body())
             result = view(**kwargs)
-            return jsonify(response().dump(result) if response is not None else result), status
+            answer = jsonify(response().dump(result) if response is not None else result)
+            answer.status_code = status
+            if etag is not None:
+                answer.set_etag(etag, weak=True)
+                # Each caller's own answer: a cache may keep it only to ask again with the tag.
+                answer.headers["Cache-Control"] = "private, no-cache"
+            return answer
 
         bp.add_url_rule(rule, endpoint=view.__name__, view_func=endpoint, methods=[method])
         return endpoint
@@ -158,7 +176,7 @@ def build_spec() -> dict[str, Any]:
         info={"description": "Play turn-based board games by program: list and start games, answer "
                              "challenges, read a position with its legal moves, and move. Authenticate "
                              "with 'Authorization: Bearer <token>' (make a token in Settings)."},
-        servers=[{"url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")}],
+        servers=[{"url": base_url()}],
     )
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Error", schema=ErrorSchema)
@@ -183,6 +201,12 @@ def build_spec() -> dict[str, Any]:
         if op.response is not None:
             answer["content"] = {"application/json": {"schema": op.response}}
         doc["responses"][str(op.status)] = answer
+        if op.conditional:
+            answer["headers"] = {"ETag": {"schema": {"type": "string"}, "description":
+                                          "Send it back as If-None-Match: 304 while nothing has changed."}}
+            doc["parameters"].append({"in": "header", "name": "If-None-Match", "required": False,
+                                      "schema": {"type": "string"}})
+            doc["responses"]["304"] = {"description": "Nothing has changed since the ETag sent."}
         for status in sorted({*op.errors, *COMMON_ERRORS, *((400, 413, 422) if op.body else ())}):
             doc["responses"][str(status)] = {
                 "description": ERROR_WORDS[status],

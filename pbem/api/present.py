@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from flask import current_app, url_for
+from flask import url_for
 from sqlalchemy import select
 
 import games
+from pbem.accounts import bots
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Rating, Seat, User
+from pbem.core.site import absolute_url
 from pbem.game import clock, queries, ratings, results
 from pbem.present import gameview
 
@@ -37,6 +39,7 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
         seats.append({
             "seat": seat.number,
             "player": seat.user.handle if seat.user else None,
+            "bot": bool(seat.user and seat.user.is_bot),
             "to_move": to_move,
             "deadline": seat.deadline if to_move else None,
             # In the caller's time zone, as their pages and mails give it ("deadline" is the instant).
@@ -50,8 +53,8 @@ def summary(game: Game, viewer: User | None = None) -> dict[str, Any]:
         "public": game.public, "rated": game.rated, "players": seats,
         "move_number": queries.next_move_number(game, mine) if mine else game.ply + 1,
         "result": outcome(game), "created_at": game.created_at, "finished_at": game.finished_at,
-        "url": current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
-        + url_for("games.game", game_id=game.id),
+        "url": absolute_url(url_for("games.game", game_id=game.id)),
+        "min_rating": game.min_rating, "max_rating": game.max_rating,
     }
 
 
@@ -68,11 +71,13 @@ def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dic
     data = summary(game, viewer)
     for seat_data, seat_view in zip(data["players"], view.seats, strict=True):
         seat_data["challenged"] = seat_view.challenged.handle if seat_view.challenged else None
-    board = None
+    board = position = None
     if game.state is not None:
         state = queries.state_of(game)
         board = view.engine.render_text(state, view.viewer_seat.number if view.viewer_seat else None,
                                         over=game.status != "active")
+        if view.viewer_seat is not None and game.status == "active":
+            position = view.engine.seat_view(state, view.viewer_seat.number)
     if view.my_turn and view.expect is not None:
         data["move_number"] = view.expect
     data.update({
@@ -83,8 +88,16 @@ def game(game: Game, viewer: User | None, seat_number: int | None = None) -> dic
         "draw_offered_by": game.draw_offered_by,
         "record": [record_entry(move, name) for move, name in view.moves],
         "hidden_moves": view.hidden_moves,
+        "position": position,
     })
     return data
+
+
+def bot(user: User) -> dict[str, Any] | None:
+    """What a computer player plays; None for a person."""
+    if not user.is_bot:
+        return None
+    return {"games": bots.games_of(user), "strength": user.bot_strength}
 
 
 def challenge(row: Challenge) -> dict[str, Any]:
@@ -111,5 +124,5 @@ def player(user: User) -> dict[str, Any]:
             tally.setdefault(engine, Counter())[results[number]] += 1
     record = [{"game": engine, "wins": counts["win"], "draws": counts["draw"], "losses": counts["loss"]}
               for engine, counts in sorted(tally.items())]
-    return {"handle": user.handle, "since": user.created_at, "on_vacation": user.on_vacation,
-            "ratings": rated, "record": record}
+    return {"handle": user.handle, "bot": bot(user), "since": user.created_at,
+            "on_vacation": user.on_vacation, "ratings": rated, "record": record}

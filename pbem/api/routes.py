@@ -3,24 +3,28 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 import games
-from pbem.accounts import accounts
+from pbem.accounts import accounts, bots
 from pbem.api import present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
 from pbem.api.openapi import operation
-from pbem.archive import archive
+from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
-from pbem.core.models import Game, Seat, User
-from pbem.game import clock, conditional, play, queueing, results
+from pbem.core.models import Challenge, Game, Seat, Tournament, User
+from pbem.game import clock, conditional, notes, play, queueing, results
 from pbem.lobby import challenges
-from pbem.present import dashboard, gameview, newgame
+from pbem.present import dashboard, gameview, newgame, tournamentview
+from pbem.tournament import organise
 
 
 def _game_for(user: User | None, game_id: int) -> Game:
@@ -103,16 +107,56 @@ def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     return present.game(_game_for(user, game_id), user)
 
 
-@operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me")
+def _stamp(user: User, rows: Sequence[Any]) -> str:
+    """An ETag from the caller, how they read times, and the rows an answer is made of."""
+    seen = repr((user.id, user.time_zone, user.vacation_since, [tuple(row) for row in rows]))
+    return hashlib.sha256(seen.encode()).hexdigest()[:32]
+
+
+def _turn_stamp(user: User) -> str:
+    """What /me/turn depends on: the caller's games in play, each with its version (every change to a
+    game, a move, a clock stopped, a seat's deadline, bumps it)."""
+    return _stamp(user, db.session.execute(
+        select(Game.id, Game.version).join(Seat, Seat.game_id == Game.id)
+        .where(Seat.user_id == user.id, Game.status == "active").order_by(Game.id)).all())
+
+
+def _challenge_stamp(user: User) -> str:
+    """What /me/challenges depends on: the challenges awaiting the caller, each with its game's version."""
+    return _stamp(user, db.session.execute(
+        select(Challenge.id, Game.version).join(Game, Game.id == Challenge.game_id)
+        .where(Challenge.challenged_id == user.id, Challenge.status == "pending")
+        .order_by(Challenge.id)).all())
+
+
+@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me")
+def me(user: User) -> dict[str, Any]:
+    """The player the token acts for, as /players/{handle} shows them (a computer player learns here what
+    it plays)."""
+    return present.player(user)
+
+
+@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True)
+def list_bots(user: User | None) -> dict[str, Any]:
+    """The computer players (marked BOT): each one's games and strength. Challenge one by its handle
+    like anyone.  Needs no token."""
+    return {"bots": [{"handle": bot.handle, **(present.bot(bot) or {})} for bot in bots.all_bots()]}
+
+
+@operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me",
+           stamp=_turn_stamp)
 def my_turn(user: User) -> dict[str, Any]:
-    """The games where it is your move, the soonest deadline first."""
+    """The games where it is your move, the soonest deadline first. The answer carries an ETag: send it
+    back as If-None-Match and, while nothing has changed, the answer is 304 with no body, so a program
+    may poll often."""
     return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
 
 
 @operation("/v1/me/challenges", "GET", "Challenges awaiting my answer", response=s.ChallengeListSchema,
-           tag="me")
+           tag="me", stamp=_challenge_stamp)
 def my_challenges(user: User) -> dict[str, Any]:
-    """The challenges to you that you have not answered: accept or decline each."""
+    """The challenges to you that you have not answered: accept or decline each. With an ETag, as
+    /me/turn."""
     return {"challenges": [present.challenge(c) for c in challenges.pending_challenges(user)]}
 
 
@@ -125,6 +169,20 @@ def get_player(user: User | None, handle: str) -> dict[str, Any]:
     if player is None or not player.verified:
         raise ApiError(404, "no-player", f"There is no player called {handle!r}.")
     return present.player(player)
+
+
+@operation("/v1/players", "GET", "Find players", query=s.DirectoryQuerySchema, response=s.DirectorySchema,
+           errors=(422,), tag="players", public=True)
+def find_players(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
+    """The player directory: players whose handle begins with q (any case), in handle order, each with
+    their rating in every game they are rated in and the games they have finished. Page with after (the
+    previous page's next). Needs no token."""
+    try:
+        page = directory.search(query["q"], query.get("after"), query["limit"])
+    except directory.DirectoryError as exc:
+        raise ApiError(422, "invalid", str(exc), fields={"q": [str(exc)]}) from None
+    return {"players": [{"handle": p.handle, "ratings": [{"game": g, "display": r} for g, r in p.ratings],
+                         "played": p.played} for p in page.players], "next": page.next}
 
 
 # Starting and answering ---------------------------------------------------------------------------
@@ -160,8 +218,29 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
         raise PlayError("A private game cannot have open seats: name every player, or make it public.",
                         "private")
     created = challenges.new_game(user, engine.slug, seats, body["options"], public=body["public"],
-                                  time_control=time_control, rated=body["rated"])
+                                  time_control=time_control, rated=body["rated"],
+                                  min_rating=body["min_rating"], max_rating=body["max_rating"])
     return _fresh_game(user, created.id)
+
+
+@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True)
+def lobby(user: User | None) -> dict[str, Any]:
+    """Public games waiting for players with an open seat, newest first, each with its creator's rating
+    in that game and who may take a seat by rating. Take one with POST /v1/games/{id}/take. Needs no
+    token."""
+    return {"games": [{"game": present.summary(entry.game, user),
+                       "creator": entry.game.created_by.handle if entry.game.created_by else None,
+                       "creator_rating": entry.creator_rating, "rating_range": entry.rating_range}
+                      for entry in challenges.lobby()]}
+
+
+@operation("/v1/games/<int:game_id>/take", "POST", "Take an open seat", response=s.GameSchema,
+           errors=(400, 403, 404, 409))
+def take_seat(user: User, game_id: int) -> dict[str, Any]:
+    """Take an open seat of a game in the lobby; taking the last one starts the game. A player whose
+    rating in the game lies outside the game's range is refused (403, out-of-range) with the reason."""
+    challenges.take_seat(_game_for(user, game_id).id, user)
+    return _fresh_game(user, game_id)
 
 
 @operation("/v1/games/<int:game_id>/accept", "POST", "Accept a challenge", body=s.AnswerSchema,
@@ -258,3 +337,112 @@ def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict
     omitted. Answers the lines left."""
     queueing.delete(_game_for(user, game_id).id, user, query.get("line"), query.get("seat"))
     return _lines(user, game_id, query.get("seat"))
+
+
+# Private notes ---------------------------------------------------------------------------
+
+
+@operation("/v1/games/<int:game_id>/note", "GET", "My note on a game", response=s.NoteSchema,
+           errors=(403, 404), tag="me")
+def my_note(user: User, game_id: int) -> dict[str, Any]:
+    """Your private note on a game you play in ("" for none). Nobody else can read it: not your
+    opponents, not watchers; it is in no page but yours, no mail, record or export."""
+    game = _game_for(user, game_id)
+    if not notes.may_keep_notes(game, user):
+        raise PlayError(f"Only the players of game #{game.id} keep notes on it.", "not-seated")
+    return {"note": notes.note_of(game, user)}
+
+
+@operation("/v1/games/<int:game_id>/note", "PUT", "Keep my note on a game", body=s.NoteSchema,
+           response=s.NoteSchema, errors=(400, 403, 404, 422), tag="me")
+def save_note(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Replace your private note on a game you play in (an empty note deletes it); it stays after the
+    game ends. Answers the note as kept."""
+    return {"note": notes.save(_game_for(user, game_id), user, body["note"])}
+
+
+# Tournaments ---------------------------------------------------------------------------
+
+
+def _tournament(tournament_id: int) -> dict[str, Any]:
+    """The tournament as it stands, for the answer."""
+    db.session.expire_all()
+    found = db.session.get(Tournament, tournament_id)
+    if found is None:
+        raise ApiError(404, "no-tournament", f"There is no tournament #{tournament_id}.")
+    return tournamentview.as_dict(tournamentview.build(found))
+
+
+@operation("/v1/tournaments", "GET", "List tournaments", response=s.TournamentListSchema, tag="tournaments",
+           public=True)
+def list_tournaments(user: User | None) -> dict[str, Any]:
+    """Tournaments taking entries or running first, then those over, newest first. Needs no token."""
+    return {"tournaments": [tournamentview.as_dict(tournamentview.build(t), with_rounds=False)
+                            for t in organise.listing()]}
+
+
+@operation("/v1/tournaments/<int:tournament_id>", "GET", "A tournament", response=s.TournamentSchema,
+           errors=(404,), tag="tournaments", public=True)
+def get_tournament(user: User | None, tournament_id: int) -> dict[str, Any]:
+    """A tournament: its settings, standings with tie-breaks (Sonneborn-Berger in a round-robin, Buchholz
+    and median Buchholz in a Swiss) and every round's pairings with their games. Needs no token."""
+    return _tournament(tournament_id)
+
+
+@operation("/v1/tournaments", "POST", "Organise a tournament", body=s.NewTournamentSchema,
+           response=s.TournamentSchema, status=201, errors=(400, 422), tag="tournaments")
+def create_tournament(user: User, body: dict[str, Any]) -> dict[str, Any]:
+    """Organise a tournament of a two-player game: round_robin, swiss, knockout or ladder. It takes
+    entries until start_at, or until max_players have joined when start_at is null."""
+    try:
+        time_control = clock.time_control_from_choice(body.get("time") or newgame.default_time_choice(),
+                                                      body["weekend_pause"])
+    except clock.TimeControlError as exc:
+        raise ApiError(422, "invalid", str(exc), fields={"time": [str(exc)]}) from None
+    start_at = body["start_at"]
+    if start_at is not None and start_at.tzinfo is not None:
+        start_at = start_at.astimezone(UTC).replace(tzinfo=None)
+    settings = {key: body[key] for key in ("double", "rounds", "bye_points", "draw_rule", "leaving", "reach",
+                                           "accept_days")}
+    made = organise.create(
+        user, body["name"], body["game"], body["format"], options=body["options"], time_control=time_control,
+        rated=body["rated"], min_players=body["min_players"], max_players=body["max_players"],
+        start_at=start_at, min_rating=body["min_rating"], max_rating=body["max_rating"], settings=settings)
+    return _tournament(made.id)
+
+
+def _tournament_action(name: str, summary: str, doc: str, action: Any, body: type | None = None) -> None:
+    """Declare ``POST /v1/tournaments/{id}/<name>``, which calls ``action(id, user[, player])``."""
+
+    def view(user: User, tournament_id: int, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        if body is not None:
+            action(tournament_id, user, body["player"])
+        else:
+            action(tournament_id, user)
+        return _tournament(tournament_id)
+
+    view.__name__ = f"tournament_{name}"
+    view.__doc__ = doc
+    operation(f"/v1/tournaments/<int:tournament_id>/{name}", "POST", summary, body=body,
+              response=s.TournamentSchema, errors=(400, 403, 404, 409), tag="tournaments")(view)
+
+
+_tournament_action("join", "Enter a tournament",
+                   "Enter the tournament while it takes entries (a ladder: at its foot, at any time). The "
+                   "entry that fills a tournament without a start time starts it.", organise.join)
+_tournament_action("withdraw", "Leave a tournament",
+                   "Leave the tournament: your games in play are lost by resignation (or struck out, as its "
+                   "settings say) and you are paired no more.", organise.withdraw)
+_tournament_action("start", "Start a tournament now", "The organiser starts it with the players entered.",
+                   organise.start)
+_tournament_action("pause", "Pause a tournament", "The organiser stops the pairing of new rounds.",
+                   organise.pause)
+_tournament_action("resume", "Resume a tournament", "The organiser lets pairing go on.", organise.resume)
+_tournament_action("cancel", "Cancel a tournament",
+                   "The organiser calls it off; games in play go on as ordinary games.", organise.cancel)
+_tournament_action("remove", "Remove a player", "The organiser takes a player out, as if they withdrew.",
+                   organise.remove, s.TournamentPlayerSchema)
+_tournament_action("challenge", "Challenge on a ladder",
+                   "Challenge a player up to the ladder's reach above you; they accept the game's challenge "
+                   "as any other, within the ladder's days, or lose by default.", organise.challenge,
+                   s.TournamentPlayerSchema)

@@ -9,7 +9,8 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from pbem.archive.archive import MAX_MOVES, MAX_PAGE_SIZE, PAGE_SIZE
-from pbem.core.models import MAX_COMMENT
+from pbem.archive.directory import PAGE_SIZE as DIRECTORY_PAGE_SIZE
+from pbem.core.models import MAX_COMMENT, MAX_NOTE
 from pbem.game.conditional import MAX_LINE_TEXT, MAX_LINES
 from pbem.game.endings import ENDINGS
 
@@ -49,6 +50,11 @@ class Flag(fields.Boolean):
         return value
 
 
+def whole_number(**kwargs: Any) -> fields.Integer:
+    """A body's whole number: JSON's own, not 1.5 (read as 1), "1" or true."""
+    return fields.Integer(strict=True, **kwargs)
+
+
 def flag(default: bool, description: str = "") -> Flag:
     """A body's optional true or false, with its default."""
     return Flag(load_default=default, metadata={"description": description} if description else {})
@@ -86,6 +92,7 @@ class SeatSchema(Schema):
 
     seat = fields.Integer(required=True, metadata={"description": "The seat number, from 0."})
     player = fields.String(allow_none=True, required=True)
+    bot = fields.Boolean(metadata={"description": "Whether the seat's player is a computer player (BOT)."})
     challenged = fields.String(allow_none=True, metadata={
         "description": "While the game waits: the player challenged to this seat, who has not answered."})
     to_move = fields.Boolean(required=True)
@@ -113,6 +120,11 @@ class GameSummarySchema(Schema):
     created_at = UtcDateTime(required=True)
     finished_at = UtcDateTime(allow_none=True, required=True)
     url = fields.String(required=True, metadata={"description": "The game's page on the web."})
+    min_rating = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Only a player rated at least this (in this game) may take an open seat; "
+                       "null: no bound."})
+    max_rating = fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Only a player rated at most this may take an open seat; null: no bound."})
 
 
 class RecordEntrySchema(Schema):
@@ -144,6 +156,10 @@ class GameSchema(GameSummarySchema):
     record = fields.List(fields.Nested(RecordEntrySchema), required=True)
     hidden_moves = fields.Integer(required=True, metadata={
         "description": "Moves not shown to you (the other boards of a game played on a shared deal)."})
+    position = fields.Dict(keys=fields.String(), values=fields.Raw(), allow_none=True, metadata={
+        "description": "While the game is on, for its player: the position as your seat may know it, in "
+                       "the engine's own form (games.Engine.seat_view, which engine.load reads back), for "
+                       "programs that search it; null for others, or for a game whose engine gives none."})
 
 
 class GameListSchema(Schema):
@@ -152,6 +168,24 @@ class GameListSchema(Schema):
     games = fields.List(fields.Nested(GameSummarySchema), required=True)
     next = fields.Integer(allow_none=True, required=True, metadata={
         "description": "Pass this as after for the next page; null on the last page."})
+
+
+class LobbyGameSchema(Schema):
+    """A game of the lobby: a public game with an open seat."""
+
+    game = fields.Nested(GameSummarySchema, required=True)
+    creator = fields.String(allow_none=True, required=True, metadata={"description": "Who started it."})
+    creator_rating = fields.String(required=True, metadata={
+        "description": 'The creator\'s rating in this game, e.g. "1520", or "1500?" while provisional.'})
+    rating_range = fields.String(required=True, metadata={
+        "description": 'Who may take a seat by rating: "1400–1700", "1400 or more", "up to 1700"; '
+                       '"" for anyone.'})
+
+
+class LobbySchema(Schema):
+    """The lobby: public games with an open seat, newest first."""
+
+    games = fields.List(fields.Nested(LobbyGameSchema), required=True)
 
 
 class TurnListSchema(Schema):
@@ -205,14 +239,75 @@ class GameRecordSchema(Schema):
     losses = fields.Integer(required=True)
 
 
+class ListedRatingSchema(Schema):
+    """A player's rating in one game, as people read it."""
+
+    game = fields.String(required=True)
+    display = fields.String(required=True, metadata={
+        "description": 'e.g. "1520", or "1520?" while provisional.'})
+
+
+class ListedPlayerSchema(Schema):
+    """A player of the directory."""
+
+    handle = fields.String(required=True)
+    ratings = fields.List(fields.Nested(ListedRatingSchema), required=True)
+    played = fields.Integer(required=True, metadata={"description": "Games they have finished."})
+
+
+class DirectorySchema(Schema):
+    """A page of the player directory, in handle order; ask for the next with ``after``."""
+
+    players = fields.List(fields.Nested(ListedPlayerSchema), required=True)
+    next = fields.String(allow_none=True, required=True, metadata={
+        "description": "Pass this as after for the next page; null on the last page."})
+
+
+class DirectoryQuerySchema(Schema):
+    """A search of the player directory."""
+
+    q = fields.String(load_default="", validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "The beginning of the handle, in any case; empty for everyone."})
+    after = fields.String(validate=validate.Length(max=MAX_HANDLE), metadata={
+        "description": "The next page: the players after this handle (the previous page's next)."})
+    limit = fields.Integer(load_default=DIRECTORY_PAGE_SIZE,
+                           validate=validate.Range(min=1, max=DIRECTORY_PAGE_SIZE))
+
+
+class NoteSchema(Schema):
+    """Your private note on a game: nobody else can read it, by any way."""
+
+    note = fields.String(required=True, validate=validate.Length(max=MAX_NOTE), metadata={
+        "description": "The note; empty deletes it."})
+class BotSchema(Schema):
+    """What a computer player plays."""
+
+    games = fields.List(fields.String(), required=True, metadata={"description": "The games it plays."})
+    strength = fields.String(required=True, metadata={"description": "easy, medium or hard."})
+
+
 class PlayerSchema(Schema):
     """A player: ratings per game and record."""
 
     handle = fields.String(required=True)
+    bot = fields.Nested(BotSchema, allow_none=True, metadata={
+        "description": "For a computer player (marked BOT), what it plays; null for a person."})
     since = UtcDateTime(required=True)
     on_vacation = fields.Boolean(required=True)
     ratings = fields.List(fields.Nested(RatingSchema), required=True)
     record = fields.List(fields.Nested(GameRecordSchema), required=True)
+
+
+class BotListSchema(Schema):
+    """The computer players, by handle."""
+
+    bots = fields.List(fields.Nested(lambda: BotEntrySchema()), required=True)
+
+
+class BotEntrySchema(BotSchema):
+    """A computer player: its handle, games and strength."""
+
+    handle = fields.String(required=True)
 
 
 # Requests ---------------------------------------------------------------------------
@@ -267,13 +362,18 @@ class NewGameSchema(Schema):
     weekend_pause = flag(False)
     public = flag(True)
     rated = flag(True, "Whether the result moves the ratings (two players with two accounts only).")
+    min_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+                                metadata={"description": "Open seats only for players rated at least this "
+                                                         "in the game."})
+    max_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+                                metadata={"description": "Open seats only for players rated at most this."})
 
 
 class MoveSchema(Schema):
     """A move, in the game's notation."""
 
     move = fields.String(required=True, validate=validate.Length(min=1, max=MAX_MOVE))
-    expect = fields.Integer(strict=True, validate=validate.Range(min=1, max=2**31 - 1), metadata={
+    expect = whole_number(validate=validate.Range(min=1, max=2**31 - 1), metadata={
         "description": "The move_number you saw: if the game has moved on since, the move is refused "
                        "(stale) instead of played on a position you did not see."})
     comment = fields.String(validate=validate.Length(max=MAX_COMMENT))
@@ -326,3 +426,119 @@ class ConditionalDeleteSchema(Schema):
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
     seat = your_seat("Which of your seats, when you hold several.", in_body=False)
+
+
+# Tournaments ---------------------------------------------------------------------------
+
+
+class NewTournamentSchema(Schema):
+    """A new tournament, taking entries until it starts."""
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=80))
+    game = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    format = fields.String(required=True,
+                           validate=validate.OneOf(("round_robin", "swiss", "knockout", "ladder")))
+    options = fields.Dict(keys=fields.String(validate=validate.Length(max=64)), values=fields.Raw(),
+                          load_default=dict, validate=validate.Length(max=32))
+    time = fields.String(validate=validate.Length(max=32), metadata={
+        "description": 'A time control, as for a new game: "days:N" or "bank:I+A/M".'})
+    weekend_pause = flag(False)
+    rated = flag(True)
+    min_players = whole_number(load_default=2, validate=validate.Range(min=2, max=1000))
+    max_players = whole_number(load_default=16, validate=validate.Range(min=2, max=1000))
+    start_at = UtcDateTime(allow_none=True, load_default=None, metadata={
+        "description": "When it starts (UTC); null: as soon as max_players have joined."})
+    min_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    max_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    double = Flag(load_default=None, allow_none=True,
+                            metadata={"description": "A round-robin played twice, on both sides."})
+    rounds = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=20),
+                            metadata={"description": "A Swiss's rounds."})
+    bye_points = fields.Float(load_default=None, allow_none=True, validate=validate.OneOf((0, 0.5, 1)),
+                              metadata={"description": "What a Swiss bye scores."})
+    draw_rule = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("replay", "seed")),
+                              metadata={"description": "A drawn knockout game: replayed, or won by the "
+                                                       "better seed."})
+    leaving = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("forfeit", "void")),
+                            metadata={"description": "A leaver's games: forfeited, or struck out."})
+    reach = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=50),
+                           metadata={"description": "A ladder: how far above a player may challenge."})
+    accept_days = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=30),
+                                 metadata={"description": "A ladder: days to accept a challenge."})
+
+
+class TournamentStandingSchema(Schema):
+    """A player's line of the standings."""
+
+    place = fields.Integer()
+    player = fields.String()
+    status = fields.String(metadata={"description": "active, withdrawn, removed or out (knocked out)."})
+    points = fields.Float()
+    played = fields.Integer()
+    wins = fields.Integer()
+    draws = fields.Integer()
+    losses = fields.Integer()
+    position = fields.Integer(allow_none=True, metadata={"description": "A ladder's place."})
+    tie_breaks = fields.Dict(keys=fields.String(), values=fields.Float(), metadata={
+        "description": "sb (Sonneborn-Berger) in a round-robin; buchholz and median in a Swiss."})
+
+
+class TournamentPairingSchema(Schema):
+    """One pairing: first moves first; second is null for a bye."""
+
+    first = fields.String()
+    second = fields.String(allow_none=True)
+    game = fields.Integer(allow_none=True)
+    result = fields.String(allow_none=True, metadata={"description": 'The first player\'s score: "1", "½", '
+                                                                     '"0"; null while in play.'})
+    how = fields.String(allow_none=True, metadata={"description": "bye, forfeit or lapsed, when not played."})
+    void = fields.Boolean()
+
+
+class TournamentRoundSchema(Schema):
+    """A round's pairings (round 0: a ladder's challenges)."""
+
+    round = fields.Integer()
+    pairings = fields.List(fields.Nested(TournamentPairingSchema))
+
+
+class TournamentSummarySchema(Schema):
+    """A tournament's settings and how it stands."""
+
+    id = fields.Integer()
+    name = fields.String()
+    game = fields.String()
+    format = fields.String()
+    status = fields.String(metadata={"description": "open, running, paused, finished or cancelled."})
+    status_words = fields.String()
+    round = fields.Integer()
+    options = fields.Dict()
+    time_control = fields.String()
+    rated = fields.Boolean()
+    organiser = fields.String()
+    min_players = fields.Integer()
+    max_players = fields.Integer()
+    start_at = UtcDateTime(allow_none=True)
+    min_rating = fields.Integer(allow_none=True)
+    max_rating = fields.Integer(allow_none=True)
+    settings = fields.Dict()
+    players = fields.Integer()
+
+
+class TournamentSchema(TournamentSummarySchema):
+    """A tournament: its settings, standings and rounds."""
+
+    standings = fields.List(fields.Nested(TournamentStandingSchema))
+    rounds = fields.List(fields.Nested(TournamentRoundSchema))
+
+
+class TournamentListSchema(Schema):
+    """Tournaments, those taking entries or running first."""
+
+    tournaments = fields.List(fields.Nested(TournamentSummarySchema))
+
+
+class TournamentPlayerSchema(Schema):
+    """A player named by handle (to remove, or to challenge on a ladder)."""
+
+    player = fields.String(required=True, validate=validate.Length(min=1, max=MAX_HANDLE))

@@ -24,7 +24,7 @@ from sqlalchemy.orm import aliased, defer, selectinload
 import games
 from pbem.accounts import accounts
 from pbem.core.extensions import db
-from pbem.core.models import Game, Seat, User
+from pbem.core.models import Game, Seat, Tournament, TournamentGame, User
 from pbem.game import results
 from pbem.game.endings import ENDINGS
 
@@ -64,6 +64,8 @@ class Filters:
     min_moves: int | None = None
     max_moves: int | None = None
     rated: bool | None = None
+    # A tournament's games only (its number).
+    tournament: int | None = None
 
     def params(self) -> dict[str, str]:
         """The filters as GET parameters (the inverse of :func:`parse_filters`), for links."""
@@ -87,17 +89,19 @@ class Filters:
             out["max_moves"] = str(self.max_moves)
         if self.rated is not None:
             out["rated"] = "yes" if self.rated else "no"
+        if self.tournament is not None:
+            out["tournament"] = str(self.tournament)
         return out
 
 
 FILTER_PARAMS = ("game", "player", "opponent", "result", "ending", "from", "to", "min_moves", "max_moves",
-                 "rated")
+                 "rated", "tournament")
 
 
 def parse_filters(args: Mapping[str, str]) -> Filters:
     """The archive filters in GET parameters (``game``, ``player``, ``opponent``, ``result``,
-    ``ending``, ``from``, ``to``, ``min_moves``, ``max_moves``, ``rated``); empty ones are ignored.
-    Raises :class:`ArchiveError` naming each parameter that cannot be used."""
+    ``ending``, ``from``, ``to``, ``min_moves``, ``max_moves``, ``rated``, ``tournament``); empty ones are
+    ignored.  Raises :class:`ArchiveError` naming each parameter that cannot be used."""
     errors: dict[str, str] = {}
     values = {name: (args.get(name) or "").strip()[:64] for name in FILTER_PARAMS}
     engine = None
@@ -137,10 +141,18 @@ def parse_filters(args: Mapping[str, str]) -> Filters:
     rated_word = values["rated"].lower()
     if rated_word not in rated_words:
         errors["rated"] = "Rated is yes or no."
+    tournament = None
+    if values["tournament"]:
+        number = values["tournament"].lstrip("#")
+        if number.isascii() and number.isdigit() and len(number) <= 9 and db.session.get(
+                Tournament, int(number)) is not None:
+            tournament = int(number)
+        else:
+            errors["tournament"] = f"There is no tournament {values['tournament']!r}."
     if errors:
         raise ArchiveError(errors)
     return Filters(engine, tuple(players), result, ending, since, until, min_moves, max_moves,
-                   rated_words[rated_word])
+                   rated_words[rated_word], tournament)
 
 
 def _date(text: str, name: str, errors: dict[str, str]) -> date | None:
@@ -225,6 +237,9 @@ def archive_query(filters: Filters) -> tuple[Select[Game], tuple[Any, Any]]:
         query = query.where(Game.ply <= filters.max_moves)
     if filters.rated is not None:
         query = query.where(Game.rated == filters.rated)
+    if filters.tournament is not None:
+        query = query.where(Game.id.in_(select(TournamentGame.game_id).where(
+            TournamentGame.tournament_id == filters.tournament)))
     return query, key
 
 

@@ -10,6 +10,7 @@ from flask import Response, current_app, url_for
 import games
 from pbem.archive import archive
 from pbem.core.models import Game, utcnow
+from pbem.core.site import absolute_url
 from pbem.game import results
 
 
@@ -32,7 +33,7 @@ def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
     feed.link(href=self_url, rel="self")
     feed.updated(_utc(found[0].finished_at) if found else _utc(None))
     for game in found:
-        url = url_for("games.game", game_id=game.id, _external=True)
+        url = absolute_url(url_for("games.game", game_id=game.id))
         entry = feed.add_entry(order="append")
         entry.id(url)
         entry.title(entry_title(game))

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from flask import current_app
 from marshmallow import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
@@ -34,6 +33,7 @@ from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
+from pbem.core.site import base_url
 from pbem.game import clock, endings, results
 from pbem.game.replay import Replay
 
@@ -67,7 +67,7 @@ def _time(value: datetime | None) -> str | None:
 
 def own_origin() -> str:
     """This server's name in the records it writes: its base URL, without a trailing slash."""
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")[:MAX_ORIGIN]
+    return base_url()[:MAX_ORIGIN]
 
 
 def record(game: Game) -> dict[str, Any]:

@@ -27,13 +27,14 @@ class Standing:
     losses: int
 
 
-def table(engine: str, limit: int = SHOWN) -> list[Standing]:
+def table(engine: str, limit: int = SHOWN, bots: bool = True) -> list[Standing]:
     """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
-    games (what the rating is made of; an unrated game counts for nothing here, as on their page)."""
-    best = db.session.execute(
-        select(Rating, User).join(User, User.id == Rating.user_id)
-        .where(Rating.engine == engine).order_by(Rating.rating.desc(), Rating.user_id).limit(limit)
-    ).all()
+    games (what the rating is made of; an unrated game counts for nothing here, as on their page).
+    Without ``bots``, the computer players are left out (and the others ranked among themselves)."""
+    wanted = select(Rating, User).join(User, User.id == Rating.user_id).where(Rating.engine == engine)
+    if not bots:
+        wanted = wanted.where(User.is_bot.is_(False))
+    best = db.session.execute(wanted.order_by(Rating.rating.desc(), Rating.user_id).limit(limit)).all()
     if not best:
         return []
     ids = [r.user_id for r, _u in best]
@@ -71,12 +72,22 @@ class History:
         """The highest rating of the history."""
         return max(p.rating for p in self.points)
 
-    def polyline(self, width: int = 320, height: int = 60) -> str:
-        """The history as the points of an SVG polyline of this size (later games to the right)."""
+    def _spots(self, width: int, height: int) -> list[tuple[float, float]]:
+        """Where each point goes in a drawing of this size (later games to the right; a lone point in
+        the middle)."""
+        if len(self.points) == 1:
+            return [(width / 2, height / 2)]
         span = (self.high - self.low) or 1.0
-        step = width / max(1, len(self.points) - 1)
-        return " ".join(f"{i * step:.1f},{height - (p.rating - self.low) / span * height:.1f}"
-                        for i, p in enumerate(self.points))
+        step = width / (len(self.points) - 1)
+        return [(i * step, height - (p.rating - self.low) / span * height) for i, p in enumerate(self.points)]
+
+    def polyline(self, width: int = 320, height: int = 60) -> str:
+        """The history as the points of an SVG polyline of this size."""
+        return " ".join(f"{x:.1f},{y:.1f}" for x, y in self._spots(width, height))
+
+    def latest(self, width: int = 320, height: int = 60) -> tuple[float, float]:
+        """Where the latest rating goes in the drawing of :meth:`polyline`, for a dot marking it."""
+        return self._spots(width, height)[-1]
 
 
 def histories(user: User, per_game: int = 200) -> list[History]:

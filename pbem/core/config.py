@@ -6,12 +6,15 @@ names the setting and where it came from, rather than failing later in the middl
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 DEFAULT_FILE = CONFIG_DIR / "default.toml"
@@ -115,6 +118,11 @@ def load(
     _merge(settings, _from_environment(settings, environ), "the environment")
     if overrides:
         _merge(settings, overrides, "the app factory's arguments")
+    if settings["mailbox"]["enabled"]:
+        # The dev mailbox catches every mail the server sends, so it is the outbound SMTP server: one
+        # setting (mailbox.port) moves both, and they can never disagree.
+        settings["mail"]["smtp_host"] = settings["mailbox"]["host"]
+        settings["mail"]["smtp_port"] = settings["mailbox"]["port"]
     _check(settings)
     _check_secret(settings, environ.get("PBEM_CONFIG"))
     return settings
@@ -168,6 +176,11 @@ def _check_secret(settings: Settings, config_file: str | None) -> None:
         f"it can play for anyone. Make one with {MAKE_SECRET} and put it in PBEM_SERVER_SECRET_KEY (e.g. "
         "in /etc/pbem/pbem.env) or in the file named by PBEM_CONFIG."
     )
+
+
+def default_base_url() -> str:
+    """``server.base_url`` as config/default.toml gives it (the development server's address)."""
+    return str(_read_toml(DEFAULT_FILE)["server"]["base_url"])
 
 
 def _check(settings: Settings) -> None:
@@ -226,6 +239,25 @@ def _check_limits(limits: dict[str, Any]) -> None:
             ) from None
 
 
+def check_limit_storage(settings: Settings, workers: int) -> None:
+    """Refuse (ConfigError) outside development, and warn in it, when ``workers`` processes would each
+    keep the rate limits' counts in their own memory: every worker would allow the whole limit, and a
+    client's requests, spread over the workers, would seldom reach it in any one of them."""
+    limits = settings["ratelimit"]
+    if workers <= 1 or not limits["enabled"] or not limits["storage_uri"].startswith("memory://"):
+        return
+    problem = (
+        f"ratelimit.storage_uri is {limits['storage_uri']!r}, which counts in each process, and {workers} "
+        f"worker processes are starting: each would count on its own, so the limits on password guessing "
+        f"and mail floods would allow {workers} times as much, or in practice hardly fire. Point every "
+        "worker at one Redis (ratelimit.storage_uri = \"redis://127.0.0.1:6379\", see docs/DEPLOY.md) or "
+        "run one worker."
+    )
+    if not settings["server"]["development"]:
+        raise ConfigError(problem + " (Started anyway only with server.development = true.)")
+    log.warning("RATE LIMITS DO NOT HOLD: %s", problem)
+
+
 def application_name(role: str) -> str:
     """How a process names itself to PostgreSQL: its role, host and process id (at most the 63 bytes
     PostgreSQL keeps), so that ``pg_stat_activity`` says whose each connection is."""
@@ -238,6 +270,10 @@ def flask_config(settings: Settings, role: str = "pbem web") -> dict[str, Any]:
     engine_options: dict[str, Any] = {}
     if settings["database"]["url"].startswith("postgresql"):
         engine_options["connect_args"] = {"application_name": application_name(role)}
+        # A pooled connection whose session the server ended (a restart, a failover, an operator's
+        # pg_terminate_backend) is found dead when taken from the pool and replaced, rather than failing
+        # the request that takes it: one round trip each time a connection is taken.
+        engine_options["pool_pre_ping"] = True
     return {
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SECRET_KEY": settings["server"]["secret_key"],

@@ -97,11 +97,15 @@ def caller_commits() -> Iterator[None]:
     raises rather than roll back a transaction left open.
     """
     session = db.session()
+    # A block inside another (a tournament's leaver resigning, inside the mail processor's block) leaves
+    # the outer one as it found it.
+    outer = session.info.get(_CALLER_COMMITS)
     session.info[_CALLER_COMMITS] = True
     try:
         yield
     finally:
-        session.info.pop(_CALLER_COMMITS, None)
+        if not outer:
+            session.info.pop(_CALLER_COMMITS, None)
 
 
 def finish_write() -> None:

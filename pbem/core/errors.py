@@ -19,5 +19,5 @@ class PlayError(Exception):
 
 # Most refusals are the player's to fix (400); these say the request came too late, from an out-of-date
 # view, or from someone who has no part in the game.
-HTTP_STATUS = {"not-seated": 403, "stale": 409, "conflict": 409, "not-your-turn": 409, "over": 409,
-               "no-game": 404}
+HTTP_STATUS = {"not-seated": 403, "hidden": 403, "stale": 409, "conflict": 409, "not-your-turn": 409,
+               "over": 409, "no-game": 404, "out-of-range": 403}

@@ -128,6 +128,15 @@ class User(Model):
     # Hard bounces counted towards mail.bounces_to_stop, and when the first of them came.
     mail_bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     mail_bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The hour (0-23, in the player's time zone) their daily digest goes out; None for the server's
+    # scheduler.digest_hour in UTC (see pbem.mailout.digest).
+    digest_hour: Mapped[int | None] = mapped_column(Integer)
+    # A computer player (``pbem bot add``): it plays through the API (``pbem bots``), is marked BOT
+    # wherever it is named, and is sent no mail.  The games it plays (slugs, space-separated) and its
+    # strength (games.players.STRENGTHS).
+    is_bot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    bot_games: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    bot_strength: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
     seats: Mapped[list[Seat]] = relationship(back_populates="user")
 
@@ -206,6 +215,10 @@ class Game(Model):
     # record changed (see pbem.records).
     origin: Mapped[str | None] = mapped_column(String(200))
     origin_game_id: Mapped[int | None] = mapped_column(Integer)
+    # Who may take an open seat: a player whose rating in this game lies within these bounds (either may
+    # be None: no bound), as the creator chose (see pbem.lobby.challenges.take_seat).
+    min_rating: Mapped[int | None] = mapped_column(Integer)
+    max_rating: Mapped[int | None] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
     seats: Mapped[list[Seat]] = relationship(
@@ -338,6 +351,23 @@ class Watch(Model):
     __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_watch_game_user"),)
 
 
+# The longest private note a player may keep on a game.
+MAX_NOTE = 10000
+
+
+class GameNote(Model):
+    """A player's private note on a game (DGS's notes): read and written only by its writer, by no other
+    channel shown to anyone, and kept after the game ends (see :mod:`pbem.game.notes`)."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    text: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("game_id", "user_id", name="uq_game_note_game_user"),)
+
+
 class OutboxMail(Model):
     """A mail waiting to be sent, written in the same transaction as the change it reports.
 
@@ -368,6 +398,9 @@ class OutboxMail(Model):
     # mail.give_up_after_hours); ``last_error`` then says why.  A given-up mail is never sent.
     failed_at: Mapped[datetime | None] = mapped_column(DateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # When a delivery report on this mail was counted as a bounce of its address: a report counts once,
+    # however often its bounce address is written to.
+    bounced_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     __table_args__ = (
         # The mails due: neither sent nor given up, by when they are next tried.
@@ -380,8 +413,10 @@ class OutboxMail(Model):
 class InboundMail(Model):
     """A received message, stored raw before anything is done with it.
 
-    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once; a message
-    without a Message-ID is keyed by the hash of its bytes.
+    ``message_id`` is unique, so a message delivered twice is stored (and so acted on) once: it is the
+    Message-ID with the From address (another sender's mail with the same Message-ID is another
+    message), or for a message without a Message-ID the hash of its bytes (see
+    :func:`pbem.mailin.receive.message_key`).
     """
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -488,3 +523,102 @@ class RatingHistory(Model):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     __table_args__ = (Index("ix_rating_history_user", "user_id", "engine", "id"),)
+
+
+class Tournament(Model):
+    """Organised play (see :mod:`pbem.tournament`): a round-robin, a Swiss, a knockout or a ladder of one
+    game with its options and time control, whose games the server starts itself.
+
+    ``status``: "open" (taking entries), "running", "paused" (no new round is paired), "finished",
+    "cancelled".  ``settings`` holds what the format asks for: ``double`` (a round-robin played on both
+    sides), ``rounds`` (a Swiss), ``bye_points``, ``draw_rule`` (a knockout's drawn or unfinished match:
+    "replay" or "seed"), ``leaving`` (a leaver's games: "forfeit" or "void"), ``reach`` and
+    ``accept_days`` (a ladder's challenges).  ``version`` rises with every change of the tournament, its
+    entries or its pairings' results, and stamps its kept pages.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80))
+    engine: Mapped[str] = mapped_column(String(32))
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    time_control: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    rated: Mapped[bool] = mapped_column(Boolean, default=True)
+    # "round_robin", "swiss", "knockout", "ladder".
+    format: Mapped[str] = mapped_column(String(16))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    min_players: Mapped[int] = mapped_column(Integer, default=2)
+    max_players: Mapped[int] = mapped_column(Integer, default=16)
+    # When it starts; None starts it as soon as max_players have joined ("when full").
+    start_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Who may join, by their rating in the game (either bound may be None).
+    min_rating: Mapped[int | None] = mapped_column(Integer)
+    max_rating: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="open", index=True)
+    # The round being played (0 before the start; a round-robin is one round of every pairing).
+    round: Mapped[int] = mapped_column(Integer, default=0)
+    organiser_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    organiser: Mapped[User] = relationship()
+    entries: Mapped[list[TournamentPlayer]] = relationship(
+        back_populates="tournament", order_by="TournamentPlayer.id", cascade="all, delete-orphan"
+    )
+
+    def __repr__(self) -> str:
+        return f"<Tournament {self.format} #{self.id} {self.status}>"
+
+
+class TournamentPlayer(Model):
+    """A player's entry in a tournament.  ``status``: "active", "withdrawn" (by themselves), "removed"
+    (by the organiser), "out" (knocked out).  ``seed`` orders the entries at the start (a knockout's
+    bracket, a Swiss's first pairing); ``position`` is a ladder's place, 1 at the top."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournament.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    seed: Mapped[int | None] = mapped_column(Integer)
+    position: Mapped[int | None] = mapped_column(Integer)
+    joined_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    left_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    tournament: Mapped[Tournament] = relationship(back_populates="entries")
+    user: Mapped[User] = relationship()
+
+    __table_args__ = (UniqueConstraint("tournament_id", "user_id", name="uq_tournament_player_entry"),)
+
+
+class TournamentGame(Model):
+    """One pairing of a tournament round: the game between ``first`` (seat 1) and ``second`` (seat 2).
+
+    A bye has no second player and no game.  ``result`` is the pairing's score from the first player's
+    side ("1", "½", "0"), copied from the game when it ends (so standings read one table; ``pbem verify``
+    checks every copy against its game) or set by the tournament's rules for a pairing without a
+    played result: a bye, a forfeit, a ladder challenge not accepted in time.  ``void`` pairings (a
+    leaver's, when the settings strike them) count for nobody.  A ladder challenge waits, as
+    "challenge", until its game is accepted or ``expires_at`` passes.
+    """
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournament.id", ondelete="CASCADE"))
+    round: Mapped[int] = mapped_column(Integer)
+    # "game", "bye", "challenge" (a ladder's, until it is accepted or lapses).
+    kind: Mapped[str] = mapped_column(String(16), default="game")
+    game_id: Mapped[int | None] = mapped_column(ForeignKey("game.id", ondelete="SET NULL"), index=True)
+    first_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    second_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    result: Mapped[str | None] = mapped_column(String(8))
+    # How a result not played out came about: "bye", "forfeit", "lapsed" (a challenge not accepted).
+    how: Mapped[str | None] = mapped_column(String(16))
+    void: Mapped[bool] = mapped_column(Boolean, default=False)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    game: Mapped[Game | None] = relationship()
+    first: Mapped[User] = relationship(foreign_keys=[first_id])
+    second: Mapped[User | None] = relationship(foreign_keys=[second_id])
+
+    __table_args__ = (Index("ix_tournament_game_round", "tournament_id", "round", "id"),)

@@ -193,13 +193,32 @@ def blank_secrets(text: str, players: Iterable[User] = ()) -> str:
 def _blank_mail_keys(text: str, key_hashes: set[str]) -> str:
     """``text`` with every word whose key hash is one of ``key_hashes`` hidden, in any case (a key is
     stored only as its hash, so each word shaped like a key is hashed and looked up)."""
-    def blank(found: re.Match[str]) -> str:
-        word = found.group(0)
-        if len(word) != MAIL_KEY_LENGTH or not is_key_shaped(word):
-            return word
-        return KEY_REMOVED if hash_mail_key(word) in key_hashes else word
+    return KeysFound(key_hashes, key_shaped_words(text)).blank(text)
 
-    return _KEY_WORD.sub(blank, text)
+
+def key_shaped_words(text: str) -> set[str]:
+    """The distinct words of ``text`` that could be mail keys, in lower case (keys are read in any case)."""
+    return {word.lower() for word in _KEY_WORD.findall(text)
+            if len(word) == MAIL_KEY_LENGTH and is_key_shaped(word)}
+
+
+class KeysFound:
+    """Which of ``words`` are the mail keys of some accounts (given by their key hashes).
+
+    A key is stored only as its hash, so each word is hashed once and looked up; the keys found are then
+    blanked from any text by :meth:`blank` without hashing anything again, so that a mail's words are
+    looked at once and its keys blanked from everything made of it.
+    """
+
+    def __init__(self, key_hashes: Iterable[str], words: Iterable[str]) -> None:
+        hashes = frozenset(h for h in key_hashes if h)
+        self.keys = {word for word in words if hash_mail_key(word) in hashes} if hashes else set()
+
+    def blank(self, text: str) -> str:
+        """``text`` with every key found hidden, in any case."""
+        for key in self.keys:
+            text = blank_key(text, key)
+        return text
 
 
 def blank_key(text: str, key: str) -> str:

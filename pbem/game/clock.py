@@ -311,6 +311,14 @@ def format_time(moment: datetime | None, zone: str | None = None, date_only: boo
     return f"{local:%a} {local.day} {local:%b %Y %H:%M} {name}"
 
 
+def format_day(moment: datetime | None, zone: str | None = None) -> str:
+    """The day of a moment (naive UTC) in ``zone``, for a sentence: "Wed 3 Dec" ("never" for None)."""
+    if moment is None:
+        return "never"
+    local = moment.replace(tzinfo=UTC).astimezone(time_zone(zone))
+    return f"{local:%a} {local.day} {local:%b}"
+
+
 def time_zone(name: str | None) -> ZoneInfo:
     """The time zone called ``name`` (IANA, e.g. "Europe/Paris"); UTC for none or an unknown name."""
     if not name or name not in zone_names():

@@ -104,8 +104,17 @@ class TimedOut:
     seat: Seat
 
 
+@dataclass(frozen=True)
+class GamesLocked:
+    """A batch of games (``game_ids``) is locked for one transaction (the sweep's timeouts): a handler may
+    read now, at once, what it will need of them, since a read in the middle of the batch would send its
+    writes early, a statement a game."""
+
+    game_ids: list[int]
+
+
 Event = (GameStarted | MovePlayed | MovesPlayed | ConditionalRefused | GameOver | DrawOffered | DrawDeclined
-         | TimedOut)
+         | TimedOut | GamesLocked)
 Handlers = Mapping[type, Sequence[Callable[[Any], None]]]
 
 _KEY = "pbem_event_handlers"

@@ -694,6 +694,7 @@ def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
     ))
     queries.prefetch_last_moves(ids)
     watching.prefetch_watchers(ids)
+    events.publish(events.GamesLocked(ids))
     ratings.lock_ratings(
         {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
     )

@@ -69,9 +69,11 @@ def preview(game: Game, user: User, text: str, seat: int | None = None) -> dict[
     state = check(engine, state, owner, opponent, line)
     mover = opponent if len(line) % 2 == 0 else owner
     movable = mover.number in engine.to_move(state)
+    moves = engine.moves(state, mover.number) if movable else []
     return {
         "line": describe(line) if line else "",
         "svg": engine.render_svg(state, mover.number, targets=movable),
-        "moves": engine.moves(state, mover.number) if movable else [],
+        "moves": moves,
+        "spellings": engine.click_spellings(state, mover.number, moves) if moves else {},
         "theirs": mover is opponent,
     }

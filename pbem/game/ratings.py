@@ -158,6 +158,20 @@ def display(row: Rating | None) -> str:
     return f"{round(row.rating)}{'?' if is_provisional(row) else ''}"
 
 
+def ratings_in(engine: str, user_ids: set[int]) -> dict[int, Rating]:
+    """The rating rows of ``user_ids`` in ``engine`` that exist, by user id, read without locking (for
+    pages and checks that only look); a player missing has played no rated game of it."""
+    if not user_ids:
+        return {}
+    rows = db.session.scalars(select(Rating).where(Rating.engine == engine, Rating.user_id.in_(user_ids)))
+    return {row.user_id: row for row in rows}
+
+
+def points(row: Rating | None) -> int:
+    """The rating as a whole number, as a rating range compares it (1500 for a player with none)."""
+    return round(row.rating if row is not None else INITIAL_RATING)
+
+
 # Locking and updating the rows --------------------------------------------------------------------------
 
 

@@ -80,10 +80,24 @@ def handle_or_seat(game: Game, number: int) -> str:
     return seat.user.handle if seat is not None and seat.user is not None else f"seat {number + 1}"
 
 
+def marked_name(game: Game, number: int) -> str:
+    """The player at seat ``number`` as :func:`handle_or_seat` names them, a computer player marked as
+    lichess marks them: "BOT easybot"."""
+    seat = next((s for s in game.seats if s.number == number), None)
+    if seat is not None and seat.user is not None:
+        return user_name(seat.user)
+    return f"seat {number + 1}"
+
+
+def user_name(user: User) -> str:
+    """A player's handle, a computer player's marked "BOT easybot": how lists and rosters name them."""
+    return f"BOT {user.handle}" if user.is_bot else user.handle
+
+
 def player_name(game: Game, number: int) -> str:
     """Seat ``number`` named with its side, for results and rosters: "alice (Red)", "alice" where seats
-    have no side, "seat 2 (Blue)" while nobody holds it."""
-    name, colour = handle_or_seat(game, number), side(game, number)
+    have no side, "seat 2 (Blue)" while nobody holds it; a computer player as "BOT easybot (Blue)"."""
+    name, colour = marked_name(game, number), side(game, number)
     return f"{name} ({colour})" if colour else name
 
 
@@ -129,6 +143,12 @@ def sentence(game: Game) -> str:
     outcome = outcome_of(game)
     if outcome is None:
         return ""
+    return reason_sentence(game, outcome)
+
+
+def reason_sentence(game: Game, outcome: Outcome) -> str:
+    """``outcome``'s reason as a sentence naming the players of ``game``: "alice (O) wins with a full
+    line on file b." (a stored result, or one reached on the analysis board)."""
     text = _with_names(game, outcome.reason)
     return _full_stop(text[:1].upper() + text[1:] if _starts_with_word(game, outcome.reason) else text)
 
@@ -269,7 +289,7 @@ def user_result(game: Game, user: User) -> str:
 def players(game: Game, with_side: bool = False) -> str:
     """The game's players in words: "alice vs bob" for two, "alice, bob and carol" for more; an open
     seat is "an open seat"."""
-    name = player_name if with_side else handle_or_seat
+    name = player_name if with_side else marked_name
     names = [name(game, s.number) if s.user is not None else "an open seat" for s in game.seats]
     if len(names) == 2:
         return " vs ".join(names)
@@ -283,7 +303,7 @@ def opponents(game: Game, user: User) -> str:
     (challenged)", "bob (declined)"."""
     states = dict(seat_states(game)) if game.state is None else {}
     others = [
-        s.user.handle if s.user is not None else states.get(s.number, "an open seat")
+        user_name(s.user) if s.user is not None else states.get(s.number, "an open seat")
         for s in game.seats if s.user is None or s.user.id != user.id
     ]
     return join_words(others, "and") if others else "alone"
@@ -302,9 +322,9 @@ def seat_states(game: Game, challenges: Iterable[Challenge] | None = None) -> li
     for seat in game.seats:
         challenge = latest.get(seat.number)
         if seat.user is not None:
-            states.append((seat.number, seat.user.handle))
+            states.append((seat.number, user_name(seat.user)))
         elif challenge is not None and challenge.status in words:
-            states.append((seat.number, f"{challenge.challenged.handle} ({words[challenge.status]})"))
+            states.append((seat.number, f"{user_name(challenge.challenged)} ({words[challenge.status]})"))
         else:
             states.append((seat.number, "open seat"))
     return states

@@ -8,6 +8,7 @@ never both take the last seat.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -16,13 +17,16 @@ from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
-from pbem.game import play, results
+from pbem.game import play, queries, ratings, results
 from pbem.game.play import PlayError
 from pbem.mailout import notify
 
 # A value longer than this (a written position) is only said to be set where a game's options are listed
 # for choosing or reading at a glance; the text record keeps it whole.
 _LONGEST_OPTION_SHOWN = 24
+
+# The bounds a rating range may be given within.
+LOWEST_RATING, HIGHEST_RATING = 0, 4000
 
 
 def options_words(options: dict[str, Any] | None) -> str:
@@ -49,14 +53,39 @@ def new_game(
     time_control: dict[str, Any] | None = None,
     seed: int | None = None,
     rated: bool = True,
+    min_rating: int | None = None,
+    max_rating: int | None = None,
 ) -> Game:
     """Create a game with ``seats`` in order: the creator, named opponents (challenged) or None (open).
 
     The creator must hold at least one seat.  Named opponents get a challenge mail.  A game whose seats
-    are all the creator's (solitaire) starts at once.  Commits; raises PlayError or marshmallow's
+    are all the creator's (solitaire) starts at once.  ``min_rating`` and ``max_rating`` bound the
+    rating (in this game) of whoever takes an open seat.  Commits; raises PlayError or marshmallow's
     ValidationError (bad options) without storing anything.
     """
+    check_rating_range(min_rating, max_rating, open_seats=None in seats)
     begin_write()
+    game = open_game(creator, engine_slug, seats, options, public=public, time_control=time_control,
+                     seed=seed, rated=rated, min_rating=min_rating, max_rating=max_rating)
+    db.session.commit()
+    return game
+
+
+def open_game(
+    creator: User,
+    engine_slug: str,
+    seats: list[User | None],
+    options: dict[str, Any] | None = None,
+    *,
+    public: bool = True,
+    time_control: dict[str, Any] | None = None,
+    seed: int | None = None,
+    rated: bool = True,
+    min_rating: int | None = None,
+    max_rating: int | None = None,
+) -> Game:
+    """:func:`new_game` inside the caller's write transaction (a ladder challenge is written with the
+    game it makes); the caller commits."""
     if not any(u is not None and u.id == creator.id for u in seats):
         raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
     named = [u for u in seats if u is not None and u.id != creator.id]
@@ -70,6 +99,7 @@ def new_game(
         engine_slug, mine, options, created_by=creator, public=public, time_control=time_control, seed=seed,
         rated=rated,
     )
+    game.min_rating, game.max_rating = min_rating, max_rating
     db.session.flush()
     for number, seated in enumerate(seats):
         if seated is not None and seated.id != creator.id:
@@ -84,7 +114,6 @@ def new_game(
         notify.send(challenge.challenged, game, f"{creator.handle} challenges you", "mail/challenge.txt",
                     challenge=challenge, challenger=creator, side=results.side(game, challenge.seat),
                     seats=seat_words)
-    db.session.commit()
     return game
 
 
@@ -96,6 +125,58 @@ def pending_challenges(user: User) -> list[Challenge]:
     ))
 
 
+def check_rating_range(low: int | None, high: int | None, open_seats: bool = True) -> None:
+    """Refuse a rating range that cannot be: a bound out of :data:`LOWEST_RATING`..:data:`HIGHEST_RATING`,
+    a lowest above the highest, or a range on a game without an open seat (it bounds who takes one)."""
+    for bound in (low, high):
+        if bound is not None and not LOWEST_RATING <= bound <= HIGHEST_RATING:
+            raise PlayError(
+                f"A rating bound must be from {LOWEST_RATING} to {HIGHEST_RATING}; {bound} is not.",
+                "rating-range")
+    if low is not None and high is not None and low > high:
+        raise PlayError(f"The lowest rating ({low}) is above the highest ({high}).", "rating-range")
+    if (low is not None or high is not None) and not open_seats:
+        raise PlayError("A rating range bounds who may take an open seat; this game has none.",
+                        "rating-range")
+
+
+def rating_range_words(game: Game) -> str:
+    """Who may take the game's open seats by rating: "1400-1700", "1400 or more", "up to 1700"; ""
+    when anyone may."""
+    low, high = game.min_rating, game.max_rating
+    if low is not None and high is not None:
+        return f"{low}–{high}"
+    if low is not None:
+        return f"{low} or more"
+    if high is not None:
+        return f"up to {high}"
+    return ""
+
+
+def _check_rating(game: Game, user: User) -> None:
+    """Refuse ``user`` a seat of ``game`` when their rating in it lies outside the game's range."""
+    if game.min_rating is None and game.max_rating is None:
+        return
+    rating = ratings.points(ratings.ratings_in(game.engine, {user.id}).get(user.id))
+    low = game.min_rating if game.min_rating is not None else LOWEST_RATING
+    high = game.max_rating if game.max_rating is not None else HIGHEST_RATING
+    if not low <= rating <= high:
+        title = queries.engine_of(game).title
+        raise PlayError(
+            f"Game #{game.id} is open to players rated {rating_range_words(game)} in {title}; your "
+            f"{title} rating is {rating}.", "out-of-range")
+
+
+@dataclass
+class OpenGame:
+    """A game of the lobby: the game, its creator's rating in it ("1520?"), and who may take a seat by
+    rating ("" for anyone)."""
+
+    game: Game
+    creator_rating: str
+    rating_range: str
+
+
 def open_games(limit: int = 50) -> list[Game]:
     """Waiting public games with an open seat (no challenge pending on it): the lobby."""
     waiting = db.session.scalars(
@@ -103,6 +184,18 @@ def open_games(limit: int = 50) -> list[Game]:
         .limit(limit)
     ).all()
     return [g for g in waiting if _open_seats(g)]
+
+
+def lobby(limit: int = 50) -> list[OpenGame]:
+    """The lobby's games, each with its creator's rating in that game and its rating range."""
+    found = open_games(limit)
+    creators: dict[str, set[int]] = {}
+    for game in found:
+        if game.created_by_id is not None:
+            creators.setdefault(game.engine, set()).add(game.created_by_id)
+    rows = {engine: ratings.ratings_in(engine, ids) for engine, ids in creators.items()}
+    return [OpenGame(game, ratings.display(rows.get(game.engine, {}).get(game.created_by_id or 0)),
+                     rating_range_words(game)) for game in found]
 
 
 def _open_seats(game: Game) -> list[Seat]:
@@ -183,6 +276,15 @@ def withdraw(game: Game | int, user: User) -> Game:
         return locked
 
 
+def lapse(game: Game) -> None:
+    """Call off a game whose challenges were not answered in time (a ladder challenge), in the caller's
+    transaction under the game's lock; the challenges are marked "lapsed"."""
+    _call_off(game)
+    for challenge in _challenges(game):
+        if challenge.status == "pending":
+            challenge.status, challenge.answered_at = "lapsed", utcnow()
+
+
 def take_seat(game: Game | int, user: User) -> Game:
     """``user`` takes an open seat; taking the last one starts the game."""
     with play.locked_game(game) as locked:
@@ -192,6 +294,7 @@ def take_seat(game: Game | int, user: User) -> Game:
         seats = _open_seats(locked)
         if not seats:
             raise PlayError(f"Game #{locked.id} has no open seat left.", "no-open-seat")
+        _check_rating(locked, user)
         _fill(locked, seats[0].number, user)
         return locked
 

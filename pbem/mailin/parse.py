@@ -70,10 +70,12 @@ class _ReadingPolicy(EmailPolicy):
 READING_POLICY = _ReadingPolicy()
 
 
-# One "Re:", "Fwd:", "AW:", "Re[2]:" or "[pbem]" (our tag) at the start of a subject; matched at a
-# position and never searched for, so stripping any number of them takes linear time.
+# One "Re:", "Fwd:", "AW:", "Re[2]:" (also Polish "Odp:", Portuguese "Res:", Italian "Rif:", Russian
+# "Ответ:") or "[pbem]" (our tag) at the start of a subject; matched at a position and never searched for,
+# so stripping any number of them takes linear time.
 _PREFIX = re.compile(
-    rf"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r)\s*(?:\[\d{{1,9}}\])?\s*:|{re.escape(SUBJECT_TAG)})\s*",
+    r"\s*(?:(?:re|aw|sv|wg|fwd?|fw|tr|antw|vs|rv|enc|r|odp|res|rif|ответ|отв)\s*(?:\[\d{1,9}\])?\s*:"
+    rf"|{re.escape(SUBJECT_TAG)})\s*",
     re.IGNORECASE,
 )
 

@@ -35,17 +35,19 @@ from sqlalchemy.orm.attributes import instance_state
 
 import games
 from pbem.accounts import mailkeys
+from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
 from pbem.core.database import begin_write, caller_commits, in_write_transaction, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
+from pbem.core.redaction import KeysFound
 from pbem.game import play, queries
 from pbem.mailin import answered, authentication, parse, quotes, reading, reports
 from pbem.mailin.commands import (
     Answer,
-    Command,
     CommandError,
-    blank_key,
+    comment_for,
+    keys_in_mail,
     looks_like_command,
     parse_reply,
     parse_subject,
@@ -53,7 +55,6 @@ from pbem.mailin.commands import (
     redact,
     run_reply,
     run_subject,
-    take_conditionals,
 )
 from pbem.mailout import bouncing, digest, notify, outbox, tokens
 
@@ -70,6 +71,9 @@ class Handling:
     user: User | None = None
     game: Game | None = None
     reply_to: str | None = None
+    # The mail keys the message holds (see commands.keys_in_mail): blanked from all of the above, and
+    # from the answer's subject.
+    keys: KeysFound | None = None
 
 
 def mail_domain() -> str:
@@ -290,8 +294,8 @@ def _finish(claimed: _Claimed, mail: parse.Incoming, outcome: Handling, acting: 
         note += " (not answered: too many refusals to this address lately)"
     recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
         "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
-        "outcome_note": _note(note), "of_user": _identity(outcome.user), "of_game": _identity(outcome.game),
-        "now": utcnow(),
+        "outcome_note": _stored_note(note), "of_user": _identity(outcome.user),
+        "of_game": _identity(outcome.game), "now": utcnow(),
     })
     if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
         db.session.rollback()
@@ -316,13 +320,13 @@ def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
     back to the queue to fail again.  False when nothing could be recorded (the database is away)."""
     answering = mail is not None and bool(mail.from_addr) \
         and reports.automatic(mail, None, mail_domain()) is None
+    unanswered = f"{note} (not answered: the answer could not be written either)"
     for answer in (True, False) if answering else (False,):
         try:
             begin_write()
             failed = db.session.connection().execute(_RECORD_OUTCOME, {
                 "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
-                "outcome_note": _note(note if answer or not answering else f"{note} (not answered: the "
-                                      "answer could not be written either)"),
+                "outcome_note": _stored_note(note if answer or not answering else unanswered),
                 "of_user": None, "of_game": None, "now": utcnow(),
             })
             if failed.rowcount != 1:
@@ -347,7 +351,7 @@ def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
     return False
 
 
-def _note(note: str) -> str:
+def _stored_note(note: str) -> str:
     """A note as the row keeps it: bounded, and without what no stored text may carry (an exception's
     words may quote the message)."""
     return inputs.clean(note)[:2000]
@@ -437,6 +441,12 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     if mail.from_ambiguous:
         # Whoever is named first may not be who sent it: act for nobody, and answer nobody.
         return Handling("rejected", "the From header does not name one sender beyond doubt; not answered")
+    if internationalised(mail.from_addr) and (not mail.from_addr.isascii()
+                                              or not _anyones_address(mail.from_addr)):
+        # As sign-up and a change of address refuse it: no account can have such an address (one written
+        # in its xn-- form may be older than the refusal), and an answer could not go to it.
+        return Handling("rejected", "from an address with letters beyond plain ASCII, which no account may "
+                                    "have; not answered")
     reason = reports.automatic(mail, envelope, mail_domain())
     if reason is not None:
         return Handling("ignored", reason)
@@ -460,6 +470,11 @@ def _handle(mail: parse.Incoming, mail_from: str, by_smtp: bool) -> Handling:
     return outcome
 
 
+def _anyones_address(address: str) -> bool:
+    """Whether ``address`` is an account's (one made before such addresses were refused may be)."""
+    return db.session.scalar(select(User.id).where(func.lower(User.email) == address.lower())) is not None
+
+
 def _authenticated(mail: parse.Incoming) -> authentication.Verdict | None:
     """What the local MTA found of the sender (None unless ``mail.authserv_id`` is set and it wrote a
     result under it)."""
@@ -474,12 +489,32 @@ def _authenticated(mail: parse.Incoming) -> authentication.Verdict | None:
 
 
 def _command_or_reply(mail: parse.Incoming) -> Handling:
-    """A reply (to a ``play+TOKEN`` address) or a command, acted on."""
+    """A reply (to a ``play+TOKEN`` address) or a command, acted on.  A mail key it holds is never
+    repeated: not in the answer nor its subject, the note kept and logged, or a comment passed on."""
+    keys = keys_in_mail(mail.from_addr, mail.subject, mail.text)
     for address in mail.recipients:
         token = tokens.reply_token_in(address)
         if token is not None:
-            return _reply(mail, token, address)
-    return _subject_command(mail)
+            return _without_keys(_reply(mail, token, address, keys), keys)
+    return _without_keys(_subject_command(mail, keys), keys)
+
+
+def _note(keys: KeysFound, said: str, refusal: str = "") -> str:
+    """The note kept of a command: what it said and why it was refused, cut short, the mail's keys blanked
+    before the cut (so that no part of one is left)."""
+    note = repr(keys.blank(said)[:100])
+    return f"{note}: {keys.blank(refusal)[:300]}" if refusal else note
+
+
+def _without_keys(outcome: Handling, keys: KeysFound) -> Handling:
+    """``outcome`` with the mail keys ``keys`` blanked from its note and its answer, and kept for its
+    answer's subject."""
+    outcome.note = keys.blank(outcome.note)
+    if outcome.answer is not None:
+        outcome.answer.message = keys.blank(outcome.answer.message)
+        outcome.answer.extra = keys.blank(outcome.answer.extra)
+    outcome.keys = keys
+    return outcome
 
 
 def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> Handling:
@@ -503,6 +538,9 @@ def _bounce_report(mail: parse.Incoming, envelope: str | None, address: str) -> 
     late = bouncing.out_of_time(sent)
     if late is not None:
         return Handling("ignored", f"delivery report on outbox #{outbox_id}: {late}; not counted")
+    if not bouncing.first_report(sent):
+        return Handling("ignored", f"delivery report on outbox #{outbox_id}: {said}; a report on that mail "
+                                   "was counted already, and one mail's failure counts once")
     user = bouncing.count_bounce(sent.to_addr, report.status, report.diagnostic)
     note = f"bounce of outbox #{outbox_id} to {sent.to_addr}: {said}; {bouncing.counted(user)}"
     return Handling("ignored", note, user=user)
@@ -514,7 +552,7 @@ def _return_path(mail: parse.Incoming) -> str | None:
     return value if value else None
 
 
-def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
+def _reply(mail: parse.Incoming, token_text: str, address: str, keys: KeysFound) -> Handling:
     """A reply to a game mail: check the token and the sender, then run the first line's command."""
     token = tokens.parse_reply(token_text)
     # The game is locked and read as the move path does it, which then takes it from here (in this
@@ -549,9 +587,9 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
     reply_to = tokens.reply_address(game.id, token.seat, user)
     # The player's own words; the 'if' lines (conditional moves) come out first, so that none can reach a
     # comment; then the move as a person reads it.
-    ifs, words = take_conditionals(quotes.own_words(mail.text, answered.texts(mail, user, game)))
+    ifs, words = reading.take_conditionals(quotes.own_words(mail.text, answered.texts(mail, user, game)))
     said = reading.read_reply(words, reading.Position.in_game(game, token.seat))
-    line, comment = said.command, said.comment
+    line, comment = said.command, keys.blank(said.comment)
     try:
         if said.moves:
             raise CommandError(said.question())
@@ -560,8 +598,8 @@ def _reply(mail: parse.Incoming, token_text: str, address: str) -> Handling:
         if exc.game is None:
             # Show the player where their game stands, from their seat, under what went wrong.
             exc.game, exc.seat = game, game.seat_of(user)
-        return Handling("rejected", f"{line[:100]!r}: {exc.message[:300]}", exc, user, game, reply_to)
-    return Handling("processed", f"{line[:100]!r}", answer, user, game, reply_to)
+        return Handling("rejected", _note(keys, line, exc.message), exc, user, game, reply_to)
+    return Handling("processed", _note(keys, line), answer, user, game, reply_to)
 
 
 def _former_address(user: User, address: str) -> bool:
@@ -571,10 +609,10 @@ def _former_address(user: User, address: str) -> bool:
     ) is not None
 
 
-def _subject_command(mail: parse.Incoming) -> Handling:
+def _subject_command(mail: parse.Incoming, keys: KeysFound) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
-    ifs, words = take_conditionals(quotes.own_words(mail.text, answered.texts(mail)))
+    ifs, words = reading.take_conditionals(quotes.own_words(mail.text, answered.texts(mail)))
     body_line, comment = reading.first_line_and_rest(words)
     if looks_like_command(line):
         # The body under a command in the subject is the comment, read as a reply's is (without quotes
@@ -589,7 +627,7 @@ def _subject_command(mail: parse.Incoming) -> Handling:
         comment = ""
     try:
         command = parse_subject(line)
-        comment = _comment_for(command, comment)
+        comment = comment_for(command, keys.blank(comment))
         if ifs and command.verb not in ("move", "conditionals"):
             raise CommandError("'if' lines queue conditional moves: send them with a move or a "
                                "conditionals command, not with this one.")
@@ -598,9 +636,9 @@ def _subject_command(mail: parse.Incoming) -> Handling:
             command.args = ["add"]
         answer = run_subject(command, mail.from_addr, comment)
     except CommandError as exc:
-        return Handling("rejected", f"{redact(line)[:100]!r}: {exc.message[:300]}", exc, game=exc.game)
+        return Handling("rejected", _note(keys, redact(line), exc.message), exc, game=exc.game)
     user = db.session.scalar(select(User).where(db.func.lower(User.email) == mail.from_addr))
-    return Handling("processed", f"{command.said[:100]!r}", answer, user, answer.game)
+    return Handling("processed", _note(keys, command.said), answer, user, answer.game)
 
 
 def _answers_a_digest(mail: parse.Incoming) -> bool:
@@ -630,18 +668,6 @@ def _digest_reply_refusal(mail: parse.Incoming) -> CommandError:
         error.extra = "Your games awaiting your move:\n" + "\n".join(
             f"  {g['title']}, move {g['move_number']}: write to {g['reply_address']}" for g in waiting)
     return error
-
-
-# The commands whose comment goes to the other players (and into the record), as under a reply's.
-_COMMENTED_VERBS = frozenset({"move", "resign", "draw", "accept", "decline"})
-
-
-def _comment_for(command: Command, comment: str) -> str:
-    """The comment that goes with ``command``: none for a command that passes none on, and never the
-    sender's mail key, wherever they wrote it (keys are read in any case)."""
-    if command.verb not in _COMMENTED_VERBS:
-        return ""
-    return blank_key(comment, command.key) if command.key else comment
 
 
 # Answering ---------------------------------------------------------------------------------------------
@@ -692,7 +718,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
             seat = next((s for s in game.seats if s.id == seat.id), None)
         context["position"] = notify.position(game, engine, engine.load(game.state), seat)
     text = notify.render_mail("mail/answer.txt", **context)
-    subject = _answer_subject(mail)
+    subject = _answer_subject(mail, outcome.keys)
     headers = {}
     if mail.message_id:
         references = f"{outbox.thread_id(game)} {mail.message_id}" if game is not None else mail.message_id
@@ -710,14 +736,15 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
     return True
 
 
-def _answer_subject(mail: parse.Incoming) -> str:
+def _answer_subject(mail: parse.Incoming, keys: KeysFound | None = None) -> str:
     """"Re: " and the subject of the mail answered, so that the answer threads with it (and with the
     game's mails).  Only a subject that may hold a mail key is changed: a command's, shown with its key
-    hidden, or, when it could not be read (the key may sit anywhere), cut short."""
+    hidden, or, when it could not be read (the key may sit anywhere), cut short; and any word that is one
+    of the mail's ``keys`` (see :func:`_command_or_reply`) is blanked."""
     if not mail.subject:
         return "Re: your mail"
     said = _without_key_shapes(mail.subject) if _subject_is_ours(mail) else redact(mail.subject)
-    said = said[:200]
+    said = (keys.blank(said) if keys is not None else said)[:200]
     return said if said.lower().startswith("re:") else f"Re: {said}"
 
 

@@ -26,6 +26,7 @@ import games
 from games.words import join_words
 from pbem.core.models import MAX_COMMENT, Game
 from pbem.game import queries
+from pbem.mailin.commands.registry import REPLY_ALONE, REPLY_WITH_A_WORD
 from pbem.mailin.quotes import INVISIBLE
 
 # Moves are looked for in the first WINDOW lines that have anything on them.
@@ -45,10 +46,28 @@ _AFTER = ".,;:!?…"
 _SPACES = " \t" + INVISIBLE
 _EMOTICON = re.compile(r"(?:[:;=][-'^o]?[)(\]\[DPpOo3/\\|*]{1,3}|<3|\^\^|\^_\^|(?<![^\s])[xX]D)$")
 _EXPECT = re.compile(r"#(\d{1,9})")
-# The commands a line may be, by their verb: those that act at once are the verb alone; the others take
-# one word more (what is wrong with a wrong one is said when the command is read: "draw please").
-_ALONE = ("resign", "accept", "decline", "show")
-_WITH_A_WORD = ("draw", "vacation", "conditionals", "help", "games")
+# The commands a line may be, by their verb (the registry's): those that act at once are the verb alone;
+# the others take one word more (what is wrong with a wrong one is said when the command is read: "draw
+# please").
+_ALONE = REPLY_ALONE
+_WITH_A_WORD = REPLY_WITH_A_WORD
+
+
+def take_conditionals(words: list[str]) -> tuple[list[str], list[str]]:
+    """The conditional lines among a mail's own words (see :mod:`pbem.mailin.quotes`), and the other words.
+
+    A line of the sender's own words is a conditional line when its first word is ``if`` and it has the
+    word ``then`` (``if c4 then d4 then e3 then f5``), wherever it stands: such a line must never reach
+    the opponent as part of a comment.  Each line is read once, word by word."""
+    lines, rest = [], []
+    for line in words:
+        command = command_line(line)
+        found = command.lower().split()
+        if found and found[0] == "if" and "then" in found:
+            lines.append(command)
+        else:
+            rest.append(line)
+    return lines, rest
 
 
 def command_line(line: str) -> str:

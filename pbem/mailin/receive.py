@@ -1,8 +1,9 @@
 """The first stage of inbound mail: store the raw message, once.
 
-A message is keyed by its Message-ID, or by the SHA-256 of its bytes when it has none, so the same
-message delivered twice (an MTA retrying, a player pressing send twice on the same draft) is stored once
-and acted on once.
+A message is keyed by its Message-ID and its From address, or by the SHA-256 of its bytes when it has
+no Message-ID, so the same message delivered twice (an MTA retrying, a player pressing send twice on the
+same draft) is stored once and acted on once, while another sender's message with the same Message-ID
+is a message of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pbem.mailin.parse import READING_POLICY
 log = logging.getLogger(__name__)
 
 MAX_ID_LENGTH = 255
+# The most of a From header read for the key (an address is at most 320 characters).
+MAX_FROM = 1000
 
 
 class MalformedMessage(ValueError):
@@ -39,14 +42,15 @@ _PLAIN_ID = re.compile(r"<[!-;=?-~]{1,253}>")
 _HEADER_NAME = re.compile(rb"[!-9;-~]+:")
 
 
-def _plain_message_id(raw: bytes) -> str | None:
-    """The Message-ID read straight from the header lines, or None unless they are plain: every line a
-    header or a continuation up to the blank line, and the first Message-ID written plainly on one line.
+def _plain_headers(raw: bytes) -> tuple[str, str] | None:
+    """The Message-ID and the From header's value read straight from the header lines, or None unless
+    they are plain: every line a header or a continuation up to the blank line, the first Message-ID
+    written plainly on one line, and the first From on one line (or none).
 
     Nearly every message is so; reading it this way costs a tenth of what the parser costs, and the
     listener does it while the sending MTA waits.  Anything else is left to the parser.
     """
-    position, found, folded_after = 0, None, False
+    position, found, sender, folded_after = 0, None, None, False
     while True:
         end = raw.find(b"\n", position)
         if end < 0:
@@ -54,9 +58,9 @@ def _plain_message_id(raw: bytes) -> str | None:
         line = raw[position:end].removesuffix(b"\r")
         position = end + 1
         if not line:
-            return found
+            return None if found is None else (found, sender or "")
         if line[:1] in (b" ", b"\t"):
-            if folded_after:  # The Message-ID goes on over more than one line.
+            if folded_after:  # The Message-ID or the From goes on over more than one line.
                 return None
             continue
         folded_after = False
@@ -67,29 +71,51 @@ def _plain_message_id(raw: bytes) -> str | None:
             if not _PLAIN_ID.fullmatch(written):
                 return None
             found, folded_after = written, True
+        elif sender is None and line[:5].lower() == b"from:":
+            sender, folded_after = line[5:MAX_FROM].decode("utf-8", "replace"), True
+
+
+def _sender_key(from_value: str) -> str:
+    """The From header's address as the key's sender: what its last <…> holds (or the whole header), in
+    lower case without spaces.  Not a full parse (the processor does that): the same sender's mail must
+    give the same key, cheaply, while the sending MTA waits."""
+    start = from_value.rfind("<")
+    end = from_value.find(">", start + 1)
+    address = from_value[start + 1:end] if start >= 0 and end > start else from_value
+    return "".join(address.split()).lower()[:MAX_FROM]
 
 
 def message_key(raw: bytes) -> str:
-    """The message's deduplication key: its Message-ID, or a hash of the bytes."""
-    plain = _plain_message_id(raw)
+    """The message's deduplication key: its Message-ID with its From address, or a hash of the bytes.
+
+    The sender is part of it so that a stranger who sends first a message with the Message-ID a player
+    will use (one quoted somewhere, or guessed) cannot make the player's own message a duplicate.
+    """
+    plain = _plain_headers(raw)
     if plain is not None:
-        return plain
-    try:
-        # Read as the processor reads headers, each cut short: the parser looks at the Content-Type
-        # even here, and reading a flood of its parameters is not linear.
-        headers = BytesHeaderParser(policy=READING_POLICY).parsebytes(raw)
-        written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()
-        if _PLAIN_ID.fullmatch(written):
-            message_id = written
-        else:
-            message_id = str(headers.get("Message-ID", "") or "").strip()
-    except Exception:  # A header the parser cannot read is treated like a missing one.
-        message_id = ""
-    # A Message-ID with a control character in it (an encoded NUL, say) names nothing: the database
-    # would refuse it as a key, on every attempt the sending MTA makes.
-    if message_id and len(message_id) <= MAX_ID_LENGTH and inputs.is_clean(message_id, one_line=True):
-        return message_id
-    return f"<sha256.{hashlib.sha256(raw).hexdigest()}@pbem.invalid>"
+        message_id, sender = plain
+    else:
+        try:
+            # Read as the processor reads headers, each cut short: the parser looks at the Content-Type
+            # even here, and reading a flood of its parameters is not linear.
+            headers = BytesHeaderParser(policy=READING_POLICY).parsebytes(raw)
+            written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()
+            if _PLAIN_ID.fullmatch(written):
+                message_id = written
+            else:
+                message_id = str(headers.get("Message-ID", "") or "").strip()
+            sender = next((str(v) for k, v in headers.raw_items() if k.lower() == "from"), "")[:MAX_FROM]
+        except Exception:  # A header the parser cannot read is treated like a missing one.
+            message_id, sender = "", ""
+    if not message_id:
+        return f"<sha256.{hashlib.sha256(raw).hexdigest()}@pbem.invalid>"
+    sender = _sender_key(sender)
+    key = f"{message_id} {sender}" if sender else message_id
+    # A key with a control character in it (an encoded NUL in the Message-ID, say) names nothing: the
+    # database would refuse it, on every attempt the sending MTA makes.
+    if len(key) <= MAX_ID_LENGTH and inputs.is_clean(key, one_line=True):
+        return key
+    return f"<sha256.{hashlib.sha256(key.encode('utf-8', 'replace')).hexdigest()}@pbem.invalid>"
 
 
 def store(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> tuple[InboundMail, bool]:

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pbem.core.database import begin_write
 from pbem.core.extensions import db
@@ -40,11 +40,11 @@ log = logging.getLogger(__name__)
 
 # The mails that still go to a bouncing address: confirming an address, resetting a password, the mail
 # key, an address change and its notices, the notices that the password was changed and that the mail
-# key is paused.  They are what a
+# key is paused, and that someone tried to sign up with the address.  They are what a
 # player needs to put things right, and each is sent only when asked for (or for the account's safety).
 ACCOUNT_KINDS = frozenset({
     "verify", "reset", "mail-key", "email-change", "email-change-notice", "email-changed", "key-paused",
-    "password-changed",
+    "password-changed", "signup-taken",
 })
 
 # The longest remote answer kept, from a refusal or a delivery report (the player reads it).
@@ -90,6 +90,17 @@ def out_of_time(sent: OutboxMail) -> str | None:
     if utcnow() - sent.sent_at > window:
         return f"the mail went out {(utcnow() - sent.sent_at).days} days ago, too late for a report on it"
     return None
+
+
+def first_report(sent: OutboxMail) -> bool:
+    """Mark ``sent`` as bounced, in the caller's write transaction; whether this is the first report on
+    it that counts.  One mail's bounce address, written to again (a replayed report, or an MTA sending
+    its report twice), must not count that one failure twice and so mark the address."""
+    claimed = db.session.execute(
+        update(OutboxMail).where(OutboxMail.id == sent.id, OutboxMail.bounced_at.is_(None))
+        .values(bounced_at=utcnow())
+    )
+    return bool(getattr(claimed, "rowcount", 0))
 
 
 def count_bounce(address: str, status: str, words: str) -> User | None:

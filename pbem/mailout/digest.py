@@ -1,17 +1,18 @@
 """The daily digest: one mail a day listing every game awaiting the player's move, for players who chose
 it instead of a mail per move (``User.notify == "digest"``).
 
-A digest is due once the day's digest hour (``scheduler.digest_hour``, UTC) has come and the player has
-had none since (a player who has just chosen the digest gets the first one at once, if it is past the
-hour).  The player's ``last_digest_at`` is claimed with a conditional UPDATE in the same
-transaction that writes the mail, so two schedulers never send one twice.  Players on vacation get
+A digest is due once the day's digest hour has come and the player has had none since (a player who
+has just chosen the digest gets the first one at once, if it is past the hour).  The hour is the
+player's own (``User.digest_hour``, 0-23 in their time zone), or else the server's
+(``scheduler.digest_hour``, UTC).  The player's ``last_digest_at`` is claimed with a conditional UPDATE
+in the same transaction that writes the mail, so two schedulers never send one twice.  Players on vacation get
 none: their clocks are stopped and nothing is pressing.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, time
+from datetime import UTC, datetime, time, timedelta
 from typing import Any, cast
 
 from flask import current_app, render_template
@@ -51,6 +52,36 @@ def todays_digest_time(now: datetime) -> datetime:
     return datetime.combine(now.date(), time(current_app.config["PBEM"]["scheduler"]["digest_hour"]))
 
 
+def due_point(hour: int, zone: str | None, now: datetime) -> datetime:
+    """The latest moment at or before ``now`` (naive UTC) when it was ``hour``:00 in ``zone``, as naive
+    UTC.  On a day when that hour does not exist (clocks spring forward past it) it is the moment the
+    clocks jumped; on a day it comes twice, the first."""
+    tz = clock.time_zone(zone)
+    local_now = now.replace(tzinfo=UTC).astimezone(tz)
+    day = local_now.date()
+    for _ in range(3):
+        point = datetime.combine(day, time(hour), tzinfo=tz).astimezone(UTC).replace(tzinfo=None)
+        if point <= now:
+            return point
+        day -= timedelta(days=1)
+    raise AssertionError("an hour of the day comes within three days")
+
+
+def is_due(user: User | Any, now: datetime) -> bool:
+    """Whether ``user`` (with ``digest_hour``, ``time_zone`` and ``last_digest_at``) is due a digest at
+    ``now``: the last occurrence of their hour has passed since their last digest; a player who has had
+    none yet only once their hour has come today (their day)."""
+    if user.digest_hour is None:
+        point = todays_digest_time(now)
+        return now >= point and (user.last_digest_at is None or user.last_digest_at < point)
+    point = due_point(user.digest_hour, user.time_zone, now)
+    if user.last_digest_at is None:
+        tz = clock.time_zone(user.time_zone)
+        today = now.replace(tzinfo=UTC).astimezone(tz).date()
+        return point.replace(tzinfo=UTC).astimezone(tz).date() == today
+    return user.last_digest_at < point
+
+
 def _claim(user_id: int, last: datetime | None, now: datetime) -> bool:
     """Take this player's digest for this scheduler, unless another has sent it meanwhile."""
     same = User.last_digest_at.is_(None) if last is None else User.last_digest_at == last
@@ -67,16 +98,20 @@ def send_due() -> int:
     """Write every digest that is due into the outbox; returns how many were written."""
     now = utcnow()
     due_from = todays_digest_time(now)
-    if now < due_from:
-        return 0
-    due = db.session.execute(
+    taking = (User.notify == "digest", User.verified_at.is_not(None), User.vacation_since.is_(None))
+    # At the server's hour, in UTC, unless the player chose their own: those are read by the database.
+    due: list[tuple[int, datetime | None]] = [(row.id, row.last_digest_at) for row in db.session.execute(
         select(User.id, User.last_digest_at).where(
-            User.notify == "digest",
-            User.verified_at.is_not(None),
-            User.vacation_since.is_(None),
+            *taking, User.digest_hour.is_(None),
             or_(User.last_digest_at.is_(None), User.last_digest_at < due_from),
         )
+    )] if now >= due_from else []
+    # At the player's own hour in their own zone: worked out for each of them.
+    own_hours = db.session.execute(
+        select(User.id, User.last_digest_at, User.digest_hour, User.time_zone)
+        .where(*taking, User.digest_hour.is_not(None))
     ).all()
+    due += [(row.id, row.last_digest_at) for row in own_hours if is_due(row, now)]
     db.session.rollback()
     written = 0
     for user_id, last in due:

@@ -21,17 +21,13 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Seat, User
+from pbem.core.site import base_url
 from pbem.game import clock, conditional, events, queries, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
 MAX_LISTED_MOVES = 30
-
-
-def base_url() -> str:
-    """The site's address without a trailing slash."""
-    return current_app.config["PBEM"]["server"]["base_url"].rstrip("/")
 
 
 def game_url(game: Game) -> str:

@@ -35,6 +35,7 @@ from pbem.core import inputs
 from pbem.core.database import DirectWrite, begin_write, writes_batched
 from pbem.core.extensions import db, mail
 from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
+from pbem.core.site import base_url
 from pbem.mailout import bouncing, tokens
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,9 @@ def enqueue(
 ) -> int | None:
     """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
     None inside :func:`pbem.core.database.batched_writes`, where the row is written with the batch's
-    others."""
+    others.  A bot is written no mail (None): it learns everything through the API."""
+    if isinstance(to, User) and to.is_bot:
+        return None
     to_addr = to.email if isinstance(to, User) else to
     # The last guard before a header: whatever a caller quotes of a mail or a player (a subject, a
     # Message-ID) goes out on one line, without what no header may carry (PostgreSQL refuses a NUL).
@@ -562,8 +565,7 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     Message-ID.  The row stays in the outbox, sent or given up, like any other."""
     cfg = settings()
     begin_write()
-    base_url = current_app.config["PBEM"]["server"]["base_url"]
-    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url), kind="test")
+    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
     # Claimed by this command at once: no deliverer takes it while it is sent here.
     db.session.execute(update(_TABLE).where(_C.id == row_id)
                        .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))

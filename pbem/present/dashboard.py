@@ -1,5 +1,6 @@
 """A player's dashboard: challenges to answer, then games waiting for their move (soonest deadline
-first), games waiting for others, games still gathering players, and the latest finished ones."""
+first), games waiting for others, games still gathering players, the games they watch, and the latest
+finished ones.  An opponent on vacation is said so beside each game they play in."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from pbem.accounts import vacation
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Seat, User
+from pbem.core.models import Challenge, Game, Seat, User, Watch
 from pbem.game import clock, queries, results
 from pbem.lobby import challenges
 
 FINISHED_SHOWN = 10
+WATCHED_SHOWN = 50
 
 
 @dataclass
@@ -30,6 +33,8 @@ class Entry:
     seats: str = ""
     result: str = ""
     summary: str = ""
+    # "nora is on vacation until Wed 3 Dec; clocks stopped", for each opponent away.
+    away: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -40,7 +45,21 @@ class Dashboard:
     my_move: list[Entry] = field(default_factory=list)
     their_move: list[Entry] = field(default_factory=list)
     waiting: list[Entry] = field(default_factory=list)
+    watched: list[Entry] = field(default_factory=list)
     finished: list[Entry] = field(default_factory=list)
+
+
+def away_words(game: Game, user: User, zone: str) -> list[str]:
+    """For each of ``user``'s opponents in ``game`` who is on vacation, a sentence saying so and until when
+    at the latest (when their allowance runs out), in the reader's ``zone``."""
+    words = []
+    for seat in game.seats:
+        other = seat.user
+        if other is None or other.id == user.id or not other.on_vacation:
+            continue
+        until = vacation.ends_at(other)
+        words.append(f"{other.handle} is on vacation until {clock.format_day(until, zone)}; clocks stopped")
+    return words
 
 
 def build(user: User) -> Dashboard:
@@ -51,6 +70,7 @@ def build(user: User) -> Dashboard:
     mine = db.session.scalars(
         select(Game).where(Game.id.in_(seated), Game.status.in_(("waiting", "active"))).order_by(Game.id)
     ).all()
+    zone = clock.zone_of(user)
     for game in mine:
         title = queries.engine_of(game).title
         if game.status == "waiting":
@@ -62,7 +82,8 @@ def build(user: User) -> Dashboard:
         if my_seats:
             seat = min(my_seats, key=lambda s: s.deadline or datetime.max)
             board.my_move.append(Entry(game, title, "you", clock.describe(clock.time_left(seat)),
-                                       seat.deadline, opponents=results.opponents(game, user)))
+                                       seat.deadline, opponents=results.opponents(game, user),
+                                       away=away_words(game, user, zone)))
         else:
             waiting_on = [s for s in game.seats if s.number in movers]
             soonest = min(waiting_on, key=lambda s: s.deadline or datetime.max, default=None)
@@ -70,7 +91,7 @@ def build(user: User) -> Dashboard:
                 game, title, ", ".join(results.handle_or_seat(game, s.number) for s in waiting_on),
                 clock.describe(clock.time_left(soonest)) if soonest else "",
                 soonest.deadline if soonest else None,
-                opponents=results.opponents(game, user),
+                opponents=results.opponents(game, user), away=away_words(game, user, zone),
             ))
     board.my_move.sort(key=lambda e: e.deadline or datetime.max)
     board.their_move.sort(key=lambda e: e.deadline or datetime.max)
@@ -80,9 +101,33 @@ def build(user: User) -> Dashboard:
         select(Game).where(Game.id.in_(seated), Game.status.in_(("finished", "abandoned")))
         .order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
     ).all()
+    board.watched = watched(user)
     board.finished = [
         Entry(g, queries.engine_of(g).title, opponents=results.opponents(g, user),
               result=results.user_result(g, user), summary=results.summary(g))
         for g in finished
     ]
     return board
+
+
+def watched(user: User) -> list[Entry]:
+    """The games ``user`` watches, those in play first (whose move it is and their time left), then
+    those over (how they ended), the latest first."""
+    found = db.session.scalars(
+        select(Game).join(Watch, Watch.game_id == Game.id).where(Watch.user_id == user.id)
+        .order_by(Game.status != "active", Game.updated_at.desc(), Game.id.desc()).limit(WATCHED_SHOWN)
+    ).all()
+    entries = []
+    for game in found:
+        title = queries.engine_of(game).title
+        if game.status == "active":
+            movers = [s for s in game.seats if s.number in queries.seats_to_move(game)]
+            soonest = min(movers, key=lambda s: s.deadline or datetime.max, default=None)
+            entries.append(Entry(
+                game, title, ", ".join(results.handle_or_seat(game, s.number) for s in movers),
+                clock.describe(clock.time_left(soonest)) if soonest else "",
+                soonest.deadline if soonest else None, opponents=results.players(game),
+                away=away_words(game, user, clock.zone_of(user))))
+        else:
+            entries.append(Entry(game, title, opponents=results.players(game), summary=results.summary(game)))
+    return entries

@@ -15,7 +15,7 @@ import games
 from games.words import join_words
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Move, Seat, User
-from pbem.game import boards, clock, conditional, queries, results, watching
+from pbem.game import analysis, boards, clock, conditional, queries, results, watching
 from pbem.game import replay as replay_service
 
 # The most legal moves the game page lists (a disclosure under the move form, readable without script);
@@ -89,6 +89,8 @@ class GameView:
     my_turn: bool = False
     expect: int | None = None
     legal: list[str] = field(default_factory=list)
+    # The legal moves the board's clicks spell otherwise than their notation, with that spelling.
+    spellings: dict[str, str] = field(default_factory=dict)
     draw_offered_by: int | None = None
     can_offer_draw: bool = False
     can_answer_draw: bool = False
@@ -111,6 +113,8 @@ class GameView:
     # The replay: the position shown when the game is over or a past move is asked for (``?move=N``).
     replay: replay_service.Position | None = None
     replay_links: bool = False
+    # Whether the analysis board is offered (see pbem.game.analysis: what the viewer may see).
+    analysable: bool = False
 
     @property
     def my_side(self) -> str | None:
@@ -176,8 +180,11 @@ def build(game: Game, viewer: User | None, seat_number: int | None = None,
         draw_offered_by=game.draw_offered_by,
         time_control=clock.describe_time_control(game.time_control),
     )
+    if view.legal and viewer_seat is not None and game.state is not None:
+        view.spellings = click_spellings(engine, state, viewer_seat.number, game.state)
     view.moves, view.hidden_moves = _record(game, engine, viewer_seat)
     view.replay_links = replay_service.replayable(game)
+    view.analysable = analysis.available(game)
     if view.replay_links and (game.status != "active" or replay_at is not None):
         view.replay = replay_service.position(game, replay_at)
     else:
@@ -259,6 +266,15 @@ def legal_moves(engine: games.Engine, state: Any, seat: int, stored: dict[str, A
     again."""
     return list(boards.kept(("moves", engine.slug, position_key(stored), seat),
                             lambda: tuple(engine.moves(state, seat))))
+
+
+def click_spellings(engine: games.Engine, state: Any, seat: int, stored: dict[str, Any]) -> dict[str, str]:
+    """``seat``'s legal moves in ``state`` that the board's clicks spell otherwise than their notation, with
+    that spelling (see ``games.Engine.click_spellings``), kept per position as :func:`legal_moves` is."""
+    def spell() -> dict[str, str]:
+        return engine.click_spellings(state, seat, legal_moves(engine, state, seat, stored))
+
+    return dict(boards.kept(("spellings", engine.slug, position_key(stored), seat), spell))
 
 
 def board_svg(engine: games.Engine, state: Any, seat: int | None, targets: bool = False,

@@ -10,9 +10,11 @@ from flask import current_app
 from marshmallow import ValidationError, fields, missing, validate
 
 import games
-from pbem.accounts import accounts
+from pbem.accounts import accounts, bots
+from pbem.core.errors import PlayError
 from pbem.core.models import User
 from pbem.game import clock
+from pbem.lobby import challenges
 
 
 @dataclass
@@ -40,6 +42,8 @@ class NewGame:
     public: bool = True
     rated: bool = True
     time_control: dict[str, Any] = field(default_factory=dict)
+    min_rating: int | None = None
+    max_rating: int | None = None
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -81,8 +85,10 @@ def option_fields(engine: games.Engine) -> list[OptionField]:
 def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     """Read a submitted new-game form; ``errors`` maps each refused field to its message."""
     result = NewGame(engine=engine, public=bool(form.get("public")), rated=bool(form.get("rated")))
-    result.options = _read_options(engine, form, result.errors)
-    result.seats = _read_seats(engine, form, creator, result.errors)
+    result.options = read_options(engine, form, result.errors)
+    strength = form.get("computer", "")
+    result.seats = (_computer_seats(engine, form, creator, strength, result.errors) if strength
+                    else _read_seats(engine, form, creator, result.errors))
     try:
         result.time_control = clock.time_control_from_choice(form.get("time", ""),
                                                              bool(form.get("weekend_pause")))
@@ -91,10 +97,31 @@ def read(engine: games.Engine, form: Any, creator: User) -> NewGame:
     if not result.public and None in result.seats:
         result.errors["public"] = (
             "A private game cannot have open seats: name every player, or make it public.")
+    result.min_rating = _read_rating(form, "min_rating", result.errors)
+    result.max_rating = _read_rating(form, "max_rating", result.errors)
+    if not {"min_rating", "max_rating", "players"} & set(result.errors):
+        try:
+            challenges.check_rating_range(result.min_rating, result.max_rating,
+                                          open_seats=None in result.seats)
+        except PlayError as exc:
+            result.errors["min_rating"] = exc.message
     return result
 
 
-def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+def _read_rating(form: Any, name: str, errors: dict[str, str]) -> int | None:
+    """A rating bound of the form: a whole number, or None when left blank."""
+    value = form.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or len(value) > 5:
+        errors[name] = (f"Write a whole number from {challenges.LOWEST_RATING} to "
+                        f"{challenges.HIGHEST_RATING}, or leave it blank for no bound.")
+        return None
+    return int(value)
+
+
+def read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> dict[str, Any]:
+    """The game's options in a submitted form (fields ``opt-NAME``); each refused one noted in ``errors``."""
     raw: dict[str, Any] = {}
     for option in option_fields(engine):
         if option.kind == "checkbox":
@@ -110,6 +137,17 @@ def _read_options(engine: games.Engine, form: Any, errors: dict[str, str]) -> di
             text = " ".join(messages) if isinstance(messages, list) else str(messages)
             errors[f"opt-{name}"] = text
     return raw
+
+
+def _computer_seats(engine: games.Engine, form: Any, creator: User, strength: str,
+                    errors: dict[str, str]) -> list[User | None]:
+    """The seats of a game against the computer at ``strength``: the player and the bot, the player in
+    the seat chosen (the first unless ``computer_seat`` is 2)."""
+    computer = bots.computer_for(engine.slug, strength)
+    if computer is None or 2 not in engine.players:
+        errors["computer"] = f"No computer plays {engine.title} at the strength {strength!r}."
+        return []
+    return [computer, creator] if form.get("computer_seat") == "2" else [creator, computer]
 
 
 def _read_seats(engine: games.Engine, form: Any, creator: User, errors: dict[str, str]) -> list[User | None]:

@@ -32,6 +32,7 @@ from pbem.core.models import Game, Seat, User, utcnow
 from pbem.game import clock, play, queries, results
 from pbem.mailout import notify
 from pbem.mailout.digest import turn_summary
+from pbem.tournament import organise
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,14 @@ class SweepReport:
     set_aside: int = 0
     vacations_ended: int = 0
     failed: int = 0
+    # Tournaments started (or called off for want of players) and ladder challenges settled.
+    tournaments: int = 0
 
     def __str__(self) -> str:
         return (
             f"{self.reminded} reminded, {self.timed_out} timed out, {self.set_aside} set aside (vacation), "
             f"{self.vacations_ended} vacations ended, {self.failed} failed"
+            + (f", {self.tournaments} tournament actions" if self.tournaments else "")
         )
 
 
@@ -90,6 +94,11 @@ def sweep() -> SweepReport:
         _time_out_batch(timeouts[start : start + TIMEOUT_BATCH], report)
     for start in range(0, len(reminders), REMINDER_BATCH):
         _remind_batch(reminders[start : start + REMINDER_BATCH], now, report)
+    try:
+        report.tournaments = organise.start_due(now)
+    except Exception:
+        log.exception("sweep: starting tournaments failed")
+        report.failed += 1
     if report.reminded or report.timed_out or report.failed:
         log.info("sweep: %s", report)
     return report

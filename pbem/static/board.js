@@ -7,6 +7,7 @@
   var notice = document.getElementById("notice");
   var clicked = [];   // the fragments clicked so far, in order
   var legal = [];     // the legal moves of the viewer's seat, from the page
+  var spelled = {};   // those the board's clicks spell otherwise, with that spelling (moves.js)
   var picked = null;  // a move picked from the choices listed for the clicks, to be confirmed
   var filled = null;  // the proposed move as put in the Move box, while it is still there
   var MAX_CHOICES = 24;  // moves listed as buttons when no more than this many fit
@@ -15,7 +16,7 @@
   var OUT_OF_DATE = ["stale", "not-your-turn", "over", "conflict"];
 
   // The legal moves that fit the fragments clicked so far (moves.js says how).
-  function candidates(fragments) { return window.pbemMoves.candidates(legal, fragments); }
+  function candidates(fragments) { return window.pbemMoves.candidates(legal, fragments, spelled); }
 
   function show(message, isError) {
     notice.textContent = message;
@@ -31,7 +32,7 @@
     if (!clicked.length) return null;
     var left = candidates(clicked);
     if (picked && left.indexOf(picked) >= 0) return picked;
-    var whole = left.filter(function (move) { return window.pbemMoves.exact(move, clicked); });
+    var whole = left.filter(function (move) { return window.pbemMoves.exact(move, clicked, spelled); });
     if (whole.length === 1) return whole[0];
     return left.length === 1 ? left[0] : null;
   }
@@ -122,7 +123,9 @@
       // Some moves can be finished by no click (a Truchet split's directions): those are offered when
       // they are few.
       var known = fragmentsOnBoard();
-      choices = left.filter(function (move) { return window.pbemMoves.onlyClicked(move, clicked, known); });
+      choices = left.filter(function (move) {
+        return window.pbemMoves.onlyClicked(move, clicked, known, spelled);
+      });
       if (choices.length > MAX_CHOICES) choices = [];
       if (choices.length) more.textContent = "These need no more clicks:";
     }
@@ -267,9 +270,19 @@
       .catch(function () {});
   }
 
+  // The move list shows its latest entries (the replay's script shows the position replayed instead):
+  // a long game's list would otherwise open on its first moves.
+  function followMoves() {
+    var list = live.querySelector("ol#moves");
+    if (list && !list.querySelector("li.current")) list.scrollTop = list.scrollHeight;
+  }
+
   function setUp() {
+    followMoves();
     var data = live.querySelector("#legal-moves");
     legal = data ? JSON.parse(data.textContent) : [];
+    var spellings = live.querySelector("#move-spellings");
+    spelled = spellings ? JSON.parse(spellings.textContent) : {};
     clicked = [];
     picked = null;
     filled = null;

@@ -5,44 +5,13 @@
 (function () {
   "use strict";
   var line = [];      // the moves of the line built so far
-  var legal = [];     // the legal moves of the side to move where the line leads
-  var clicked = [];   // board fragments clicked towards the next move, in order
-  var LISTED = 40;    // moves listed as buttons when there are this few (or when clicks narrow them)
+  // The next move, picked by clicks on the board of the position the line reaches or from the moves
+  // listed under it, matched as the move composer matches clicks (moves.js).
+  var picker = window.pbemMoves.picker("builder-moves", function (move) { add(move); });
 
   function byId(id) { return document.getElementById(id); }
 
   function text() { return line.length ? "if " + line.join(" then ") : ""; }
-
-  // The legal moves that fit the board clicks so far, matched as the move composer matches them
-  // (moves.js), so that the same clicks pick the same move here and on the game's own board.
-  function fitting() { return window.pbemMoves.candidates(legal, clicked); }
-
-  function button(label, onClick) {
-    var b = document.createElement("button");
-    b.type = "button";
-    b.className = "secondary";
-    b.textContent = label;
-    b.addEventListener("click", onClick);
-    return b;
-  }
-
-  function listMoves() {
-    var box = byId("builder-moves");
-    if (!box) return;
-    box.innerHTML = "";
-    var left = fitting();
-    if (left.length === 1 && clicked.length) { add(left[0]); return; }
-    if (left.length <= LISTED) {
-      left.forEach(function (move) { box.append(button(move, function () { add(move); })); });
-    } else {
-      // The clicks may be a whole move of their own (Truchet's step "c3-b4", though its longer and flip
-      // versions fit them too): it is offered, since no further click would single it out.
-      var whole = left.filter(function (move) { return window.pbemMoves.exact(move, clicked); });
-      box.textContent = left.length + " moves: click the board to narrow them down" +
-        (whole.length ? ", or pick: " : ".");
-      whole.forEach(function (move) { box.append(button(move, function () { add(move); })); });
-    }
-  }
 
   function add(move) {
     line.push(move);
@@ -52,7 +21,6 @@
   function load() {
     var panel = byId("conditionals");
     if (!panel) return;
-    clicked = [];
     var url = new URL(panel.getAttribute("data-preview-url"), window.location.href);
     url.searchParams.set("line", text());
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
@@ -62,7 +30,7 @@
         if (!prompt) return;
         byId("conditional-builder").hidden = false;
         if (!answer.ok) { prompt.textContent = answer.message; line.pop(); return; }
-        legal = answer.moves;
+        var legal = answer.moves;
         byId("conditional-line").value = answer.line;
         byId("builder-board").innerHTML = answer.svg;
         byId("builder-undo").hidden = !line.length;
@@ -74,7 +42,7 @@
         } else {
           prompt.textContent = "Your answer (click the board or a move):";
         }
-        listMoves();
+        picker.moves(legal, answer.spellings);
       })
       .catch(function () {
         var prompt = byId("builder-prompt");
@@ -105,11 +73,7 @@
     var piece = target.closest("#builder-board [data-move]");
     if (piece) {
       event.preventDefault();
-      var fragment = piece.getAttribute("data-move");
-      if (legal.indexOf(fragment) >= 0) { add(fragment); return; }
-      clicked = clicked.indexOf(fragment) >= 0 ? clicked : clicked.concat([fragment]);
-      if (!fitting().length) clicked = [fragment];
-      listMoves();
+      picker.click(piece.getAttribute("data-move"));
     }
   });
   new MutationObserver(reveal).observe(document.body, { childList: true, subtree: true });

@@ -11,6 +11,7 @@ from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from jinja2 import pass_context
 from jinja2.runtime import Context
+from markupsafe import Markup
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, Map
@@ -18,6 +19,7 @@ from werkzeug.wrappers import Response
 
 import games
 from pbem.core.extensions import db, login_manager
+from pbem.core.models import User
 from pbem.game import clock, ratings, results
 from pbem.lobby import challenges
 from pbem.present import gameview
@@ -59,6 +61,13 @@ def _reader_zone() -> str:
     return g.reader_zone
 
 
+def _bot_badge(user: User | None) -> Markup:
+    """The BOT mark after a computer player's handle (nothing after anyone else's)."""
+    if user is not None and user.is_bot:
+        return Markup(' <span class="bot" title="A computer player">BOT</span>')
+    return Markup("")
+
+
 class RowIdConverter(IntegerConverter):
     """``<int:…>`` in every route: a number no database integer can hold names nothing, and is answered
     404 like any other missing row (the database would otherwise refuse the query with an error)."""
@@ -85,10 +94,22 @@ def init_app(app: Flask) -> None:
     app.url_map.converters["int"] = RowIdConverter
     # This package's own blueprints, imported here rather than above: they import this module's helpers
     # (wants_json), so they can only be loaded once it is.
-    from pbem.web import archive, auth, gameplay, links, mailbox, main, monitoring, players, secretlinks
+    from pbem.web import (
+        archive,
+        auth,
+        gameplay,
+        links,
+        mailbox,
+        main,
+        monitoring,
+        players,
+        secretlinks,
+        tournaments,
+    )
 
     app.add_template_filter(_game_title, "game_title")
     app.add_template_filter(_local_time, "local_time")
+    app.add_template_global(_bot_badge, "bot_badge")
     app.add_template_global(gameview.action_words, "action_words")
     app.add_template_global(clock.describe_time_control, "describe_time_control")
     app.add_template_global(challenges.options_words, "options_words")
@@ -112,6 +133,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(mailbox.bp)
     app.register_blueprint(archive.bp)
     app.register_blueprint(monitoring.bp)
+    app.register_blueprint(tournaments.bp)
 
     @app.after_request
     def never_in_a_frame(response: Response) -> Response:

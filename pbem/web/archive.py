@@ -13,6 +13,7 @@ from pbem.accounts import accounts
 from pbem.archive import archive, feeds, records, standings
 from pbem.core.extensions import db
 from pbem.core.models import Game
+from pbem.core.site import absolute_url
 from pbem.game import endings, replay, results
 from pbem.present import gameview
 from pbem.web import engine_or_404, pagecache
@@ -90,8 +91,10 @@ def feed() -> Response:
     title = "Finished games" + (f": {games.get(filters.engine).title}" if filters and filters.engine else "")
     if filters and filters.players:
         title += " of " + " against ".join(p.handle for p in filters.players)
-    return feeds.atom(page.games, title, url_for("archive.index", _external=True, **page.filters.params()),
-                      request.url)
+    # Every link on the site's own address, never the Host the request named (feed readers keep them).
+    params: dict[str, Any] = page.filters.params()
+    return feeds.atom(page.games, title, absolute_url(url_for("archive.index", **params)),
+                      absolute_url(url_for("archive.feed", **params)))
 
 
 @bp.get("/players/<handle>.atom")
@@ -102,15 +105,28 @@ def player_feed(handle: str) -> Response:
         abort(404)
     page = archive.search(archive.Filters(players=(user,)))
     return feeds.atom(page.games, f"Games of {user.handle}",
-                      url_for("players.player", handle=user.handle, _external=True), request.url)
+                      absolute_url(url_for("players.player", handle=user.handle)),
+                      absolute_url(url_for("archive.player_feed", handle=user.handle)))
+
+
+# How many of each game's best players the standings index shows.
+INDEX_SHOWN = 5
+
+
+@bp.get("/standings")
+def standings_index() -> str:
+    """Every game's best-rated players, each game linking to its whole standings."""
+    tables = [(engine, standings.table(engine.slug, INDEX_SHOWN)) for engine in games.all()]
+    return render_template("archive/standings_index.html", tables=tables)
 
 
 @bp.get("/standings/<slug>")
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""
     engine = engine_or_404(slug)
-    return render_template("archive/standings.html", engine=engine, rows=standings.table(engine.slug),
-                           engines=games.all())
+    hide_bots = request.args.get("bots") == "hide"
+    return render_template("archive/standings.html", engine=engine, hide_bots=hide_bots,
+                           rows=standings.table(engine.slug, bots=not hide_bots), engines=games.all())
 
 
 @bp.get("/games/<int:game_id>/replay/<int:number>")

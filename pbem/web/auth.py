@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
 from pbem.accounts import accounts, apitokens, vacation
 from pbem.accounts.accounts import AccountError
 from pbem.core.extensions import limiter
-from pbem.core.models import utcnow
+from pbem.core.models import User, utcnow
 from pbem.game import clock
 from pbem.mailout import sendagain
-from pbem.web.limits import per_ip_and, setting
+from pbem.web.limits import MAIL_LINK_SCOPE, answered, per_account, per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
 
@@ -32,17 +32,21 @@ def _safe_next(target: str | None) -> str:
 
 @bp.route("/signup", methods=["GET", "POST"])
 @per_ip_and("signup_per_ip")
+# A sign-up mails the address (a confirmation link, or a notice to the account that has it): counted with
+# the other mails to it, but only when one may have gone, so that typing a short password is no cost.
+@per_account("mail_link_per_address", "email", answered, shared_scope=MAIL_LINK_SCOPE)
 def signup() -> str | Response | tuple[str, int]:
     """Create an account; a confirmation link goes to the address given."""
     form = request.form
     if request.method == "POST":
         try:
-            user = accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
+            accounts.sign_up(form.get("handle", ""), form.get("email", ""), form.get("password", ""))
         except AccountError as exc:
             return render_template("auth/signup.html", error=exc.args[0], form=form), 400
-        # A placeholder's handle being claimed keeps its own address until the link is followed.
-        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower()
-                               if user.placeholder else user.email)
+        # The same answer whether the address was free (a confirmation link went to it) or already an
+        # account's (its owner was told): the page names the address as typed, and neither case.
+        return render_template("auth/check_mail.html", email=form.get("email", "").strip().lower(),
+                               signup=True)
     return render_template("auth/signup.html", form=form)
 
 
@@ -62,7 +66,7 @@ def verify(token: str) -> Response | tuple[str, int]:
 
 
 @bp.route("/verify", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def resend() -> str:
     """Ask for a new confirmation link."""
     if request.method == "POST":
@@ -97,7 +101,7 @@ def logout() -> Response:
 
 
 @bp.route("/reset", methods=["GET", "POST"])
-@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address")
+@per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
 def reset_request() -> str:
     """Ask for a password-reset link by mail, naming the account by its handle or its address."""
     # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms
@@ -160,7 +164,7 @@ def _settings_context() -> dict:
     return {"notify_choices": accounts.NOTIFY_CHOICES, "vacation_days_left": vacation.days_left(user),
             "api_tokens": apitokens.active(user),
             "vacation_ends": clock.format_time(ends, user.time_zone) if ends else None,
-            "zones": clock.zone_choices(), "now": utcnow()}
+            "zones": clock.zone_choices(), "now": utcnow(), "digest_words": digest_hour_words(user)}
 
 
 @bp.post("/settings/email")
@@ -191,6 +195,14 @@ def confirm_email(token: str) -> Response | tuple[str, int]:
     return redirect(url_for("auth.settings") if current_user.is_authenticated else url_for("auth.login"))
 
 
+def digest_hour_words(user: User) -> str:
+    """When ``user``'s daily digest goes out, for the settings page."""
+    if user.digest_hour is None:
+        hour = current_app.config["PBEM"]["scheduler"]["digest_hour"]
+        return f"Your daily digest goes out at the server's usual hour, {hour:02d}:00 UTC."
+    return f"Your daily digest goes out at {user.digest_hour:02d}:00, {user.time_zone} time."
+
+
 def _apply_setting(action: str) -> str:
     user = current_user._get_current_object()
     if action == "notify":
@@ -199,6 +211,9 @@ def _apply_setting(action: str) -> str:
     if action == "time-zone":
         accounts.set_time_zone(user, request.form.get("time_zone", ""))
         return f"Times are shown in {user.time_zone} now."
+    if action == "digest-hour":
+        accounts.set_digest_hour(user, request.form.get("digest_hour", ""))
+        return digest_hour_words(user)
     if action == "renew-tokens":
         resent = accounts.renew_reply_addresses(user)
         return ("The reply addresses and move links of the mails you have had no longer work; "

@@ -9,20 +9,23 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
 from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem.core.extensions import db
-from pbem.core.models import MAX_COMMENT, Game, Seat, User
-from pbem.game import clock, play, queries, queueing, results, watching
+from pbem.accounts import bots
+from pbem.core.extensions import db, limiter
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
+from pbem.game import analysis, clock, notes, play, queries, queueing, results, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
 from pbem.present import gameview, newgame
 from pbem.web import engine_or_404, pagecache, wants_json
+from pbem.web.limits import setting
 
 bp = Blueprint("games", __name__)
 
@@ -32,6 +35,17 @@ def _comment_bound() -> dict[str, int]:
     # The comment boxes stop at the length the posts accept, so that a browser keeps the player from
     # writing what would be refused.
     return {"max_comment": MAX_COMMENT}
+
+
+@bp.context_processor
+def _private_note() -> dict[str, Any]:
+    # The game page's notes box: the signed-in player's own note on the game, for its players only.
+    def my_note(game: Game) -> str | None:
+        """The signed-in player's note on ``game`` ("" for none yet), or None when they keep none there."""
+        user = current_user if current_user.is_authenticated else None
+        return notes.note_of(game, user) if user is not None and notes.may_keep_notes(game, user) else None
+
+    return {"my_note": my_note, "max_note": MAX_NOTE}
 
 
 def _visible_game(game_id: int, *options: ORMOption) -> Game:
@@ -101,8 +115,11 @@ def rules(slug: str) -> str:
 
 @bp.get("/lobby")
 def lobby() -> str:
-    """Public games with open seats anyone may take."""
-    return render_template("games/lobby.html", games=challenges.open_games(), gameview=gameview)
+    """Public games with open seats anyone may take (``?bots=hide``: none with a computer player)."""
+    hide_bots = request.args.get("bots") == "hide"
+    entries = [entry for entry in challenges.lobby()
+               if not (hide_bots and any(s.user is not None and s.user.is_bot for s in entry.game.seats))]
+    return render_template("games/lobby.html", entries=entries, gameview=gameview, hide_bots=hide_bots)
 
 
 @bp.get("/dashboard")
@@ -133,7 +150,8 @@ def new() -> str | Response | tuple[str, int]:
     try:
         created = challenges.new_game(
             _me(), engine.slug, read.seats, read.options, public=read.public,
-            time_control=read.time_control, rated=read.rated,
+            time_control=read.time_control, rated=read.rated, min_rating=read.min_rating,
+            max_rating=read.max_rating,
         )
     except PlayError as exc:
         return _new_form(engine, form, {"players": exc.message}), 400
@@ -147,6 +165,7 @@ def _new_form(engine: games.Engine, form: Any, errors: dict[str, str]) -> str:
         "games/new.html", engine=engine, engines=games.all(), options=newgame.option_fields(engine),
         form=form, errors=errors, time_choices=clock.time_control_choices(),
         default_time=newgame.default_time_choice(), submitted=bool(form),
+        computer_strengths=bots.strengths_for(engine.slug),
     )
 
 
@@ -321,6 +340,29 @@ def watch(game_id: int) -> ResponseReturnValue:
                 "You are watching this game: its moves and result come by mail.")
 
 
+@bp.post("/games/<int:game_id>/note")
+@login_required
+def note(game_id: int) -> ResponseReturnValue:
+    """Keep the signed-in player's private note on the game (an empty one deletes it)."""
+    text = request.form.get("note", "")
+    game = _visible_game(game_id)
+    try:
+        kept = notes.save(game, _me(), text)
+    except PlayError as exc:
+        if wants_json():
+            return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+        # The page again with what was written kept in the box, so that nothing is lost.
+        db.session.rollback()
+        view = gameview.build(db.session.get_one(Game, game_id), current_user, _seat_arg())
+        return render_template("games/game.html", view=view, error=exc.message, typed="", comment="",
+                               said="", note_written=text), exc.http_status
+    done = "Your note is saved; only you can read it." if kept else "Your note is deleted."
+    if wants_json():
+        return jsonify(ok=True, message=done)
+    flash(done, "info")
+    return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg()) + "#my-note"), 303
+
+
 @bp.get("/games/<int:game_id>/hint")
 @login_required
 def hint(game_id: int) -> Response:
@@ -371,3 +413,34 @@ def preview_conditional(game_id: int) -> tuple[Response, int] | Response:
         return jsonify(ok=True, **queueing.preview(game, _me(), request.args.get("line", ""), _seat_arg()))
     except PlayError as exc:
         return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+
+
+# The analysis board: moves tried without playing them, read from the engine, never changing the game.
+
+
+def _reader_key() -> str:
+    """Whom a read is counted against: the signed-in player, else the client's address."""
+    if current_user.is_authenticated:
+        return f"user:{current_user.get_id()}"
+    return f"ip:{get_remote_address()}"
+
+
+@bp.get("/games/<int:game_id>/analysis")
+@limiter.limit(setting("analysis_per_reader"), key_func=_reader_key, scope="analysis")
+def analyse(game_id: int) -> tuple[Response, int] | Response:
+    """Where a tried line leads from a position of the record (``at``; the position as it stands when
+    left out): the board there, the legal moves, whose move it is; ``move`` once per move of the line,
+    ``seat`` for whose board in a game where each player has their own."""
+    game = _visible_game(game_id)
+    moves = request.args.getlist("move")
+    at_text = request.args.get("at", "")
+    at = int(at_text) if at_text.isdigit() and len(at_text) < 7 else None
+    seat = _seat_arg()
+    if seat is None or not 0 <= seat < game.players:
+        mine = game.seat_of(current_user) if current_user.is_authenticated else None
+        seat = mine.number if mine is not None else 0
+    try:
+        tried = analysis.explore(game, at, moves, seat)
+    except PlayError as exc:
+        return jsonify(ok=False, code=exc.code, message=exc.message), exc.http_status
+    return jsonify(ok=True, **analysis.shown(game, tried, seat))

@@ -37,10 +37,9 @@ What a stamp must hold, and why the stamps below hold enough:
   and the game page's stamp holds those very words, in the reader's time zone;
 - a signed-in player's page shows, besides, what is theirs: their handle, time zone and since when
   their mail bounces (the layout's notice) from their user row (:data:`READER_COLUMNS`), and on the
-  game page their own seats' conditional lines and whether
-  they watch the game; those columns are read in the same statement as the rest.  Which seat is
-  theirs, and so their result, their board and their move, follows from the seats' players, read for
-  everyone.
+  game page their own seats' conditional lines, whether they watch the game and their private note on
+  it; those columns are read in the same statement as the rest.  Which seat is theirs, and so their
+  result, their board and their move, follows from the seats' players, read for everyone.
 
 The stamp is kept with the page and compared whole (no digest that two stamps could share).  It is read
 by a statement of its own, outside any transaction, and a page kept under it is served when it is
@@ -102,7 +101,7 @@ from sqlalchemy.orm import aliased
 from pbem.accounts.accounts import session_token_matches
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db, login_manager
-from pbem.core.models import Game, Move, Seat, User, Watch
+from pbem.core.models import Game, GameNote, Move, Seat, User, Watch
 from pbem.game import clock
 
 # What one process keeps at most, pages and their URLs together, and the largest page it keeps.
@@ -444,10 +443,13 @@ _READER_ROW = tuple(select(getattr(_READER, column.key)).where(_READER.id == bin
                     .scalar_subquery() for column in READER_COLUMNS)
 
 # A signed-in reader's game page shows, besides, their own seats' conditional lines (only theirs: the
-# others' are not read) and whether they watch the game; then come their row's columns.
+# others' are not read), whether they watch the game and their own private note on it; then come their
+# row's columns.
 _READERS_GAME = _GAME.add_columns(
     case((Seat.user_id == bindparam("reader_id"), Seat.conditionals)),
     exists().where(Watch.game_id == Game.id, Watch.user_id == bindparam("reader_id")),
+    select(GameNote.text).where(GameNote.game_id == Game.id, GameNote.user_id == bindparam("reader_id"))
+    .scalar_subquery(),
     *_READER_ROW,
 )
 
@@ -485,10 +487,11 @@ def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: Simpl
 def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
     """What a reader's game page is made of: the game's version, its record's length, its seats and
     players, and the words of its running clocks in the reader's zone; for a signed-in reader also
-    their own seats' conditional lines and whether they watch the game.  With it, the reader's row (see
-    :func:`kept`).  None (not kept) for a game the reader cannot see, or one not yet started or called
-    off, whose page reads its challenges too.  A private game is kept only for its players: whoever
-    else may see it does so by a challenge or by having made it, which the stamp does not read."""
+    their own seats' conditional lines, whether they watch the game and their note on it.  With it, the
+    reader's row (see :func:`kept`).  None (not kept) for a game the reader cannot see, or one not yet
+    started or called off, whose page reads its challenges too.  A private game is kept only for its
+    players: whoever else may see it does so by a challenge or by having made it, which the stamp does
+    not read."""
     if reader_id is None:
         rows, reader = _read(_GAME, {"game_id": game_id}), None
     else:

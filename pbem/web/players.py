@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, render_template
+from flask import Blueprint, abort, render_template, request
 from sqlalchemy import select
 
 from pbem.accounts import accounts
-from pbem.archive import standings
+from pbem.archive import directory, standings
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, Seat
 
 bp = Blueprint("players", __name__)
 
 GAMES_SHOWN = 50
+
+
+@bp.get("/players")
+def players() -> str | tuple[str, int]:
+    """The player directory: players by the beginning of their handle (``q``), 50 to a page (``after``
+    the last handle shown), each with their ratings and games played."""
+    prefix, after = request.args.get("q", ""), request.args.get("after") or None
+    try:
+        page = directory.search(prefix, after)
+    except directory.DirectoryError as exc:
+        return render_template("players/directory.html", page=None, q=prefix[:32], error=str(exc)), 400
+    return render_template("players/directory.html", page=page, q=prefix.strip(), after=after)
 
 
 @bp.get("/players/<handle>")

@@ -262,7 +262,7 @@ def test_truchet_steps_are_proposed_picked_and_played_from_the_move_box(browser,
     page.goto(f"{server.url}/games/{game_id}")
     board, proposal = page.locator("#my-board"), page.locator("#proposal")
     board.locator('[data-move="b2"]').click()
-    expect(proposal).to_contain_text("Selected b2: 74 moves fit; click on to narrow them, or type the move.")
+    expect(proposal).to_contain_text("Selected b2: 138 moves fit; click on to narrow them, or type the move.")
     expect(proposal).not_to_contain_text("pick one")
     # b2-c3 is a whole move, though 29 others (b2-c3,c2<ne, ^a3 b2-c3, ...) contain the same clicks.
     board.locator('[data-move="c3"]').click()

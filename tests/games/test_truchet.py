@@ -421,7 +421,11 @@ def test_render_svg_marks_exactly_the_legal_fragments() -> None:
     assert root.get("aria-labelledby") == title.get("id")
     marked = [el for el in root.iter() if el.get("data-move")]
     assert all(el.get("class") == "target" for el in marked)
-    assert {el.get("data-move") for el in marked} == fragments(engine.moves(state, DARK))
+    # The fragments the moves name, and the merges' source stacks, which they do not (clicked as spelled).
+    moves = engine.moves(state, DARK)
+    spelled = engine.click_spellings(state, DARK, moves)
+    assert {el.get("data-move") for el in marked} == fragments([*moves, *spelled.values()])
+    assert spelled and all("<" in move and ">" in spelled[move] for move in spelled)
     assert len(marked) == len({el.get("data-move") for el in marked})
     for other in (None, LIGHT):
         quiet = ET.fromstring(engine.render_svg(state, other))
@@ -563,3 +567,12 @@ def test_play_accepts_exactly_the_listed_moves(seed: int) -> None:
                 assert exc.message
             else:
                 assert text in listed, text
+
+
+def test_merges_are_spelled_as_clicked_on_their_sources_and_target() -> None:
+    state = engine.new(2, engine.options.load({"size": 5}), 1)
+    spelled = engine.click_spellings(state, DARK, engine.moves(state, DARK))
+    assert spelled["b1<ew"] == "c1,a1>b1"  # a1 and c1, which can step nowhere, merge onto b1
+    assert spelled["b2-c3,c2<ne"] == "b2-c3,d2>c2"  # b2 steps to c3, the landing first
+    assert spelled["^a3 b1<new"] == "^a3 b2,c1,a1>b1"
+    assert all("<" in move for move in spelled)

@@ -4,6 +4,7 @@ mail keys that are long, hashed, mailed and hard to guess, and accounts never co
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 
 from flask import Flask, current_app
@@ -186,3 +187,25 @@ def test_sign_in_cookies_are_lax_and_secure_when_asked(settings: dict, tmp_path)
         assert user.id
         db.session.remove()
         db.engine.dispose()
+
+
+def test_a_failed_sign_in_takes_as_long_for_a_name_with_no_account(app: Flask, ctx: Flask, players) -> None:
+    """The password is checked (slowly, on purpose) whether or not the name is an account's, so the time
+    of the answer does not tell strangers which handles and addresses have accounts."""
+    accounts.set_password(players[0], "correct horse")
+    db.session.commit()
+
+    def fastest(login: str) -> float:
+        times = []
+        for _ in range(2):
+            started = time.perf_counter()
+            try:
+                accounts.authenticate(login, "wrong guess")
+            except accounts.AccountError:
+                times.append(time.perf_counter() - started)
+        return min(times)
+
+    fastest("nobody")  # The stand-in hash is made once, at the first such check.
+    known = fastest("alice")
+    for login in ("nobody@example.org", "bob"):  # bob has no password
+        assert fastest(login) > known / 3, login

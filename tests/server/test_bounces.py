@@ -214,6 +214,28 @@ def test_a_bounce_address_acts_only_while_a_report_on_its_mail_can_come(postman:
     assert marked(bob)
 
 
+def test_one_mails_bounce_address_counts_once_however_often_it_is_reported(postman: Postman,  # noqa: F811
+                                                                            players) -> None:
+    """A soft permanent failure (a full mailbox) needs two bounces to mark the address: one mail's report
+    replayed (or sent twice by an MTA) counts once, while a second mail's report makes two."""
+    _alice, bob, _ = players
+    full = f"smtp; 552 5.2.2 <{bob.email}>: Mailbox full"
+    queue(bob.email)
+    outbox.deliver_due()
+    first = envelope_sender(postman, bob.email)
+    for number in (1, 2, 3):
+        row = report(postman, delivery_report(bob.email, status="5.2.2", diagnostic=full,
+                                              message_id=f"<replay-{number}@mx.example.org>"), first)
+        assert row.status == "ignored"
+    assert "counted already" in row.note and not marked(bob)
+    assert db.session.get(User, bob.id).mail_bounces == 1
+    queue(bob.email)
+    outbox.deliver_due()
+    second = envelope_sender(postman, bob.email)
+    report(postman, delivery_report(bob.email, status="5.2.2", diagnostic=full), second)
+    assert marked(bob)
+
+
 def _folded(value: bytes) -> bytes:
     """``value`` folded into header lines short enough for SMTP (one logical line all the same)."""
     return b"\r\n ".join(value[i:i + 900] for i in range(0, len(value), 900))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from pbem import create_app
 from pbem.core.extensions import db
@@ -91,3 +91,25 @@ def test_a_sent_mail_is_recorded_even_when_the_database_is_busy(busy_app: tuple[
     assert received == ["mail 0", "mail 1", "mail 2"]
     db.session.rollback()
     assert all(row.sent_at is not None for row in db.session.scalars(select(OutboxMail)))
+
+
+def test_requests_after_the_database_sessions_were_killed_are_served(app: Flask, ctx: Flask, players) -> None:
+    """PostgreSQL: after every session of the app's database is ended (a restart, a failover,
+    pg_terminate_backend), the next requests are answered as ever, none with a 503 for a dead pooled
+    connection."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("pooled connections killed under the app are a PostgreSQL matter")
+    web = WebClient(app)
+    web.sign_in(players[0])
+    pages = ["/", "/dashboard", "/archive", "/players/bob", "/api/v1/players/bob"]
+    assert [web.get(page).status_code for page in pages] == [200] * len(pages)
+    # From a connection of its own, so that every one in the app's pool is ended.
+    admin = create_engine(db.engine.url)
+    with admin.connect() as conn:
+        ended = conn.execute(text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )).scalar()
+    admin.dispose()
+    assert ended >= 1
+    assert [web.get(page).status_code for page in pages * 2] == [200] * len(pages) * 2

@@ -4,9 +4,12 @@ in the test's process), and `pbem run` serving the site (a real process: serving
 from __future__ import annotations
 
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,6 +21,7 @@ from pbem.cli import main
 from pbem.core.extensions import db
 from pbem.core.models import Game, utcnow
 from pbem.game import play, queries, replay
+from pbem.mailout import devmail
 from tests.conftest import free_port
 
 
@@ -52,37 +56,66 @@ def test_user_add_prints_the_mail_key(runner: FlaskCliRunner) -> None:
     assert reserved.exit_code != 0 and "'postmaster' is a word the server reads itself" in reserved.stderr
 
 
-def test_pbem_run_serves_the_front_page(tmp_path: Path) -> None:
-    """What `make run` does, on free ports: upgrade the database, start everything, answer HTTP 200.
-    Real processes, since a server that starts and answers on its ports is what is tested."""
+def _two_free_ports() -> int:
+    """A free loopback port whose next one is free too (the mail listener's and the dev mailbox's)."""
+    while True:
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+
+
+def test_pbem_run_on_its_own_ports_mails_links_to_itself(tmp_path: Path) -> None:
+    """What `make run PORT=… MAIL_PORT=…` does for a second server: upgrade its database, start everything
+    on those ports, answer HTTP 200, and mail a confirmation link that leads to this server, through the
+    dev mailbox on the port after the listener's (no other setting given).  Real processes, since a
+    server that starts and answers on its ports is what is tested."""
     env = dict(os.environ)
     env.update(
         PBEM_CONFIG=str(Path(__file__).resolve().parents[2] / "config" / "development.toml"),
         PBEM_SERVER_INSTANCE_PATH=str(tmp_path / "instance"),
         PBEM_DATABASE_URL="sqlite:///pbem.db",
-        PBEM_SMTPD_PORT=str(free_port()),
-        PBEM_MAILBOX_PORT=str(free_port()),
     )
-    env["PBEM_MAIL_SMTP_PORT"] = env["PBEM_MAILBOX_PORT"]
+    for name in ("PBEM_MAIL_SMTP_PORT", "PBEM_MAIL_SMTP_HOST", "PBEM_SERVER_BASE_URL", "PBEM_MAILBOX_PORT"):
+        env.pop(name, None)
     upgrade = subprocess.run([sys.executable, "-m", "pbem", "db", "upgrade"], env=env, capture_output=True,
                              text=True, timeout=120)
     assert upgrade.returncode == 0, upgrade.stderr
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "pbem", "run", "--port", str(port)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    port, mail_port = free_port(), _two_free_ports()
+    server = subprocess.Popen([sys.executable, "-m", "pbem", "run", "--port", str(port), "--mail-port",
+                               str(mail_port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    site = f"http://127.0.0.1:{port}"
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                with browser.open(f"{site}/signup", timeout=5) as response:
                     assert response.status == 200
-                    assert "Cambio" in response.read().decode()
+                    form = response.read().decode()
                     break
             except OSError:
                 assert server.poll() is None, server.stdout.read().decode() if server.stdout else ""
                 assert time.monotonic() < deadline, "no answer within 60 seconds"
                 time.sleep(0.3)
-        assert (tmp_path / "instance" / "pbem.db").exists()
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert token is not None
+        fields = {"csrf_token": token.group(1), "handle": "nora", "email": "nora@example.org",
+                  "password": "correct horse battery"}
+        with browser.open(f"{site}/signup", urllib.parse.urlencode(fields).encode(), timeout=10) as answer:
+            assert answer.status == 200
+        mailbox = tmp_path / "instance" / "mailbox"
+        while not devmail.messages(mailbox):
+            assert time.monotonic() < deadline, "no mail in the dev mailbox within 60 seconds"
+            time.sleep(0.3)
+        (mail,) = devmail.messages(mailbox)
+        text = "".join(part.get_payload(decode=True).decode() for part in mail.walk()
+                       if part.get_content_type() == "text/plain")
+        link = re.search(r"http://\S+/verify/\S+", text)
+        assert link is not None and link.group(0).startswith(f"{site}/verify/"), link
     finally:
         server.terminate()
         server.wait(10)

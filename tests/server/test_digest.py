@@ -151,3 +151,50 @@ def test_a_reply_to_a_digest_of_several_games_is_told_where_a_move_goes(
     for game in both:
         assert f"Cambio #{game.id}, move 1: write to {tokens.reply_address(game.id, 0, bob)}" in answer
         assert moves_of(game.id) == []
+
+
+def test_each_player_gets_the_digest_at_their_own_hour_in_their_zone(app: Flask, ctx: Flask, players,
+                                                                     at) -> None:
+    from pbem.schedule import scheduler
+    from tests.server.test_web_games import signed_in
+    from tests.server.test_web_games import text_of as page_text
+
+    alice, bob, carol = players
+    for user in (bob, carol):
+        choose_digest(user)
+    at(DAY0 - timedelta(days=1))
+    for user in (bob, carol):
+        play.create_game("cambio", [user, alice], CAMBIO)
+    db.session.commit()
+    bob.time_zone = "Asia/Tokyo"  # UTC+9: 08:00 there is 23:00 UTC the day before.
+    db.session.commit()
+    [web] = signed_in(app, bob)
+    saved = web.post("/settings", {"action": "digest-hour", "digest_hour": "8"})
+    assert saved.status_code == 302
+    assert "Your daily digest goes out at 08:00, Asia/Tokyo time." in page_text(web.get("/settings"))
+    assert web.post("/settings", {"action": "digest-hour", "digest_hour": "24"}).status_code == 400
+
+    def run_at(moment: datetime) -> tuple[int, int]:
+        """The scheduler's digest job at ``moment``; how many digests bob and carol have had by then."""
+        at(moment)
+        scheduler.send_digests(app)
+        return len(digests_to(bob)), len(digests_to(carol))
+
+    assert run_at(DAY0 - timedelta(hours=1, minutes=1)) == (0, 1)  # 07:59 in Tokyo; 22:59 UTC for carol.
+    assert run_at(DAY0 - timedelta(hours=1)) == (1, 1)  # 08:00 in Tokyo.
+    assert run_at(DAY0 + timedelta(hours=5, minutes=59)) == (1, 1)
+    assert run_at(DAY0 + timedelta(hours=6)) == (1, 2)  # carol keeps the server's 06:00 UTC.
+    assert run_at(DAY0 + timedelta(hours=22, minutes=59)) == (1, 2)
+    assert run_at(DAY0 + timedelta(hours=23)) == (2, 2)  # The next morning in Tokyo.
+    # Back to the server's hour: the next comes at 06:00 UTC, not at once.
+    assert web.post("/settings", {"action": "digest-hour", "digest_hour": ""}).status_code == 302
+    assert run_at(DAY0 + timedelta(hours=23, minutes=30)) == (2, 2)
+    assert run_at(DAY0 + timedelta(days=1, hours=6)) == (3, 3)
+
+
+def test_the_digest_hour_on_days_the_clocks_change() -> None:
+    # Paris springs forward at 01:00 UTC on 30 March 2025 (02:00 local does not exist) and falls back at
+    # 01:00 UTC on 26 October (02:00 local comes twice).
+    assert digest.due_point(2, "Europe/Paris", datetime(2025, 3, 30, 12)) == datetime(2025, 3, 30, 1)
+    assert digest.due_point(2, "Europe/Paris", datetime(2025, 10, 26, 12)) == datetime(2025, 10, 26, 0)
+    assert digest.due_point(8, "Europe/Paris", datetime(2025, 10, 26, 6, 59)) == datetime(2025, 10, 25, 6)

@@ -97,3 +97,26 @@ def test_standings_rank_rated_players_with_their_games(app: Flask, ctx: Flask, p
         RatingHistory.__table__.select().where(RatingHistory.user_id == alice.id)).all()
     assert len(points) == 3
     assert 'id="player-archive"' in history
+
+
+def test_feed_links_come_from_the_configured_address_whatever_host_is_asked(
+        app: Flask, ctx: Flask, players) -> None:
+    """A request naming another Host (a proxy passing it on, a poisoned cache) gets feeds, API links and
+    the API's server on ``server.base_url`` all the same: feed readers keep what a feed says."""
+    alice, bob, _ = players
+    game = finished("cambio", [alice, bob], end="resign", moves=2, at=datetime(2026, 3, 1))
+    base = app.config["PBEM"]["server"]["base_url"].rstrip("/")
+    web = WebClient(app)
+    evil = {"Host": "evil.example"}
+    for path in ("/archive.atom", "/archive.atom?game=cambio&player=alice", "/players/alice.atom"):
+        text = web.get(path, headers=evil).get_data(as_text=True)
+        assert "evil.example" not in text, path
+        root = ET.fromstring(text)
+        links = [root.findtext(f"{ATOM}id")] + [link.get("href") for link in root.iter(f"{ATOM}link")]
+        links += [entry.findtext(f"{ATOM}id") for entry in root.iter(f"{ATOM}entry")]
+        assert len(links) >= 5 and all(link.startswith(f"{base}/") for link in links), (path, links)
+    self_link = ET.fromstring(web.get("/archive.atom?game=cambio", headers=evil).get_data()).find(
+        f"{ATOM}link[@rel='self']").get("href")
+    assert self_link == f"{base}/archive.atom?game=cambio"
+    assert web.get(f"/api/v1/games/{game.id}", headers=evil).get_json()["url"] == f"{base}/games/{game.id}"
+    assert web.get("/api/openapi.json", headers=evil).get_json()["servers"] == [{"url": base}]

@@ -54,7 +54,7 @@ def stored() -> list[InboundMail]:
 def test_a_message_is_stored_raw(ctx: Flask, listener: int) -> None:
     send(listener, a_mail())
     [row] = stored()
-    assert row.message_id == "<m1@example.org>"
+    assert row.message_id == "<m1@example.org> alice@example.org"
     assert b"Subject: Re: [pbem] Cambio #1: your move" in row.raw
     assert row.mail_from == "alice@example.org" and "pbem@pbem.localhost" in row.rcpt_to
     # Processing follows at once in the listener's own thread (tests/server/test_mail_*.py).
@@ -100,7 +100,7 @@ def test_ingest_stores_and_answers_with_exit_codes(ctx: Flask) -> None:
     raw = a_mail("<piped@example.org>").as_bytes()
     assert run_ingest(ctx, raw).returncode == 0
     assert run_ingest(ctx, raw).returncode == 0  # A duplicate is fine, and stored once.
-    assert [r.message_id for r in stored()] == ["<piped@example.org>"]
+    assert [r.message_id for r in stored()] == ["<piped@example.org> alice@example.org"]
     rejected = run_ingest(ctx, b"\r\n")
     assert rejected.returncode == 65 and b"no headers" in rejected.stderr
 
@@ -118,8 +118,16 @@ def test_ingest_reports_a_temporary_failure_when_the_database_is_away(ctx: Flask
 
 
 @pytest.mark.parametrize(("headers", "key"), [
-    (b"From: a@example.org\r\nMessage-ID: <m1@example.org>\r\nSubject: x\r\n", "<m1@example.org>"),
-    (b"From: a@example.org\nmessage-id:<m1@example.org>\n", "<m1@example.org>"),  # As some write it.
+    (b"From: a@example.org\r\nMessage-ID: <m1@example.org>\r\nSubject: x\r\n",
+     "<m1@example.org> a@example.org"),
+    (b"From: a@example.org\nmessage-id:<m1@example.org>\n",
+     "<m1@example.org> a@example.org"),  # As some write it.
+    # The sender is the From address, however the header writes it, folded or not.
+    (b"From: Alice <A@Example.org>\r\nMessage-ID: <m1@example.org>\r\n", "<m1@example.org> a@example.org"),
+    (b"From: =?utf-8?q?Al=C3=AFce?=\r\n <a@example.org>\r\nMessage-ID: <m1@example.org>\r\n",
+     "<m1@example.org> a@example.org"),
+    (b"Message-ID: <m1@example.org>\r\nFrom: b@example.org\r\nFrom: a@example.org\r\n",
+     "<m1@example.org> b@example.org"),
     (b"Message-ID: <m1@example.org>\r\nMessage-ID: <m2@example.org>\r\n", "<m1@example.org>"),  # The first.
     (b"Subject: a long\r\n subject\r\nMessage-ID: <m1@example.org>\r\n", "<m1@example.org>"),
     (b"Message-ID:\r\n <m1@example.org>\r\n", "<m1@example.org>"),  # Folded: the parser unfolds it.

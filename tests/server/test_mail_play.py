@@ -210,14 +210,14 @@ def test_a_move_written_as_a_sentence_or_marked_is_played(postman: Postman, play
 
 def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) -> None:
     alice, bob, _ = players
-    postman.command(alice.email, "cambio challenge alice bob size=3 placements=2")
+    key = {alice.id: give_mail_key(alice), bob.id: give_mail_key(bob)}
+    postman.command(alice.email, f"cambio challenge alice {key[alice.id]} bob size=3 placements=2")
     postman.settle()
     assert "has been sent the challenge" in text_of(postman.last(alice.email, "Re: cambio challenge"))
     db.session.rollback()
     game = db.session.scalars(select(Game)).one()
     assert [s.user_id for s in game.seats] == [alice.id, None] and game.options["size"] == 3
 
-    key = {alice.id: give_mail_key(alice), bob.id: give_mail_key(bob)}
     postman.command(bob.email, f"cambio accept {game.id} bob {key[bob.id]}")
     postman.settle()
     accepted = postman.last(bob.email, f"Re: cambio accept {game.id}")
@@ -246,13 +246,13 @@ def test_a_challenge_and_moves_by_subject_commands(postman: Postman, players) ->
     postman.command(alice.email, "help")
     postman.command(alice.email, "help truchet")
     postman.command(alice.email, "games bob")
-    postman.command(alice.email, "truchet challenge alice bob size=4")
+    postman.command(alice.email, f"truchet challenge alice {key[alice.id]} bob size=4")
     postman.settle()
     answers = {str(m["Subject"]): text_of(m) for m in postman.mails(alice.email)}
     assert "cambio move 12 alice MAILKEY a3v#7" in answers["Re: help"]
     assert "Options for 'truchet challenge" in answers["Re: help truchet"]
     # A refused option says why in one sentence, and each option says what it is.
-    refused = answers["Re: truchet challenge alice bob size=4"]
+    refused = answers["Re: truchet challenge alice ******** bob size=4"]
     assert "size: The board size must be odd (3, 5, 7 … 11): the setup needs a centre tile.\n" in refused
     assert "  size: Tiles a side: odd, 3 to 11. (default 7)" in refused and ".." not in refused
     assert f"#{game.id} Cambio, seat 2 against alice: alice to move" in text_of(

@@ -170,6 +170,41 @@ def test_the_same_message_delivered_twice_is_applied_and_answered_once(
     assert len(answers_to(postman, alice.email)) == 1 and statuses() == ["processed"]
 
 
+def test_a_strangers_mail_with_a_players_message_id_does_not_shadow_the_players_move(
+    postman: Postman, game: Game, players
+) -> None:
+    """A stranger who sends first a mail bearing the Message-ID the player's move will have (seen in a
+    quoted header, or guessed) does not make the player's move a duplicate: each sender's mail counts."""
+    alice, _, _ = players
+    to = tokens.reply_address(game.id, 0, alice)
+    postman.send(reply_mail("mallory@evil.example", "pbem@pbem.localhost", "help",
+                            Message_ID="<shadowed@example.org>"))
+    postman.send(reply_mail(alice.email, to, "b3", Message_ID="<shadowed@example.org>"))
+    postman.send(reply_mail(alice.email, to, "b3", Message_ID="<shadowed@example.org>"))  # Sent again.
+    postman.settle()
+    assert moves_of(game.id) == ["b3"]
+    assert len(answers_to(postman, alice.email)) == 1 and len(statuses()) == 2
+
+
+def test_mail_from_an_address_beyond_plain_ascii_is_refused_unanswered(postman: Postman, players) -> None:
+    """No account may have such an address (sign-up and a change of address refuse it), so a command
+    from one is refused, with a note, and not answered, however the address is written."""
+    from tests.server.test_web_accounts import INTERNATIONAL
+
+    for number, address in enumerate(INTERNATIONAL):
+        raw = (f"From: {address}\r\nTo: pbem@pbem.localhost\r\nSubject: help\r\n"
+               f"Message-ID: <intl-{number}@example.org>\r\nMIME-Version: 1.0\r\n"
+               "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nhelp\r\n")
+        postman.send_raw(raw.encode(), "sender@example.org", "pbem@pbem.localhost")
+    postman.command(players[0].email, "help")
+    postman.settle()
+    db.session.rollback()
+    rows = db.session.scalars(select(InboundMail).order_by(InboundMail.id)).all()
+    assert [r.status for r in rows] == ["rejected"] * len(INTERNATIONAL) + ["processed"]
+    assert all("beyond plain ASCII" in r.note for r in rows[:-1])
+    assert [m["X-Pbem-Envelope-To"] for m in postman.sink.messages()] == [players[0].email]
+
+
 def test_automatic_mail_and_our_own_mail_are_recorded_and_never_answered(
     postman: Postman, game: Game, players
 ) -> None:

@@ -42,7 +42,7 @@ from pbem import cli
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, set_clock, utcnow
 from tests.conftest import ROOT, free_port
-from tests.server.conftest import PG_ADMIN_URL
+from tests.server.conftest import PG_ADMIN_URL, give_mail_key
 from tests.server.deploy_doc import commands, deploy_block, substituted
 from tests.server.processes import PBEM, Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME, moves_of, text_of
@@ -288,7 +288,8 @@ def test_a_game_by_mail_through_postfix_survives_a_listener_restart(
         wait_for_port(postfix.listener_port, listener)
         post = Players(sink)
 
-        challenge_id = post.command(alice.email, "cambio challenge alice bob size=3 placements=2")
+        challenge_id = post.command(alice.email, f"cambio challenge alice {give_mail_key(alice)} bob size=3 "
+                                    "placements=2")
         assert "has been sent the challenge" in text_of(post.answer_to(alice.email, challenge_id))
         challenge = post.wait_for(bob.email, lambda m: "challenges you" in str(m["Subject"]), "challenge")
         assert str(challenge["Reply-To"]).endswith(f"@{DOMAIN}")

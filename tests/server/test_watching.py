@@ -9,6 +9,7 @@ from pbem.core.extensions import db
 from pbem.core.models import OutboxMail, User
 from pbem.game import play
 from pbem.mailout import outbox
+from tests.server.test_mail_play import postman  # noqa: F401 (fixture)
 from tests.server.test_web_games import signed_in, text_of
 
 CAMBIO = {"size": 3, "placements": 2}
@@ -83,3 +84,63 @@ def test_a_watcher_hears_of_a_loss_on_time(app: Flask, ctx: Flask, players) -> N
         set_clock(None)
     [result] = mails_to(carol)
     assert result.kind == "game-over" and result.subject.endswith("game over, bob wins")
+
+
+def test_watch_and_unwatch_by_mail_and_the_watched_games_on_my_games(app: Flask, ctx: Flask, players,
+                                                                     postman) -> None:  # noqa: F811
+    from pbem.accounts import vacation
+    from tests.server.conftest import give_mail_key
+    from tests.server.test_mail_play import text_of as mail_text
+
+    alice, bob, carol = players
+    game = play.create_game("cambio", [alice, bob], CAMBIO)
+    db.session.commit()
+    key = give_mail_key(carol)
+    postman.command(carol.email, f"cambio watch {game.id} carol {key}")
+    postman.settle()
+    assert f"You are watching Cambio #{game.id}" in mail_text(postman.last(carol.email, "Re:"))
+
+    play.submit(game.id, alice, "b3", "web")
+    postman.settle()
+    notice = mail_text(postman.last(carol.email, "alice played b3"))
+    assert f"or by mail: 'cambio unwatch {game.id} HANDLE MAILKEY'" in notice
+
+    vacation.turn_on(bob)
+    (web,) = signed_in(app, carol)
+    watched = text_of(web.get("/dashboard"))
+    watched = watched[watched.index('id="watched"'):]
+    assert f"Cambio #{game.id}" in watched and "alice vs bob" in watched and "bob to move" in watched
+    assert "bob is on vacation until " in watched and "; clocks stopped" in watched
+
+    postman.command(carol.email, f"cambio unwatch {game.id} carol {key}")
+    postman.settle()
+    assert f"You no longer watch Cambio #{game.id}" in mail_text(postman.last(carol.email, "Re:"))
+    assert 'id="watched"' not in text_of(web.get("/dashboard"))
+    before = len(postman.mails(carol.email))
+    play.resign(game.id, alice, "web")
+    postman.settle()
+    assert len(postman.mails(carol.email)) == before  # Not watching: no result either.
+    postman.command(carol.email, f"cambio unwatch {game.id} carol {key}")
+    postman.settle()
+    assert "You were not watching" in mail_text(postman.last(carol.email, "Re:"))
+
+
+def test_my_games_says_when_an_opponent_is_on_vacation(app: Flask, ctx: Flask, players) -> None:
+    from datetime import datetime
+
+    from pbem.accounts import vacation
+    from pbem.core.models import set_clock
+
+    alice, bob, _ = players
+    set_clock(datetime(2025, 11, 20, 10))
+    try:
+        game = play.create_game("cambio", [alice, bob], CAMBIO)
+        db.session.commit()
+        alice.time_zone = "Asia/Tokyo"
+        db.session.commit()
+        vacation.turn_on(bob)  # 30 days of allowance: back by 20 December at the latest.
+        (web,) = signed_in(app, alice)
+        page = text_of(web.get("/dashboard"))
+        assert f"Cambio #{game.id}" in page and "bob is on vacation until Sat 20 Dec; clocks stopped" in page
+    finally:
+        set_clock(None)
