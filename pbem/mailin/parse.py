@@ -169,9 +169,14 @@ def sender(message: Message) -> tuple[str, bool]:
         return "", True
     if len(loose) != 1 or len(strict) != 1 or loose[0].lower() != strict[0].lower() or "@" not in loose[0]:
         return "", True
-    if not inputs.is_clean(loose[0], one_line=True):  # No address holds a control character.
+    try:
+        # An 8-bit header comes from the parser as escaped bytes: the address as it was written.
+        address = loose[0].strip().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeError:
         return "", True
-    return loose[0].strip().lower(), False
+    if not inputs.is_clean(address, one_line=True):  # No address holds a control character.
+        return "", True
+    return address.lower(), False
 
 
 _BOUNDARY = re.compile(rb'boundary[ \t]*=[ \t]*"?([^";\r\n]{1,200})', re.IGNORECASE)
