@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
+from flask import Flask, abort
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -21,7 +21,7 @@ from pbem import PROJECT_ROOT, api, web
 from pbem.accounts import accounts
 from pbem.api import errors as api_errors
 from pbem.core import config as config_module
-from pbem.core import database, models
+from pbem.core import database, inputs, models
 from pbem.core.extensions import csrf, db, limiter, login_manager, mail, migrate
 from pbem.game import events
 from pbem.mailout import notify
@@ -58,6 +58,8 @@ def create_app(config: dict[str, Any] | None = None, role: str = "pbem web", wor
         template_folder=str(PROJECT_ROOT / "templates"),
         static_folder=str(PROJECT_ROOT / "pbem" / "static"),
     )
+    # Form fields and query parameters come cleaned of control characters (pbem.core.inputs).
+    app.request_class = inputs.CleanRequest
     app.config.update(config_module.flask_config(settings, role))
     proxies = settings["server"]["trusted_proxies"]
     if proxies:
@@ -85,6 +87,14 @@ def create_app(config: dict[str, Any] | None = None, role: str = "pbem web", wor
     # After every route is added: the links that carry a secret are found among them.
     secretlinks.init_app(app)
     _answer_errors(app)
+
+    @app.url_value_preprocessor
+    def no_control_characters_in_paths(endpoint: str | None, values: dict[str, Any] | None) -> None:
+        # A part of the path with a control character in it (/players/x%00y) names nothing.
+        parts = (values or {}).values()
+        if any(isinstance(part, str) and not inputs.is_clean(part, one_line=True) for part in parts):
+            abort(404)
+
     return app
 
 

@@ -20,6 +20,7 @@ from marshmallow import EXCLUDE, Schema
 from pbem.api import auth, bp
 from pbem.api.errors import ApiError
 from pbem.api.schemas import ErrorSchema
+from pbem.core import inputs
 from pbem.core.site import base_url
 
 VERSION = "1.0.0"
@@ -27,6 +28,10 @@ VERSION = "1.0.0"
 MAX_BODY = 64 * 1024
 # The largest id a database integer holds: a larger one in a path names nothing.
 MAX_ID = 2**31 - 1
+# The longest query string and header value the API reads.  The proxies in front are set to pass longer
+# ones (deploy/: gunicorn 16 KB, nginx 32 KB), so that a client is told in JSON, not by their HTML pages.
+MAX_QUERY = 4096
+MAX_HEADER = 8192
 
 # What each error status means in every operation that can answer it.
 ERROR_WORDS = {
@@ -37,10 +42,13 @@ ERROR_WORDS = {
     404: "No such game or player, or not one you may see.",
     409: "Too late or out of date: not your turn, a stale expect, the game is over.",
     413: "The body is too large.",
-    422: "A field or parameter is missing or out of range; fields says which.",
+    414: "The query string is too long.",
+    422: "A field or parameter is missing, of the wrong type or out of range, or a text holds a control "
+         "character (such as NUL); fields says which.",
     429: "Too many requests with this token.",
+    431: "A header (a token, say) is too long.",
 }
-COMMON_ERRORS = (401, 429)
+COMMON_ERRORS = (401, 414, 429, 431)
 
 
 @dataclass
@@ -80,10 +88,31 @@ OPERATIONS: list[Operation] = []
 def _json_body() -> Any:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise ApiError(413, "too-large", f"The body is too large: at most {MAX_BODY} bytes.")
-    data = request.get_json(force=True, silent=True)
+    try:
+        data = request.get_json(force=True, silent=True)
+    except RecursionError:  # Nested deeper than the parser goes.
+        data = None
     if data is None:
         raise ApiError(400, "bad-json", "The body must be a JSON object.")
+    try:
+        inputs.check_json(data)
+    except inputs.TooDeep as exc:
+        raise ApiError(400, "bad-json", f"The body is nested too deep: {exc}.") from None
+    except inputs.BadInput as exc:
+        raise ApiError(422, "invalid", f"The request was refused: {exc}",
+                       fields={exc.where or "body": [exc.message]}) from None
     return data
+
+
+@bp.before_request
+def _bounded_request() -> None:
+    """Refuse a query string or a header longer than the API reads, in JSON (414, 431)."""
+    if len(request.query_string) > MAX_QUERY:
+        raise ApiError(414, "uri-too-long", f"The query string is too long: at most {MAX_QUERY} bytes.")
+    for name, value in request.headers.items():
+        if len(value) > MAX_HEADER:
+            raise ApiError(431, "header-too-large",
+                           f"The {name} header is too long: at most {MAX_HEADER} characters.")
 
 
 def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
@@ -178,7 +207,7 @@ def build_spec() -> dict[str, Any]:
             doc["parameters"].append({"in": "header", "name": "If-None-Match", "required": False,
                                       "schema": {"type": "string"}})
             doc["responses"]["304"] = {"description": "Nothing has changed since the ETag sent."}
-        for status in sorted({*op.errors, *COMMON_ERRORS, *((400, 413) if op.body else ())}):
+        for status in sorted({*op.errors, *COMMON_ERRORS, *((400, 413, 422) if op.body else ())}):
             doc["responses"][str(status)] = {
                 "description": ERROR_WORDS[status],
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},

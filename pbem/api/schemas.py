@@ -44,11 +44,32 @@ class SeatNumber(fields.Integer):
         return super()._deserialize(value, attr, data, **kwargs) - 1
 
 
-def your_seat(description: str) -> SeatNumber:
-    """The optional field naming one of the caller's seats, for a player who holds several."""
-    return SeatNumber(validate=validate.Range(min=0, max=MAX_SEATS - 1,
-                                              error=f"Seats are numbered from 1 to {MAX_SEATS}."),
+def your_seat(description: str, *, in_body: bool = True) -> SeatNumber:
+    """The optional field naming one of the caller's seats, for a player who holds several (a whole
+    number in a JSON body; a query parameter is text)."""
+    numbered = validate.Range(min=0, max=MAX_SEATS - 1, error=f"Seats are numbered from 1 to {MAX_SEATS}.")
+    return SeatNumber(strict=in_body, validate=numbered,
                       metadata={"description": f"{description} Seats are numbered from 1."})
+
+
+class Flag(fields.Boolean):
+    """A body's true or false: JSON's own, not 1, "yes" or "on" (1 == True in Python, so the truthy
+    sets of marshmallow's Boolean cannot tell them apart)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+def whole_number(**kwargs: Any) -> fields.Integer:
+    """A body's whole number: JSON's own, not 1.5 (read as 1), "1" or true."""
+    return fields.Integer(strict=True, **kwargs)
+
+
+def flag(default: bool, description: str = "") -> Flag:
+    """A body's optional true or false, with its default."""
+    return Flag(load_default=default, metadata={"description": description} if description else {})
 
 
 class ErrorSchema(Schema):
@@ -364,14 +385,13 @@ class NewGameSchema(Schema):
     time = fields.String(validate=validate.Length(max=32), metadata={
         "description": 'A time control: "days:N" per move, or "bank:I+A/M" (days at the start, added after '
                        "each move, at most); the server's usual when omitted."})
-    weekend_pause = fields.Boolean(load_default=False)
-    public = fields.Boolean(load_default=True)
-    rated = fields.Boolean(load_default=True, metadata={
-        "description": "Whether the result moves the ratings (two players with two accounts only)."})
-    min_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+    weekend_pause = flag(False)
+    public = flag(True)
+    rated = flag(True, "Whether the result moves the ratings (two players with two accounts only).")
+    min_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
                                 metadata={"description": "Open seats only for players rated at least this "
                                                          "in the game."})
-    max_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
+    max_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000),
                                 metadata={"description": "Open seats only for players rated at most this."})
 
 
@@ -379,7 +399,7 @@ class MoveSchema(Schema):
     """A move, in the game's notation."""
 
     move = fields.String(required=True, validate=validate.Length(min=1, max=MAX_MOVE))
-    expect = fields.Integer(validate=validate.Range(min=1, max=2**31 - 1), metadata={
+    expect = whole_number(validate=validate.Range(min=1, max=2**31 - 1), metadata={
         "description": "The move_number you saw: if the game has moved on since, the move is refused "
                        "(stale) instead of played on a position you did not see."})
     comment = fields.String(validate=validate.Length(max=MAX_COMMENT))
@@ -431,7 +451,7 @@ class ConditionalDeleteSchema(Schema):
 
     line = fields.String(validate=validate.Length(min=1, max=MAX_LINE_TEXT), metadata={
         "description": '"if c4" deletes every line beginning with c4; omitted, every line goes.'})
-    seat = your_seat("Which of your seats, when you hold several.")
+    seat = your_seat("Which of your seats, when you hold several.", in_body=False)
 
 
 # Tournaments ---------------------------------------------------------------------------
@@ -448,17 +468,17 @@ class NewTournamentSchema(Schema):
                           load_default=dict, validate=validate.Length(max=32))
     time = fields.String(validate=validate.Length(max=32), metadata={
         "description": 'A time control, as for a new game: "days:N" or "bank:I+A/M".'})
-    weekend_pause = fields.Boolean(load_default=False)
-    rated = fields.Boolean(load_default=True)
-    min_players = fields.Integer(load_default=2, validate=validate.Range(min=2, max=1000))
-    max_players = fields.Integer(load_default=16, validate=validate.Range(min=2, max=1000))
+    weekend_pause = flag(False)
+    rated = flag(True)
+    min_players = whole_number(load_default=2, validate=validate.Range(min=2, max=1000))
+    max_players = whole_number(load_default=16, validate=validate.Range(min=2, max=1000))
     start_at = UtcDateTime(allow_none=True, load_default=None, metadata={
         "description": "When it starts (UTC); null: as soon as max_players have joined."})
-    min_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
-    max_rating = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
-    double = fields.Boolean(load_default=None, allow_none=True,
+    min_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    max_rating = whole_number(allow_none=True, load_default=None, validate=validate.Range(min=0, max=4000))
+    double = Flag(load_default=None, allow_none=True,
                             metadata={"description": "A round-robin played twice, on both sides."})
-    rounds = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=20),
+    rounds = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=20),
                             metadata={"description": "A Swiss's rounds."})
     bye_points = fields.Float(load_default=None, allow_none=True, validate=validate.OneOf((0, 0.5, 1)),
                               metadata={"description": "What a Swiss bye scores."})
@@ -467,9 +487,9 @@ class NewTournamentSchema(Schema):
                                                        "better seed."})
     leaving = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(("forfeit", "void")),
                             metadata={"description": "A leaver's games: forfeited, or struck out."})
-    reach = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=50),
+    reach = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=50),
                            metadata={"description": "A ladder: how far above a player may challenge."})
-    accept_days = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=30),
+    accept_days = whole_number(load_default=None, allow_none=True, validate=validate.Range(min=1, max=30),
                                  metadata={"description": "A ladder: days to accept a challenge."})
 
 

@@ -229,7 +229,7 @@ def archive_query(filters: Filters) -> tuple[Select[Game], tuple[Any, Any]]:
         query = query.where(Game.ending == filters.ending)
     if filters.since:
         query = query.where(key[0] >= datetime.combine(filters.since, datetime.min.time()))
-    if filters.until:
+    if filters.until and filters.until < date.max:  # The last day there is bounds nothing.
         query = query.where(key[0] < datetime.combine(filters.until + timedelta(days=1), datetime.min.time()))
     if filters.min_moves is not None:
         query = query.where(Game.ply >= filters.min_moves)

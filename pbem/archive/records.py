@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from marshmallow import ValidationError
@@ -27,13 +28,16 @@ from sqlalchemy.orm import selectinload
 import games
 from games import IllegalMove, Outcome
 from pbem.accounts import accounts
+from pbem.core import inputs
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
 from pbem.core.site import base_url
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import endings, results
+from pbem.game import clock, endings, results
 from pbem.game.replay import Replay, move_numbers
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 # Bounds on what an import reads: a line of the file, and the entries of one record.
@@ -43,6 +47,10 @@ MAX_TEXT = 500
 KINDS = ("move", "resign", "draw-offer", "draw-accept", "draw-decline", "timeout")
 VIA = ("web", "mail", "link", "command", "api", "conditional", "server", "cli", "import")
 MAX_ORIGIN = 200
+# The seeds a database column holds (a signed 64-bit integer), and the times a record's game may have
+# been played in: from 1970 (no server of this kind is older) to a day from now (clocks differ).
+MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
+EARLIEST = datetime(1970, 1, 1)
 # How the plain-text record names the server's actions.
 ACTION_WORDS = {
     "resign": "resigns",
@@ -184,6 +192,9 @@ class Checked:
     key: str
     origin: str | None = None
     origin_game_id: int | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    time_control: dict[str, Any] = field(default_factory=dict)
 
 
 def _field(data: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -203,7 +214,13 @@ def _parse_time(value: Any, what: str) -> datetime | None:
     except ValueError:
         raise RecordError(f"{what} ({value!r}) is not a time") from None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:  # Year 1 or 9999, moved past the calendar's end.
+            raise RecordError(f"{what} ({value!r}) is not a time a game was played at") from None
+    if not EARLIEST <= parsed <= utcnow() + timedelta(days=1):
+        raise RecordError(f"{what} ({value!r}) is not a time a game was played at: it must be between "
+                          f"{EARLIEST.year} and now")
     return parsed
 
 
@@ -212,6 +229,10 @@ def check(data: Any) -> Checked:
     or it does not end as it says."""
     if not isinstance(data, dict):
         raise RecordError("a record is a JSON object")
+    try:
+        inputs.check_json(data)
+    except inputs.BadInput as exc:
+        raise RecordError(f"the record's {exc.where or 'value'} {exc.message}") from None
     if data.get("format") != FORMAT:
         raise RecordError(f"the record's format is {data.get('format')!r}; this server reads format {FORMAT}")
     slug = _field(data, "game", str, "a game's name")
@@ -224,6 +245,23 @@ def check(data: Any) -> Checked:
     except ValidationError as exc:
         raise RecordError(f"the options do not fit {engine.title}: {exc.messages}") from None
     seed = _field(data, "seed", int, "a whole number")
+    if not MIN_SEED <= seed <= MAX_SEED:
+        raise RecordError(f"the record's seed {seed} is out of range (a signed 64-bit number)")
+    for flag in ("public", "rated"):
+        if data.get(flag) is not None and not isinstance(data[flag], bool):
+            raise RecordError(f"the record's {flag!r} must be true or false")
+    time_control = data.get("time_control") or {}
+    if not isinstance(time_control, dict):
+        raise RecordError("the record's 'time_control' must be an object")
+    if time_control:
+        try:
+            time_control = clock.check_time_control(time_control)
+        except clock.TimeControlError as exc:
+            raise RecordError(f"the record's time control: {exc}") from None
+    started = _parse_time(data.get("started"), "the start")
+    finished = _parse_time(data.get("finished"), "the end")
+    if started is not None and finished is not None and finished < started:
+        raise RecordError("the game finished before it started")
     players = _field(data, "players", list, "a list")
     if len(players) not in engine.players:
         raise RecordError(f"{engine.title} is not for {len(players)} players")
@@ -233,13 +271,19 @@ def check(data: Any) -> Checked:
         handle = player.get("handle")
         if not isinstance(handle, str) or not accounts.HANDLE.match(handle):
             raise RecordError(f"seat {n}'s handle {handle!r} is not a handle")
-        if accounts.find_user(handle) is None:
+        known = accounts.find_user(handle)
+        if known is None:
             # A new handle becomes a placeholder account, which someone may claim later: never one the
             # server reads as something else ("me").
             try:
                 accounts.check_handle(handle)
             except accounts.AccountError as exc:
                 raise RecordError(f"seat {n}'s handle: {exc}") from None
+        elif known.handle.casefold() != handle.casefold():
+            # Only the same handle (in any case) is the same player: a look-alike (A1ICE for alice) may be
+            # anyone, and cannot have an account of its own here beside the one it looks like.
+            raise RecordError(f"seat {n}'s handle {handle!r} is too like {known.handle!r}, a player here; "
+                              "if it is the same player, write the handle as it is here")
     entries = _field(data, "moves", list, "a list")
     if len(entries) > MAX_ENTRIES:
         raise RecordError(f"the record has more than {MAX_ENTRIES} entries")
@@ -291,7 +335,7 @@ def check(data: Any) -> Checked:
         ending = endings.ending_of(engine.slug, outcome)
     origin, origin_game_id = _origin(data)
     return Checked(data, engine, options, state, outcome, ending, _content_key(data, options), origin,
-                   origin_game_id)
+                   origin_game_id, started, finished, time_control)
 
 
 def _origin(data: dict[str, Any]) -> tuple[str | None, int | None]:
@@ -360,10 +404,9 @@ def store(checked: Checked) -> tuple[Game, bool]:
             uow.rollback()
             return found, False
         data = checked.data
-        started = _parse_time(data.get("started"), "the start")
-        finished = _parse_time(data.get("finished"), "the end") or utcnow()
+        started, finished = checked.started, checked.finished or utcnow()
         public = data.get("public", True) is not False
-        time_control = data.get("time_control") if isinstance(data.get("time_control"), dict) else {}
+        time_control = checked.time_control
         users = [_player(p["handle"]) for p in data["players"]]
         game = Game(
             engine=checked.engine.slug, options=checked.options, seed=data["seed"],
@@ -391,6 +434,18 @@ def store(checked: Checked) -> tuple[Game, bool]:
     return game, True
 
 
+def _parsed(line: str) -> Any:
+    """One line of an import file read as JSON; :class:`RecordError` if it is not."""
+    if len(line) > MAX_LINE:
+        raise RecordError(f"the line is longer than {MAX_LINE} characters")
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise RecordError(f"the line is not JSON: {exc}") from None
+    except RecursionError:
+        raise RecordError(f"the record is nested more than {inputs.MAX_JSON_DEPTH} levels deep") from None
+
+
 @dataclass
 class ImportReport:
     """What an import did: games added, records already here, and the refused ones with the reason."""
@@ -401,23 +456,23 @@ class ImportReport:
 
 
 def import_lines(lines: Iterable[str]) -> ImportReport:
-    """Import the records of a JSON-lines file (blank lines skipped); each record stands alone, so a
-    refused one does not stop the others.  ``refused`` holds (line number, reason)."""
+    """Import the records of a JSON-lines file (blank lines skipped); each record stands alone, checked
+    completely before anything of it is written and stored in a transaction of its own, so a refused one
+    does not stop the others.  ``refused`` holds (line number, reason)."""
     report = ImportReport()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            if len(line) > MAX_LINE:
-                raise RecordError(f"the line is longer than {MAX_LINE} characters")
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise RecordError(f"the line is not JSON: {exc}") from None
-            _game, new = store(check(data))
+            _game, new = store(check(_parsed(line)))
         except RecordError as exc:
             db.session.rollback()
             report.refused.append((number, str(exc)))
+            continue
+        except Exception as exc:  # A fault of ours (an engine's, the database's): this record only.
+            db.session.rollback()
+            log.exception("line %s of an import could not be imported", number)
+            report.refused.append((number, f"it could not be imported ({type(exc).__name__}: {exc})"[:500]))
             continue
         if new:
             report.added += 1

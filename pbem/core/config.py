@@ -202,6 +202,9 @@ def _check(settings: Settings) -> None:
     if not 0 <= settings["server"]["trusted_proxies"] <= 5:
         raise ConfigError("server.trusted_proxies must be the number of reverse proxies in front of the web "
                           "workers, 0 to 5 (usually 0, or 1 behind nginx).")
+    if settings["server"]["password_hash"].split(":")[0] not in ("scrypt", "pbkdf2"):
+        raise ConfigError('server.password_hash must be a werkzeug method: "scrypt" (the default) or '
+                          '"pbkdf2:sha256:ROUNDS".')
     ratings = settings["ratings"]
     if not 0 < ratings["tau"] <= 5:
         raise ConfigError(f"ratings.tau must be above 0 (0.3 to 1.2 are usual), not {ratings['tau']}.")

@@ -35,6 +35,7 @@ from sqlalchemy.orm.attributes import instance_state
 import games
 from pbem.accounts import mailkeys
 from pbem.accounts.accounts import internationalised
+from pbem.core import inputs
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
@@ -87,8 +88,11 @@ def process_pending(limit: int = 500) -> int:
     """Process stored messages while any wait (oldest first, up to ``limit``); returns how many this call
     handled.  Several processors may run this at once: each takes the next message no other holds."""
     handled = 0
-    while handled < limit and _take_next():
-        handled += 1
+    for _attempt in range(limit):
+        taken = _take_next()
+        if taken is False:
+            break
+        handled += taken is True  # None: another processor took it first.
     return handled
 
 
@@ -124,9 +128,8 @@ _TAKE = (
 _TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
 _QUEUE = _TABLE.alias("waiting")  # The table again, in the subquery: not correlated with the UPDATE.
 _WAITING = select(_QUEUE.c.id).where(_QUEUE.c.status == "received").order_by(_QUEUE.c.id).limit(1)
-_TAKE_NEXT = _TAKE.where(_C.id == _WAITING.scalar_subquery(), _C.status == "received")
 # On PostgreSQL processors running side by side each take a different message, rather than queueing for
-# the lock of the same one.  (On SQLite the write lock taken first already serialises the choice.)
+# the lock of the same one.  (On SQLite a message is chosen, and read, before the write lock is taken.)
 _TAKE_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
 )
@@ -147,25 +150,52 @@ class MessageTaken(RuntimeError):
     """The message being handled was taken by another processor after this one lost its claim."""
 
 
-def _take_next() -> bool:
-    """Take the oldest waiting message and handle it; False when nothing waits."""
+def _take_next() -> bool | None:
+    """Take the oldest waiting message and handle it; False when nothing waits, None when another
+    processor took the message this one chose."""
     if is_postgresql():
+        # The claim holds only that row (another processor skips it), so the message is read after it.
         return _take(_TAKE_NEXT_PG)
     # On SQLite whether anything waits is read first, without the write lock: a processor woken with
-    # nothing left to do must not queue for the database's one lock behind the listener's stores.
-    waiting = db.session.connection().execute(_WAITING).first()
+    # nothing left to do must not queue for the database's one lock behind the listener's stores.  The
+    # message is read (parsed) there too, before the claim: the claim holds the database's one write lock,
+    # and every web write and every store waits for it.
+    waiting = db.session.connection().execute(_PEEK_NEXT).first()
     db.session.rollback()
-    return waiting is not None and _take(_TAKE_NEXT)
+    if waiting is None:
+        return False
+    return _take(_TAKE_ONE, _read(waiting.raw, waiting.rcpt_to), row_id=waiting.id) or None
 
 
 def process_one(row_id: int) -> bool:
-    """Claim and handle one stored message; False when another processor had it already."""
-    return _take(_TAKE_ONE, row_id=row_id)
+    """Claim and handle one stored message; False when another processor had it already.  The message is
+    read (parsed) before it is claimed, outside any write lock."""
+    waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
+    db.session.rollback()
+    if waiting is None:
+        return False
+    return _take(_TAKE_ONE, _read(waiting.raw, waiting.rcpt_to), row_id=row_id)
 
 
-def _take(statement: Any, **params: object) -> bool:
+# A waiting message's bytes, read before it is claimed.
+_PEEKED = select(_C.id, _C.raw, _C.rcpt_to).where(_C.status == "received")
+_PEEK_NEXT = _PEEKED.order_by(_C.id).limit(1)
+_PEEK_ONE = _PEEKED.where(_C.id == bindparam("row_id"))
+
+
+def _read(raw: bytes, rcpt_to: str) -> parse.Incoming | str:
+    """The message parsed, or why it could not be (``parse.read`` never raises: a fault of its own)."""
+    try:
+        return parse.read(raw, rcpt_to)
+    except Exception as exc:
+        log.exception("a stored message could not be parsed")
+        return f"could not be parsed: {type(exc).__name__}: {exc}"
+
+
+def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> bool:
     """Claim a message by ``statement`` and handle it: act on it, record the outcome and answer it.
-    False when there was no message to take.
+    False when there was no message to take.  ``read`` is the message already parsed (or why it could
+    not be), where it was parsed before the claim; else it is parsed after it.
 
     The claim is the first statement of the transaction the message is handled in, not a transaction of
     its own: a mailed move commits with its claim, its outcome and its answer, one commit a message.
@@ -173,7 +203,8 @@ def _take(statement: Any, **params: object) -> bool:
     waits for it and finds it taken; on SQLite by the write lock), and a crash leaves the message
     "received", to be processed again from the start, as nothing of it was committed.  When the claim's
     transaction is rolled back (a refused move, a fault), the outcome is written in a new one only if the
-    message is still this processor's (see ``_HELD``), so it is recorded and answered once.
+    message is still this processor's (see ``_HELD``), so it is recorded and answered once.  A message
+    that cannot be handled is recorded "failed" with its reason, and never goes back to the queue.
     """
     token = f"claimed by a processor ({uuid.uuid4().hex})"
     # The message's unit of work: the move path (and every action under a game's lock) runs in it and
@@ -188,11 +219,14 @@ def _take(statement: Any, **params: object) -> bool:
         if row is None:
             return False  # (Rolled back as the unit of work ends.)
         claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
-        mail: parse.Incoming | None = None
+        mail = read if isinstance(read, parse.Incoming) else None
         try:
+            if isinstance(read, str):
+                raise UnreadableMessage(read)
             stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
             try:
-                mail = parse.read(claimed.raw, claimed.rcpt_to)
+                if mail is None:
+                    mail = parse.read(claimed.raw, claimed.rcpt_to)
                 outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
             finally:
                 stop_marking()
@@ -202,8 +236,16 @@ def _take(statement: Any, **params: object) -> bool:
         except Exception as exc:
             log.exception("inbound message #%s could not be processed", claimed.id)
             uow.rollback()
-            _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}")
+            if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
+                # Not even the failure could be written: the database is away, not the message at fault.
+                # The caller stops here (the listener looks again after its interval) rather than take it
+                # again.
+                raise
     return True
+
+
+class UnreadableMessage(RuntimeError):
+    """A stored message the parser itself failed on (``parse.read`` reads anything else)."""
 
 
 def _identity(obj: User | Game | None) -> int | None:
@@ -246,8 +288,8 @@ def _finish(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming, outcome: H
         note += " (not answered: too many refusals to this address lately)"
     recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
         "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
-        "outcome_note": note[:2000], "of_user": _identity(outcome.user), "of_game": _identity(outcome.game),
-        "now": utcnow(),
+        "outcome_note": _stored_note(note), "of_user": _identity(outcome.user),
+        "of_game": _identity(outcome.game), "now": utcnow(),
     })
     if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
         uow.rollback()
@@ -265,30 +307,48 @@ _RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
 _RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
 
 
-def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> None:
+def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
     """Keep the message as "failed" for an operator, and tell a person who wrote it (if it is still this
-    processor's: see ``_HELD``)."""
-    try:
-        uow.begin()
-        failed = db.session.connection().execute(_RECORD_OUTCOME, {
-            "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
-            "outcome_note": note[:2000], "of_user": None, "of_game": None, "now": utcnow(),
-        })
-        if failed.rowcount != 1:
+    processor's: see ``_HELD``).  Whatever made the handling fail may make its answer fail too (a mail the
+    database refuses to quote): then the failure is recorded without one, so that the message never goes
+    back to the queue to fail again.  False when nothing could be recorded (the database is away)."""
+    answering = mail is not None and bool(mail.from_addr) \
+        and reports.automatic(mail, None, mail_domain()) is None
+    unanswered = f"{note} (not answered: the answer could not be written either)"
+    for answer in (True, False) if answering else (False,):
+        try:
+            uow.begin()
+            failed = db.session.connection().execute(_RECORD_OUTCOME, {
+                "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
+                "outcome_note": _stored_note(note if answer or not answering else unanswered),
+                "of_user": None, "of_game": None, "now": utcnow(),
+            })
+            if failed.rowcount != 1:
+                uow.rollback()
+                log.warning("inbound #%s failed here and was taken by another processor; left to it",
+                            claimed.id)
+                return True
+            if answer:
+                assert mail is not None
+                sorry = CommandError(
+                    "Your mail could not be processed because of a fault on the server. It has been kept "
+                    "for the operator. Look at the game on the web before sending it again: it may have "
+                    "been played."
+                )
+                _answer(mail, Handling("failed", note, sorry))
+            uow.commit()
+            return True
+        except Exception:
             uow.rollback()
-            log.warning("inbound #%s failed here and was taken by another processor; left to it", claimed.id)
-            return
-        if mail is not None and mail.from_addr and reports.automatic(mail, None, mail_domain()) is None:
-            sorry = CommandError(
-                "Your mail could not be processed because of a fault on the server. It has been kept for "
-                "the operator. Look at the game on the web before sending it again: it may have been "
-                "played."
-            )
-            _answer(mail, Handling("failed", note, sorry))
-        uow.commit()
-    except Exception:
-        uow.rollback()
-        log.exception("could not record the failure of inbound message #%s", claimed.id)
+            log.exception("could not record the failure of inbound message #%s%s", claimed.id,
+                          " with its answer" if answer else "")
+    return False
+
+
+def _stored_note(note: str) -> str:
+    """A note as the row keeps it: bounded, and without what no stored text may carry (an exception's
+    words may quote the message)."""
+    return inputs.clean(note)[:2000]
 
 
 # Knowing whether a message did anything, for a restart after a crash ---------------------------------

@@ -12,14 +12,15 @@ import hashlib
 import logging
 import re
 from email.parser import BytesHeaderParser
-from email.policy import default as default_policy
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from pbem.core import inputs
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
 from pbem.core.unit_of_work import unit_of_work
+from pbem.mailin.parse import READING_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,9 @@ def message_key(raw: bytes) -> str:
         message_id, sender = plain
     else:
         try:
-            headers = BytesHeaderParser(policy=default_policy).parsebytes(raw)
+            # Read as the processor reads headers, each cut short: the parser looks at the Content-Type
+            # even here, and reading a flood of its parameters is not linear.
+            headers = BytesHeaderParser(policy=READING_POLICY).parsebytes(raw)
             written = next((str(v) for k, v in headers.raw_items() if k.lower() == "message-id"), "").strip()
             if _PLAIN_ID.fullmatch(written):
                 message_id = written
@@ -108,7 +111,9 @@ def message_key(raw: bytes) -> str:
         return f"<sha256.{hashlib.sha256(raw).hexdigest()}@pbem.invalid>"
     sender = _sender_key(sender)
     key = f"{message_id} {sender}" if sender else message_id
-    if len(key) <= MAX_ID_LENGTH:
+    # A key with a control character in it (an encoded NUL in the Message-ID, say) names nothing: the
+    # database would refuse it, on every attempt the sending MTA makes.
+    if len(key) <= MAX_ID_LENGTH and inputs.is_clean(key, one_line=True):
         return key
     return f"<sha256.{hashlib.sha256(key.encode('utf-8', 'replace')).hexdigest()}@pbem.invalid>"
 
@@ -143,6 +148,9 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
     if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
         raise MalformedMessage("The message has no headers.")
     key = message_key(raw)
+    # The envelope as the sending MTA gave it may hold what no text stored may carry.
+    mail_from = inputs.clean_line(mail_from or "")
+    rcpt_to = [inputs.clean_line(address) for address in rcpt_to or []]
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
     with unit_of_work() as uow:
         connection = db.session.connection()

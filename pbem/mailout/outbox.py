@@ -31,6 +31,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
+from pbem.core import inputs
 from pbem.core.database import DirectWrite
 from pbem.core.extensions import db, mail
 from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
@@ -85,7 +86,10 @@ def enqueue(
     if isinstance(to, User) and to.is_bot:
         return None
     to_addr = to.email if isinstance(to, User) else to
-    all_headers = dict(headers or {})
+    # The last guard before a header: whatever a caller quotes of a mail or a player (a subject, a
+    # Message-ID) goes out on one line, without what no header may carry (PostgreSQL refuses a NUL).
+    subject = inputs.clean_line(subject)
+    all_headers = {name: inputs.clean_line(value) for name, value in (headers or {}).items()}
     if game is not None:
         if game.id is None:
             # A game created in this transaction gets its id (typed int, it is None until the flush).

@@ -8,6 +8,7 @@ Each test is skipped only when what it runs (nginx, openssl, pg_dump, a PostgreS
 from __future__ import annotations
 
 import http.client
+import json
 import re
 import shutil
 import ssl
@@ -27,7 +28,7 @@ from flask import Flask
 from pbem.accounts import accounts
 from pbem.core.extensions import db
 from tests.conftest import ROOT, free_port
-from tests.server.conftest import PG_ADMIN_URL
+from tests.server.conftest import ONE_BACKEND, PG_ADMIN_URL
 from tests.server.deploy_doc import deploy_block, substituted
 from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 
@@ -71,12 +72,14 @@ def tls_site(port: int, upstream: int, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(NGINX is None or OPENSSL is None, reason="nginx or openssl is not installed")
+@ONE_BACKEND
 def test_forms_work_through_nginx_on_a_port_other_than_443(
     app: Flask, ctx: Flask, processes: Processes, tmp_path: Path
 ) -> None:
     """Behind deploy/nginx.conf on https://127.0.0.1:PORT, with the settings DEPLOY.md gives for a proxy
     (trusted_proxies = 1, secure cookies), a player signs in: the form's post is taken, answered over
-    HTTPS only from then on (HSTS).  A post from another site is refused, and the log says why."""
+    HTTPS only from then on (HSTS).  A post from another site is refused, and the log says why.  The
+    API's refusals of an over-long token or query come through as its JSON."""
     accounts.create_user("erin", "erin@example.org", password="correct horse battery", verified=True)
     db.session.commit()
     upstream, port = free_port(), free_port()
@@ -106,6 +109,13 @@ def test_forms_work_through_nginx_on_a_port_other_than_443(
                                                    "password": "correct horse battery"})
     assert signed_in.status == 302, signed_in.text
     assert "Sign out" in browser.request("GET", "/").text
+    # A token or a query too long for the API is answered by it, in JSON, through nginx and gunicorn as
+    # deployed (their own limits would answer with pages of their own).
+    long_token = browser.request("GET", "/api/v1/me/turn",
+                                 headers={"Authorization": "Bearer pbem_" + "x" * 10_000})
+    assert (long_token.status, json.loads(long_token.text)["code"]) == (431, "header-too-large")
+    long_query = browser.request("GET", "/api/v1/games?player=" + "x" * 5_000)
+    assert (long_query.status, json.loads(long_query.text)["code"]) == (414, "uri-too-long")
 
     forged = browser.request("POST", "/login", {"csrf_token": token, "login": "erin", "password": "x"},
                              referer="https://elsewhere.example/")
@@ -136,10 +146,10 @@ class Browser:
         self.context.verify_mode = ssl.CERT_NONE
 
     def request(self, method: str, path: str, form: dict[str, str] | None = None,
-                referer: str | None = None) -> Response:
-        """One request, with the cookies so far; the cookies it sets are kept."""
+                referer: str | None = None, headers: dict[str, str] | None = None) -> Response:
+        """One request, with the cookies so far (and ``headers``); the cookies it sets are kept."""
         connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context, timeout=30)
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()), **(headers or {})}
         body = None
         if form is not None:
             body = urllib.parse.urlencode(form)

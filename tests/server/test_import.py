@@ -195,15 +195,6 @@ def test_an_imported_comment_keeps_no_link_or_address_of_ours(ctx: Flask, player
                                          "> Reply to: [address removed]")
 
 
-def pbem(database_url: str, instance: str, *args: str) -> subprocess.CompletedProcess:
-    """`pbem ARGS` as a process of its own on another database: the own-export test moves records
-    between two servers' databases and reads a relative path from where the command was started, which
-    a process shows and the in-process runner does not."""
-    env = dict(os.environ, PBEM_DATABASE_URL=database_url, PBEM_SERVER_INSTANCE_PATH=instance)
-    return subprocess.run([sys.executable, "-m", "pbem", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
-
-
 def test_importing_this_servers_own_export_adds_nothing_and_says_already_here(
         ctx: Flask, players, tmp_path: Path) -> None:
     """A server's own export read back (by mistake, or to check it) duplicates no game: every record
@@ -217,15 +208,16 @@ def test_importing_this_servers_own_export_adds_nothing_and_says_already_here(
                        .values(via="conditional"))
     db.session.commit()
     url, instance = ctx.config["SQLALCHEMY_DATABASE_URI"], ctx.instance_path
-    exported = pbem(url, instance, "export")
-    assert exported.returncode == 0, exported.stderr
+    here_runner = ctx.test_cli_runner()
+    exported = here_runner.invoke(main, ["export"])
+    assert exported.exit_code == 0, exported.output
     first = json.loads(exported.stdout.splitlines()[0])
     assert first["origin"] == "http://127.0.0.1:5000" and first["id"] == made[0].id
     assert first["moves"][1]["via"] == "conditional"
     standings = WebClient(ctx).get("/players/alice").get_data(as_text=True)
     (tmp_path / "ours.jsonl").write_text(exported.stdout)
 
-    # A relative path is read from where the command was started.
+    # A relative path is read from where the command was started: a process of its own shows that.
     here = dict(os.environ, PBEM_CONFIG=str(Path(os.environ["PBEM_CONFIG"]).resolve()))
     again = subprocess.run([sys.executable, "-m", "pbem", "import", "ours.jsonl"], cwd=tmp_path,
                            env=dict(here, PBEM_DATABASE_URL=url, PBEM_SERVER_INSTANCE_PATH=instance),
@@ -238,16 +230,19 @@ def test_importing_this_servers_own_export_adds_nothing_and_says_already_here(
 
     # Imported elsewhere and exported from there, the games still name this server and their numbers
     # here: read back here, they are still already here; and a second import there adds nothing.
-    fresh, fresh_instance = f"sqlite:///{tmp_path / 'fresh.db'}", str(tmp_path / "fresh")
-    assert pbem(fresh, fresh_instance, "db", "upgrade").returncode == 0
-    elsewhere = dict(here, PBEM_SERVER_BASE_URL="https://other.example.org")
-    there = dict(elsewhere, PBEM_DATABASE_URL=fresh, PBEM_SERVER_INSTANCE_PATH=fresh_instance)
-    imported = subprocess.run([sys.executable, "-m", "pbem", "import", "ours.jsonl"], cwd=tmp_path, env=there,
-                              capture_output=True, text=True, timeout=120)
-    assert "3 game(s) imported, 0 already here" in imported.stdout, imported.stderr
-    back = subprocess.run([sys.executable, "-m", "pbem", "export"], capture_output=True, text=True,
-                          timeout=120, env=there)
+    elsewhere = create_app({"database": {"url": f"sqlite:///{tmp_path / 'fresh.db'}"},
+                            "server": {"instance_path": str(tmp_path / "fresh"),
+                                       "base_url": "https://other.example.org"}})
+    with elsewhere.app_context():
+        db.create_all()
+    there = elsewhere.test_cli_runner()
+    imported = there.invoke(main, ["import", str(tmp_path / "ours.jsonl")])
+    assert "3 game(s) imported, 0 already here" in imported.stdout, imported.output
+    back = there.invoke(main, ["export"])
     assert [json.loads(line)["origin"] for line in back.stdout.splitlines()] == ["http://127.0.0.1:5000"] * 3
     (tmp_path / "back.jsonl").write_text(back.stdout)
-    home = pbem(url, instance, "import", str(tmp_path / "back.jsonl"))
-    assert "0 game(s) imported, 3 already here, 0 refused." in home.stdout, home.stderr
+    home = here_runner.invoke(main, ["import", str(tmp_path / "back.jsonl")])
+    assert "0 game(s) imported, 3 already here, 0 refused." in home.stdout, home.output
+    with elsewhere.app_context():
+        db.session.remove()
+        db.engine.dispose()

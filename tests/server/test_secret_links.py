@@ -26,6 +26,7 @@ from pbem.core.models import OutboxMail, User
 from pbem.game import play
 from pbem.web import secretlinks
 from tests.conftest import ROOT, free_port
+from tests.server.conftest import ONE_BACKEND
 from tests.server.processes import PBEM, Process, Processes, environment, exec_start, option, wait_for_port
 from tests.server.webclient import WebClient
 
@@ -103,6 +104,7 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
     running.stop_all()
 
 
+@ONE_BACKEND
 def test_gunicorn_as_deployed_logs_secret_links_without_their_secret(
     app: Flask, ctx: Flask, players, processes: Processes
 ) -> None:
@@ -138,6 +140,7 @@ def nginx_site(port: int, upstream: int, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx)")
+@ONE_BACKEND
 def test_nginx_as_deployed_logs_secret_links_without_their_secret(
     app: Flask, ctx: Flask, players, processes: Processes, tmp_path: Path
 ) -> None:
@@ -166,6 +169,7 @@ def test_nginx_as_deployed_logs_secret_links_without_their_secret(
     assert f'"http://127.0.0.1:{port}/reset/[redacted]"' in log  # The move link's Referer.
 
 
+@ONE_BACKEND
 def test_the_development_server_logs_secret_links_without_their_secret(
     app: Flask, ctx: Flask, players, processes: Processes
 ) -> None:
