@@ -153,18 +153,28 @@ def user_token(handle: str, name: str) -> None:
 
 @main.command()
 def verify() -> None:
-    """Replay every game from its record and report any whose stored state differs."""
+    """Replay every game from its record and report any whose stored state differs; check the players'
+    tallies (standings, records) against the games and rebuild them where they differ."""
     from pbem.game import replaycheck as verifying
 
     app = _app()
     with app.app_context():
         problems = list(verifying.check_all())
+        wrong_tallies = verifying.fix_tallies()
     for problem in problems:
         click.echo(f"game #{problem.game_id}: {problem.problem}")
     if problems:
         click.echo(f"{len(problems)} game(s) do not match their records.")
+    else:
+        click.echo("Every game matches its record.")
+    for line in wrong_tallies:
+        click.echo(line)
+    if wrong_tallies:
+        click.echo(f"{len(wrong_tallies)} tally(ies) did not match the games; rebuilt from them.")
+    else:
+        click.echo("Every player's tallies match their games.")
+    if problems or wrong_tallies:
         sys.exit(1)
-    click.echo("Every game matches its record.")
 
 
 # Records ---------------------------------------------------------------------------
