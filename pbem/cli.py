@@ -170,7 +170,8 @@ def verify() -> None:
     for line in wrong_tallies:
         click.echo(line)
     if wrong_tallies:
-        click.echo(f"{len(wrong_tallies)} tally(ies) did not match the games; rebuilt from them.")
+        count = f"{len(wrong_tallies)} tallies" if len(wrong_tallies) > 1 else "1 tally"
+        click.echo(f"{count} did not match the games; rebuilt from them.")
     else:
         click.echo("Every player's tallies match their games.")
     if problems or wrong_tallies:

@@ -116,7 +116,7 @@ def counted() -> dict[Key, Record]:
         .group_by(Seat.user_id, Game.engine, Game.public, Game.rated, Seat.result)
     )
     found: dict[Key, dict[str, int]] = defaultdict(dict)
-    for user_id, engine, public, rated, result, n in rows.tuples():
+    for user_id, engine, public, rated, result, n in rows:
         # (The query's WHERE leaves out seats without a player or a result.)
         found[(int(user_id or 0), engine, bool(public), bool(rated))][COLUMNS[result or ""]] = n
     return {key: Record(**columns) for key, columns in found.items()}
