@@ -1,7 +1,7 @@
 """each player's tallies of finished games (wins, draws, losses by game, public, rated), filled
 
 Revision ID: 0022
-Revises: 0015
+Revises: 0014
 Create Date: 2026-11-26 03:00:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0022'
-down_revision = '0015'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 
