@@ -1,8 +1,13 @@
 """Each player's tallies of finished games: kept by every way a game ends, equal to a count of the seats,
-read by the standings, the directory and the API's player, and rebuilt by `pbem verify`."""
+read by the standings, the directory and the API's player, and rebuilt by `pbem verify`; a player's
+pages read as much however many games they have finished."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+import pytest
+import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskCliRunner
 from sqlalchemy import delete, insert, update
@@ -14,7 +19,11 @@ from pbem.core.extensions import db
 from pbem.core.models import Tally
 from pbem.game import play, tallies
 from pbem.lobby import challenges
+from pbem.present import dashboard
+from pbem.web import players as player_pages
 from tests.server.archived import finished
+from tests.server.test_results import rows
+from tests.server.test_web_games import signed_in
 
 
 def end_games_every_way(players) -> None:
@@ -77,3 +86,39 @@ def test_verify_rebuilds_tallies_put_wrong(ctx: Flask, runner: FlaskCliRunner, p
     assert {r.user.handle: r.wins for r in standings.table("cambio")}["bob"] == 1
     again = runner.invoke(main, ["verify"])
     assert again.exit_code == 0 and "Every player's tallies match their games." in again.stdout
+
+
+def test_a_players_pages_read_as_much_however_many_games_they_finished(
+        app: Flask, ctx: Flask, players, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The player page lists the latest games (in play and finished together, newest first) and My
+    games the latest finished, each in statements that do not grow with the games behind them."""
+    alice, bob, _carol = players
+    monkeypatch.setattr(player_pages, "GAMES_SHOWN", 3)
+    monkeypatch.setattr(dashboard, "FINISHED_SHOWN", 2)
+    web, = signed_in(app, alice)
+
+    def statements(path: str) -> tuple[list[str], int]:
+        sent: list[str] = []
+        listen = lambda *args: sent.append(args[2])  # noqa: E731  (before_cursor_execute's statement)
+        sa.event.listen(db.engine, "before_cursor_execute", listen)
+        try:
+            page = web.get(path)
+        finally:
+            sa.event.remove(db.engine, "before_cursor_execute", listen)
+        return rows(page, "player-games" if "players" in path else "finished"), len(sent)
+
+    ended = [finished("cambio", [alice, bob], end="resign", seed=0, at=datetime(2026, 5, 1))]
+    few, few_mine = statements("/players/alice")[1], statements("/dashboard")[1]
+    ended += [finished("cambio", [alice, bob], end="resign", seed=n, at=datetime(2026, 5, 1 + n))
+              for n in range(1, 5)]
+    in_play = play.create_game("cambio", [bob, alice], {"size": 3, "placements": 2})
+    db.session.commit()
+    listed, many = statements("/players/alice")
+    assert [row[0] for row in listed[1:]] == [f"Cambio #{in_play.id}", f"Cambio #{ended[4].id}",
+                                              f"Cambio #{ended[3].id}"]
+    mine, many_mine = statements("/dashboard")
+    assert [row[0] for row in mine[1:]] == [f"Cambio #{ended[4].id}", f"Cambio #{ended[3].id}"]
+    # Three games listed cost what one did (no statement a game), and so do two on My games; a game in
+    # play among them adds the one statement that reads the seats of every game in play.
+    assert many == few + 1  # (The seats of the game in play, read with the game.)
+    assert many_mine <= few_mine + 1
