@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import selectinload
 
 from pbem.accounts import vacation
@@ -104,11 +104,13 @@ def build(user: User) -> Dashboard:
     board.their_move.sort(key=lambda e: e.deadline or datetime.max)
     # Games called off before they began (a challenge declined or withdrawn) are listed too: the player
     # should see what became of a challenge.
-    finished = db.session.scalars(
-        select(Game)
-        .where(or_(Game.id.in_(latest), and_(Game.id.in_(unfinished), Game.status == "abandoned")))
-        .order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN).options(with_players)
-    ).all()
+    # Two statements, not one with OR: PostgreSQL reads every game to test an OR of two IN lists.
+    called_off = and_(Game.id.in_(unfinished), Game.status == "abandoned")
+    ended = {game.id: game for where in (Game.id.in_(latest), called_off) for game in db.session.scalars(
+        select(Game).where(where).order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
+        .options(with_players))}
+    finished = sorted(ended.values(), key=lambda g: (g.finished_at or datetime.min, g.id),
+                      reverse=True)[:FINISHED_SHOWN]
     board.watched = watched(user)
     board.finished = [
         Entry(g, queries.engine_of(g).title, opponents=results.opponents(g, user),
