@@ -181,12 +181,12 @@ class Load:
         """One slice's figures."""
         self.requests, self.seconds = self.requests + requests, self.seconds + seconds
         self.worst_p99 = max(self.worst_p99, p99)
-        self.rates.append(requests / seconds)
+        self.rates.append(max(requests, 1) / seconds)  # (A slice with no answer counts as one.)
 
     @property
     def rate(self) -> float:
         """Requests per second over all the slices."""
-        return self.requests / self.seconds
+        return max(self.requests, 1) / self.seconds
 
 
 def in_turns(ours_url: str, floor_url: str, header: str | None, slice_seconds: int,
