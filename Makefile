@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/carreaux.py
 	$(BIN)/python bench/sweep.py
 	$(BIN)/python bench/archive.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/movepath.py
 	$(BIN)/python bench/mail.py
 	$(BIN)/python bench/pagecpu.py

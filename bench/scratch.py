@@ -76,3 +76,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def routes() -> list[tuple[str, str]]:
+    """(reader, path) of every read route: "visitor", "player" (signed in) or "client" (API token); the
+    path names a finished game ``{fin}``, a game in play ``{act}`` and a player ``{other}``."""
+    visitor = ["/", "/archive", "/archive?player={other}", "/archive.atom", "/standings",
+               "/standings/cambio", "/players", "/players?q=p1", "/players/{other}",
+               "/players/{other}.atom", "/games/{fin}", "/games/{fin}.json", "/games/{fin}.txt",
+               "/games/{fin}/replay/3", "/games/{fin}/analysis", "/games/{act}",
+               "/games/{act}/live", "/games/{act}/version", "/lobby", "/rules", "/rules/cambio",
+               "/healthz"]
+    player = ["/", "/dashboard", "/games/{act}", "/players/{player}", "/settings", "/games/new"]
+    client = ["/api/v1/games", "/api/v1/games?player={other}", "/api/v1/games/{fin}", "/api/v1/games/{act}",
+              "/api/v1/players/{other}", "/api/v1/players?q=p1", "/api/v1/lobby", "/api/v1/me/turn",
+              "/api/v1/me/challenges", "/api/v1/games/{act}/conditionals", "/api/v1/games/{act}/note",
+              "/api/openapi.json", "/api/"]
+    return ([("visitor", p) for p in visitor] + [("player", p) for p in player]
+            + [("client", p) for p in client])

@@ -33,14 +33,16 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
-from bench.scratch import analyse, arguments, each_database, free_port
+from bench.scratch import analyse, arguments, each_database, free_port, routes
 from pbem import create_app
+from pbem.accounts import apitokens
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
 from pbem.game import play, queries
@@ -59,7 +61,7 @@ BODY = pathlib.Path(os.environ["BENCH_BODY"]).read_bytes()
 @app.get("/<path:anything>")
 @app.get("/")
 def page(anything=""):
-    return BODY, 200, {"Content-Type": "text/html; charset=utf-8"}
+    return BODY, 200, {"Content-Type": os.environ["BENCH_TYPE"]}
 '''
 
 
@@ -153,9 +155,10 @@ def gunicorn(app_spec: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     raise RuntimeError(f"gunicorn on port {port} did not answer")
 
 
-def wrk(url: str, seconds: int, cookie: str | None = None) -> tuple[int, float, float]:
-    """Requests, their seconds and the p99 latency (ms) of 32 connections on ``url``, sending ``cookie``."""
-    headers = ["-H", f"User-Agent: {USER_AGENT}"] + (["-H", f"Cookie: {cookie}"] if cookie else [])
+def wrk(url: str, seconds: int, header: str | None = None) -> tuple[int, float, float]:
+    """Requests, their seconds and the p99 latency (ms) of 32 connections on ``url``, sending ``header``
+    (a player's cookie or a client's token)."""
+    headers = ["-H", f"User-Agent: {USER_AGENT}"] + (["-H", header] if header else [])
     out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", *headers, url],
                          capture_output=True, text=True, check=True).stdout
     requests, elapsed, unit = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", out).groups()
@@ -178,71 +181,88 @@ class Load:
         """One slice's figures."""
         self.requests, self.seconds = self.requests + requests, self.seconds + seconds
         self.worst_p99 = max(self.worst_p99, p99)
-        self.rates.append(requests / seconds)
+        self.rates.append(max(requests, 1) / seconds)  # (A slice with no answer counts as one.)
 
     @property
     def rate(self) -> float:
         """Requests per second over all the slices."""
-        return self.requests / self.seconds
+        return max(self.requests, 1) / self.seconds
 
 
-def in_turns(ours_url: str, floor_url: str, cookie: str | None, slice_seconds: int,
+def in_turns(ours_url: str, floor_url: str, header: str | None, slice_seconds: int,
              turns: int) -> tuple[Load, Load]:
     """Load ours and the floor in turns, a slice each, after a second of each unmeasured: every worker
     then has its templates compiled and its page kept, as in a server that has been up for a while (two
     requests could land on one worker and leave the other's first render inside the measured run)."""
-    wrk(ours_url, 1, cookie)
+    wrk(ours_url, 1, header)
     wrk(floor_url, 1)
     ours, floor = Load(), Load()
     for _ in range(turns):
-        ours.add(*wrk(ours_url, slice_seconds, cookie))
+        ours.add(*wrk(ours_url, slice_seconds, header))
         floor.add(*wrk(floor_url, slice_seconds))
     return ours, floor
 
 
-def measure(url: str, label: str, slice_seconds: int, turns: int) -> None:
-    """Fill the database at ``url``, then load each page of ours and its floor."""
+def route_ids(url: str, tmp: str, active: int, handle: str) -> dict[str, Any]:
+    """What the routes of ``bench/scale.py`` name, in the database :func:`fill` filled: a finished game,
+    the active one, the signed-in player (the player whose pages are read too) and their API token."""
+    app = create_app({"server": {"secret_key": SECRET, "instance_path": tmp}, "database": {"url": url}})
+    with app.app_context():
+        finished = db.session.scalar(sa.select(Game.id).where(Game.status == "finished").order_by(Game.id))
+        player = db.session.scalar(sa.select(User).where(User.handle == handle))
+        _row, token = apitokens.create(player, "bench")
+        db.session.remove()
+        db.engine.dispose()
+    # The players of this database have no confirmed address but the one signed in: the pages of a
+    # player are read of them.
+    return {"fin": finished, "act": active, "player": handle, "other": handle, "token": token}
+
+
+def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool) -> None:
+    """Fill the database at ``url``, then load each route of ours and its floor: the game page, ``/``
+    and the archive, for a visitor and the player, or with ``every`` every read route."""
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
+        ids = route_ids(url, tmp, active, handle)
         env = dict(os.environ, PBEM_SERVER_SECRET_KEY=SECRET, PBEM_SERVER_INSTANCE_PATH=tmp,
                    PBEM_DATABASE_URL=url, PBEM_CONFIG=str(ROOT / "config" / "default.toml"),
                    PYTHONPATH=str(ROOT), PBEM_RATELIMIT_ENABLED="false")
         port, bare_port = free_port(), free_port()
         server = gunicorn("pbem.wsgi:app", port, env)
-        pages = [("game page", f"/games/{active}"), ("/", "/")]
+        core = ["/games/{act}", "/", "/archive"]
+        pages = [(reader, path) for reader, path in routes()
+                 if every or (reader != "client" and path in core)]
+        headers = {"visitor": None, "player": f"Cookie: {sign_in(f'http://127.0.0.1:{port}', handle)}",
+                   "client": f"Authorization: Bearer {ids['token']}"}
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/archive", timeout=5) as answer:
-                if answer.status == 200:
-                    pages.append(("archive", "/archive"))
-        except OSError:
-            pass
-        player = sign_in(f"http://127.0.0.1:{port}", handle)
-        pages += [(f"{name} (player)", path, player) for name, path in pages]
-        try:
-            for name, path, *cookie in pages:
-                asked = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                               headers={"User-Agent": USER_AGENT,
-                                                        **({"Cookie": cookie[0]} if cookie else {})})
-                body = urllib.request.urlopen(asked, timeout=5).read()
-                if cookie and b"Sign out" not in body:
+            for reader, route in pages:
+                path, header = route.format(**ids), headers[reader]
+                name, value = header.split(": ", 1) if header else ("", "")
+                sent = {"User-Agent": USER_AGENT, **({name: value} if name else {})}
+                asked = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=sent)
+                with urllib.request.urlopen(asked, timeout=5) as answer:
+                    body, kind = answer.read(), answer.headers.get("Content-Type", "")
+                if reader == "player" and b"Sign out" not in body:
                     raise RuntimeError(f"the player is not signed in on {path}")
                 with urllib.request.urlopen(asked, timeout=5) as again:
-                    if cookie and again.headers.get("Set-Cookie"):
+                    if reader == "player" and again.headers.get("Set-Cookie"):
                         raise RuntimeError(f"the player's session is written on every request of {path}")
                 Path(tmp, "body").write_bytes(body)
                 Path(tmp, "bare.py").write_text(BARE_APP)
                 bare = gunicorn("bare:app", bare_port, dict(env, BENCH_BODY=str(Path(tmp, "body")),
-                                                            PYTHONPATH=tmp))
+                                                            BENCH_TYPE=kind, PYTHONPATH=tmp))
                 try:
                     ours, floor = in_turns(f"http://127.0.0.1:{port}{path}", f"http://127.0.0.1:{bare_port}{path}",
-                                           cookie[0] if cookie else None, slice_seconds, turns)
+                                           header, slice_seconds, turns)
                 finally:
                     bare.terminate()
                     bare.wait(10)
                 each_turn = [f / o for o, f in zip(ours.rates, floor.rates, strict=True)]
-                print(f"{label:<11} {name:<19} {len(body):>7} {ours.rate:>9.0f} {ours.worst_p99:>8.1f} "
-                      f"{floor.rate:>9.0f} {floor.worst_p99:>8.1f} {floor.rate / ours.rate:>6.2f}x "
-                      f"{min(each_turn):>5.2f}-{max(each_turn):.2f}x", flush=True)
+                ratio = floor.rate / ours.rate
+                verdict = "ok" if ratio <= 3 and ours.worst_p99 < 50 else "MISSES"
+                print(f"{label:<11} {reader:<8} {route[:34]:<34} {len(body):>7} {ours.rate:>7.0f} "
+                      f"{ours.worst_p99:>7.1f} {floor.rate:>7.0f} {floor.worst_p99:>7.1f} {ratio:>6.2f}x "
+                      f"{min(each_turn):>5.2f}-{max(each_turn):.2f}x {verdict}", flush=True)
         finally:
             server.terminate()
             server.wait(10)
@@ -253,11 +273,13 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--slice", type=int, default=2, help="whole seconds of load per slice")
     parser.add_argument("--turns", type=int, default=4, help="slices of each side, taken in turns")
+    parser.add_argument("--core", action="store_true",
+                        help="only the game page, / and the archive (by default: every read route)")
     args = parser.parse_args()
-    print(f"{'database':<11} {'page':<19} {'bytes':>7} {'req/s':>9} {'p99 ms':>8} {'floor/s':>9} "
-          f"{'p99 ms':>8} {'ratio':>7} {'a turn':>11}")
+    print(f"{'database':<11} {'reader':<8} {'route':<34} {'bytes':>7} {'req/s':>7} {'p99 ms':>7} "
+          f"{'floor/s':>7} {'p99 ms':>7} {'ratio':>7} {'a turn':>11}")
     for url, label in each_database(args.pg):
-        measure(url, label, args.slice, args.turns)
+        measure(url, label, args.slice, args.turns, not args.core)
 
 
 if __name__ == "__main__":

@@ -236,7 +236,8 @@ def bots_command(server: str | None, tokens_file: Path | None) -> None:
 @main.command()
 def verify() -> None:
     """Replay every game from its record and report any whose stored state differs, and any tournament
-    result that is not what its game's record gives."""
+    result that is not what its game's record gives; check the players' tallies (standings, records)
+    against the games and rebuild them where they differ."""
     from pbem.game import replaycheck as verifying
     from pbem.tournament import standings
 
@@ -244,18 +245,28 @@ def verify() -> None:
     with app.app_context():
         problems = list(verifying.check_all())
         results = list(standings.check_all())
+        wrong_tallies = verifying.fix_tallies()
     for problem in problems:
         click.echo(f"game #{problem.game_id}: {problem.problem}")
-    for result in results:
-        click.echo(f"tournament #{result.tournament_id}, game #{result.game_id}: {result.problem}")
     if problems:
         click.echo(f"{len(problems)} game(s) do not match their records.")
+    else:
+        click.echo("Every game matches its record.")
+    for result in results:
+        click.echo(f"tournament #{result.tournament_id}, game #{result.game_id}: {result.problem}")
     if results:
         click.echo(f"{len(results)} tournament result(s) do not match their games' records.")
-    if problems or results:
+    else:
+        click.echo("Every tournament result matches its game.")
+    for line in wrong_tallies:
+        click.echo(line)
+    if wrong_tallies:
+        count = f"{len(wrong_tallies)} tallies" if len(wrong_tallies) > 1 else "1 tally"
+        click.echo(f"{count} did not match the games; rebuilt from them.")
+    else:
+        click.echo("Every player's tallies match their games.")
+    if problems or results or wrong_tallies:
         sys.exit(1)
-    click.echo("Every game matches its record.")
-    click.echo("Every tournament result matches its game.")
 
 
 # Records ---------------------------------------------------------------------------

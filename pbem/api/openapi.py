@@ -14,7 +14,7 @@ from typing import Any
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
-from flask import Response, jsonify, render_template, request
+from flask import Response, current_app, jsonify, render_template, request
 from marshmallow import EXCLUDE, Schema
 
 from pbem.api import auth, bp
@@ -168,8 +168,20 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
     return decorate
 
 
+_BUILT = "pbem_openapi"
+
+
 def build_spec() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every declared operation."""
+    """The OpenAPI 3.1 document of every declared operation, built once per app: it changes only with
+    the code and the settings, and building it cost more than any answer of the API.  Read-only."""
+    built: dict[str, Any] | None = current_app.extensions.get(_BUILT)
+    if built is None:
+        built = current_app.extensions[_BUILT] = {"spec": _build_spec()}
+    spec: dict[str, Any] = built["spec"]
+    return spec
+
+
+def _build_spec() -> dict[str, Any]:
     spec = APISpec(
         title="pbem API", version=VERSION, openapi_version="3.1.0",
         plugins=[MarshmallowPlugin()],
@@ -220,8 +232,12 @@ def build_spec() -> dict[str, Any]:
 
 @bp.get("/openapi.json")
 def openapi_document() -> Response:
-    """The OpenAPI 3.1 document of the API."""
-    return jsonify(build_spec())
+    """The OpenAPI 3.1 document of the API (its JSON written once per app, as the document is built)."""
+    spec = build_spec()
+    built = current_app.extensions[_BUILT]
+    if "json" not in built:
+        built["json"] = jsonify(spec).get_data()
+    return current_app.response_class(built["json"], mimetype="application/json")
 
 
 def _schema_name(content: dict[str, Any] | None) -> str | None:

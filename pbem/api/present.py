@@ -5,7 +5,6 @@ Read-only; what a caller may see of a game is what its page shows them (:func:`p
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from flask import url_for
@@ -14,9 +13,9 @@ from sqlalchemy import select
 import games
 from pbem.accounts import bots
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Move, Rating, Seat, User
+from pbem.core.models import Challenge, Game, Move, Rating, User
 from pbem.core.site import absolute_url
-from pbem.game import clock, queries, ratings, results
+from pbem.game import clock, queries, ratings, results, tallies
 from pbem.present import gameview
 
 
@@ -117,17 +116,7 @@ def player(user: User) -> dict[str, Any]:
     rated = [{"game": r.engine, "rating": round(r.rating, 1), "deviation": round(ratings.deviation_now(r), 1),
               "volatility": r.volatility, "provisional": ratings.is_provisional(r),
               "display": ratings.display(r), "games": r.games} for r in rows]
-    # One row per finished game of theirs: the game type, their seat and the stored result.
-    finished = db.session.execute(
-        select(Game.engine, Seat.number, Game.result).join(Seat, Seat.game_id == Game.id)
-        .where(Seat.user_id == user.id, Game.status == "finished", Game.public.is_(True))
-    ).all()
-    tally: dict[str, Counter[str]] = {}
-    for engine, number, result in finished:
-        results = (result or {}).get("results") or []
-        if number < len(results):
-            tally.setdefault(engine, Counter())[results[number]] += 1
-    record = [{"game": engine, "wins": counts["win"], "draws": counts["draw"], "losses": counts["loss"]}
-              for engine, counts in sorted(tally.items())]
+    record = [{"game": engine, "wins": r.wins, "draws": r.draws, "losses": r.losses}
+              for engine, r in sorted(tallies.public_records(user.id).items())]
     return {"handle": user.handle, "bot": bot(user), "since": user.created_at,
             "on_vacation": user.on_vacation, "ratings": rated, "record": record}

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
+from sqlalchemy.orm.interfaces import ORMOption
 
 import games
 from pbem.accounts import accounts, bots
@@ -28,9 +29,10 @@ from pbem.present import dashboard, gameview, newgame, tournamentview
 from pbem.tournament import organise
 
 
-def _game_for(user: User | None, game_id: int) -> Game:
-    """The game, if the caller may see it; else a 404 that does not say whether it exists."""
-    game = db.session.get(Game, game_id)
+def _game_for(user: User | None, game_id: int, *options: ORMOption) -> Game:
+    """The game, if the caller may see it (loaded with ``options``); else a 404 that does not say
+    whether it exists."""
+    game = db.session.get(Game, game_id, options=options)
     if game is None or not gameview.visible(game, user):
         raise ApiError(404, "no-game", f"There is no game #{game_id} (or it is not yours to see).")
     return game
@@ -39,7 +41,7 @@ def _game_for(user: User | None, game_id: int) -> Game:
 def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, Any]:
     """The game as it stands after a change, for the caller (the change's commit expired what was
     loaded before it)."""
-    return present.game(_game_for(user, game_id), user, seat)
+    return present.game(_game_for(user, game_id, *gameview.PAGE_LOADS), user, seat)
 
 
 # Reading ---------------------------------------------------------------------------
@@ -105,7 +107,7 @@ def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     """The game as you see it: players, whose turn, the move number to confirm, the board as text, your
     legal moves when it is your turn, clocks, the record and the result.  Needs no token for a public
     game, which is then shown as to a visitor of its page."""
-    return present.game(_game_for(user, game_id), user)
+    return present.game(_game_for(user, game_id, *gameview.PAGE_LOADS), user)
 
 
 def _stamp(user: User, rows: Sequence[Any]) -> str:

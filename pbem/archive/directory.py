@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, or_, select
 
 from pbem.core.extensions import db
-from pbem.core.models import Rating, Seat, User
-from pbem.game import ratings
+from pbem.core.models import Rating, User
+from pbem.game import ratings, tallies
 
 PAGE_SIZE = 50
 # What a search may hold: the characters of a handle, at most as many as a handle has.
@@ -66,9 +66,6 @@ def search(prefix: str = "", after: str | None = None, limit: int | None = None)
     rated: dict[int, list[tuple[str, str]]] = {}
     for row in db.session.scalars(select(Rating).where(Rating.user_id.in_(ids)).order_by(Rating.engine)):
         rated.setdefault(row.user_id, []).append((row.engine, ratings.display(row)))
-    played: dict[int | None, int] = {user_id: count for user_id, count in db.session.execute(
-        select(Seat.user_id, func.count()).where(Seat.user_id.in_(ids), Seat.result.is_not(None))
-        .group_by(Seat.user_id)
-    )}
+    played = tallies.finished_counts(ids)
     listed = [Listed(handle, rated.get(user_id, []), played.get(user_id, 0)) for user_id, handle in page]
     return DirectoryPage(listed, page[-1][1] if len(found) > limit else None)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from pbem.core.extensions import db
-from pbem.core.models import Game, Rating, RatingHistory, Seat, User
-from pbem.game import ratings
+from pbem.core.models import Rating, RatingHistory, User
+from pbem.game import ratings, tallies
 
 SHOWN = 100
 
@@ -29,29 +29,21 @@ class Standing:
 
 def table(engine: str, limit: int = SHOWN, bots: bool = True) -> list[Standing]:
     """The ``limit`` best-rated players of ``engine``, best first, with the counts of their finished rated
-    games (what the rating is made of; an unrated game counts for nothing here, as on their page).
-    Without ``bots``, the computer players are left out (and the others ranked among themselves)."""
+    games (what the rating is made of; an unrated game counts for nothing here, as on their page), read
+    from their tallies: a few rows a player, however many games they have played.  Without ``bots``,
+    the computer players are left out (and the others ranked among themselves)."""
     wanted = select(Rating, User).join(User, User.id == Rating.user_id).where(Rating.engine == engine)
     if not bots:
         wanted = wanted.where(User.is_bot.is_(False))
     best = db.session.execute(wanted.order_by(Rating.rating.desc(), Rating.user_id).limit(limit)).all()
     if not best:
         return []
-    ids = [r.user_id for r, _u in best]
-    counts: dict[tuple[int | None, str | None], int] = {
-        (user_id, result): n for user_id, result, n in db.session.execute(
-            select(Seat.user_id, Seat.result, func.count())
-            .join(Game, Game.id == Seat.game_id)
-            .where(Seat.user_id.in_(ids), Seat.result.is_not(None), Game.engine == engine,
-                   Game.rated.is_(True))
-            .group_by(Seat.user_id, Seat.result)
-        )
-    }
+    records = tallies.rated_records(engine, (r.user_id for r, _u in best))
     rows = []
     for rank, (rating, user) in enumerate(best, 1):
-        wins, draws, losses = (counts.get((user.id, r), 0) for r in ("win", "draw", "loss"))
+        record = records.get(user.id, tallies.Record())
         rows.append(Standing(rank, user, rating.rating, ratings.is_provisional(rating),
-                             wins + draws + losses, wins, draws, losses))
+                             record.played, record.wins, record.draws, record.losses))
     return rows
 
 

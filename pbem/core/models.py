@@ -622,3 +622,19 @@ class TournamentGame(Model):
     second: Mapped[User | None] = relationship(foreign_keys=[second_id])
 
     __table_args__ = (Index("ix_tournament_game_round", "tournament_id", "round", "id"),)
+class Tally(Model):
+    """How many games of one kind a player has finished, by result: the count of their seats with a
+    result in the games of ``engine`` that are ``public`` (or not) and ``rated`` (or not).
+
+    Kept up to date in the transaction that ends a game (:func:`pbem.game.tallies.count_finish`, called
+    where the seats' results are written), rebuilt by ``pbem verify``; the standings, the player
+    directory and the API's player read these few rows instead of counting a player's seats per request.
+    """
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), primary_key=True)
+    engine: Mapped[str] = mapped_column(String(32), primary_key=True)
+    public: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    rated: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    wins: Mapped[int] = mapped_column(Integer, default=0)
+    draws: Mapped[int] = mapped_column(Integer, default=0)
+    losses: Mapped[int] = mapped_column(Integer, default=0)

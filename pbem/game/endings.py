@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from games import Outcome
 from pbem.core.models import Game
+from pbem.game import tallies
 
 # How a game can end, as the archive filters it, with the words the filter shows.  The engines say how a
 # game ended in a sentence of their own; :func:`ending_of` sorts those sentences into these kinds.
@@ -63,8 +64,10 @@ def endings_for(engine: str | None) -> dict[str, str]:
 
 def record_finish(game: Game, outcome: Outcome, ending: str | None) -> None:
     """Copy a game's end onto it and its seats for the archive: the kind of ending (``ending`` when
-    the server ended it, else read from the engine's reason) and each seat's result and time."""
+    the server ended it, else read from the engine's reason) and each seat's result and time, and add
+    the results to the players' tallies (:mod:`pbem.game.tallies`)."""
     game.ending = ending or ending_of(game.engine, outcome)
     for seat in game.seats:
         seat.result = outcome.results[seat.number] if seat.number < len(outcome.results) else None
         seat.finished_at = game.finished_at
+    tallies.count_finish(game)

@@ -1,4 +1,5 @@
-"""``pbem verify``: replay every game from its record and compare with the stored state."""
+"""``pbem verify``: replay every game from its record and compare with the stored state; check the
+players' tallies against their seats and rebuild them where they differ."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy import select
 from games import IllegalMove
 from pbem.core.extensions import db
 from pbem.core.models import Game
-from pbem.game import queries, replay
+from pbem.game import queries, replay, tallies
 
 
 @dataclass(frozen=True)
@@ -53,3 +54,12 @@ def check_all(batch: int = 200) -> Iterator[Mismatch]:
                 yield problem
         last = rows[-1].id
         db.session.expunge_all()
+
+
+def fix_tallies() -> list[str]:
+    """Rebuild the players' tallies from their seats where they differ; a line for each tally that
+    was wrong (its player, game and kind), empty when all were right."""
+    wrong = tallies.rebuild()
+    return [f"user #{user_id}'s tally of {'public' if public else 'private'} "
+            f"{'rated' if rated else 'unrated'} {engine} games was wrong"
+            for user_id, engine, public, rated in wrong]

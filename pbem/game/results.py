@@ -305,7 +305,9 @@ def opponents(game: Game, user: User) -> str:
 
     In a game that has not begun (or was called off) a seat shows who was challenged to it: "bob
     (challenged)", "bob (declined)"."""
-    states = dict(seat_states(game)) if game.state is None else {}
+    # Only an empty seat of a game that never began is named by its challenge (read only then).
+    empty = game.state is None and any(s.user is None for s in game.seats)
+    states = dict(seat_states(game)) if empty else {}
     others = [
         user_name(s.user) if s.user is not None else states.get(s.number, "an open seat")
         for s in game.seats if s.user is None or s.user.id != user.id

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
+from sqlalchemy.orm import selectinload
 
 from pbem.accounts import vacation
 from pbem.core.extensions import db
@@ -65,10 +66,16 @@ def away_words(game: Game, user: User, zone: str) -> list[str]:
 def build(user: User) -> Dashboard:
     """``user``'s dashboard."""
     board = Dashboard(challenges=challenges.pending_challenges(user))
-    # Games are picked by id (not joined and made distinct): PostgreSQL cannot compare JSON columns.
-    seated = select(Seat.game_id).where(Seat.user_id == user.id)
+    # Games are picked by id (not joined and made distinct): PostgreSQL cannot compare JSON columns.  The
+    # player's seats are read from ix_seat_archive: those not finished (games waiting, in play or called
+    # off), and the latest finished, so that the page costs the same however many games they finished.
+    unfinished = select(Seat.game_id).where(Seat.user_id == user.id, Seat.finished_at.is_(None))
+    latest = (select(Seat.game_id).where(Seat.user_id == user.id, Seat.finished_at.is_not(None))
+              .order_by(Seat.finished_at.desc(), Seat.game_id.desc()).limit(FINISHED_SHOWN))
+    with_players = selectinload(Game.seats).joinedload(Seat.user)
     mine = db.session.scalars(
-        select(Game).where(Game.id.in_(seated), Game.status.in_(("waiting", "active"))).order_by(Game.id)
+        select(Game).where(Game.id.in_(unfinished), Game.status.in_(("waiting", "active"))).order_by(Game.id)
+        .options(with_players)
     ).all()
     zone = clock.zone_of(user)
     for game in mine:
@@ -97,10 +104,13 @@ def build(user: User) -> Dashboard:
     board.their_move.sort(key=lambda e: e.deadline or datetime.max)
     # Games called off before they began (a challenge declined or withdrawn) are listed too: the player
     # should see what became of a challenge.
-    finished = db.session.scalars(
-        select(Game).where(Game.id.in_(seated), Game.status.in_(("finished", "abandoned")))
-        .order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
-    ).all()
+    # Two statements, not one with OR: PostgreSQL reads every game to test an OR of two IN lists.
+    called_off = and_(Game.id.in_(unfinished), Game.status == "abandoned")
+    ended = {game.id: game for where in (Game.id.in_(latest), called_off) for game in db.session.scalars(
+        select(Game).where(where).order_by(Game.finished_at.desc(), Game.id.desc()).limit(FINISHED_SHOWN)
+        .options(with_players))}
+    finished = sorted(ended.values(), key=lambda g: (g.finished_at or datetime.min, g.id),
+                      reverse=True)[:FINISHED_SHOWN]
     board.watched = watched(user)
     board.finished = [
         Entry(g, queries.engine_of(g).title, opponents=results.opponents(g, user),

@@ -10,6 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 from sqlalchemy import select
+from sqlalchemy.orm import joinedload, selectinload
 
 import games
 from games.words import join_words
@@ -30,6 +31,12 @@ ACTION_WORDS = {
     "draw-decline": "declined the draw",
     "timeout": "ran out of time",
 }
+
+
+# What :func:`build` reads of a game, in two statements whatever the number of seats and moves: the game
+# joined with its seats and their players, then its record (read one by one when first touched, they
+# would cost a statement per player).  The game page and the API's game load a game with these.
+PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.moves))
 
 
 def visible(game: Game, user: User | None) -> bool:

@@ -11,14 +11,13 @@ from flask import Blueprint, abort, flash, jsonify, redirect, render_template, r
 from flask.typing import ResponseReturnValue
 from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
-from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
 from pbem.accounts import bots
 from pbem.core.extensions import db, limiter
-from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, Seat, User
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, User
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
 from pbem.game.play import PlayError
@@ -74,17 +73,14 @@ def _move_arg() -> int | None:
 
 # Pages ---------------------------------------------------------------------------
 
-# What the game page shows of a game, read in two statements whatever the number of seats and moves: the
-# game joined with its seats and their players, then its record (read one by one when first touched,
-# they would cost a statement per player).
-PAGE_LOADS = (joinedload(Game.seats).joinedload(Seat.user), selectinload(Game.moves))
 
 
 @bp.get("/games/<int:game_id>")
 @pagecache.kept(pagecache.game_stamp)
 def game(game_id: int) -> str:
     """A game's page: the board (clickable on the viewer's move), players, clocks, record and actions."""
-    view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
+    game = _visible_game(game_id, *gameview.PAGE_LOADS)
+    view = gameview.build(game, current_user, _seat_arg(), _move_arg())
     return render_template("games/game.html", view=view, typed="", comment="", said="")
 
 
@@ -92,7 +88,8 @@ def game(game_id: int) -> str:
 @pagecache.kept(pagecache.game_stamp)
 def live(game_id: int) -> str:
     """The changing part of the game page, for the page's script to swap in after a move."""
-    view = gameview.build(_visible_game(game_id, *PAGE_LOADS), current_user, _seat_arg(), _move_arg())
+    game = _visible_game(game_id, *gameview.PAGE_LOADS)
+    view = gameview.build(game, current_user, _seat_arg(), _move_arg())
     return render_template("games/_live.html", view=view, typed="", comment="", said="")
 
 

@@ -1,4 +1,5 @@
-"""Migration 0005 gives the games finished before it their ending and their seats' results."""
+"""Migration 0005 gives the games finished before it their ending and their seats' results; migration
+0022 counts them into the players' tallies."""
 
 from __future__ import annotations
 
@@ -40,5 +41,9 @@ def test_games_finished_before_the_archive_are_in_it(empty_database: str, tmp_pa
         assert game.id == 1 and game.ending == "resignation"
         assert [(s.result, str(s.finished_at)) for s in game.seats] == [
             ("loss", "2026-02-01 10:00:00"), ("win", "2026-02-01 10:00:00")]
+        from pbem.game import tallies
+
+        assert tallies.stored() == {(1, "cambio", True, True): tallies.Record(losses=1),
+                                    (2, "cambio", True, True): tallies.Record(wins=1)}
         db.session.remove()
         db.engine.dispose()
