@@ -32,11 +32,15 @@ def end_games_every_way(players) -> None:
     alice, bob, carol = players
     finished("cambio", [alice, bob], end="resign")                  # bob wins
     finished("cambio", [alice, carol], end="draw")                  # drawn
-    finished("cambio", [bob, carol], end="time")                    # carol wins on time
-    finished("cambio", [carol, alice], end="time", public=False, rated=False)  # alice wins, private
+    # Both sides move before a time-out: a game timed out on a player who never moved is aborted, unrated.
+    finished("cambio", [bob, carol], end="time", moves=2)           # carol wins on time
+    finished("cambio", [carol, alice], end="time", moves=2, public=False, rated=False)  # alice wins
     finished("boxoff", [alice], end="time")                         # abandoned: a loss
     batch = [play.create_game("cambio", [bob, alice], {"size": 3, "placements": 2}) for _ in range(2)]
     db.session.commit()
+    for game in batch:
+        play.submit(game.id, bob, "b3", "web")
+        play.submit(game.id, alice, "a2", "web")
     play.time_out_batch([play.DueTimeout(game.id, 0) for game in batch])  # alice wins both
     called_off = play.create_game("cambio", [alice, None], created_by=alice)
     db.session.commit()
