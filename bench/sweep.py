@@ -20,12 +20,12 @@ the machine shared with other work, so the spread is wide):
 
 Ten times the games with the same due seats take the same time; ten times the due seats, about ten
 times the time: the sweep's cost follows the due seats.  Timeouts run in batches of 50 games per
-transaction through ``pbem.game.play.time_out_many`` (what each game's end reads — rating rows, record
+unit of work through ``pbem.game.play.time_out_batch`` (what each game's end reads — rating rows, record
 numbers, last moves, watchers — is read once per batch), reminders in batches of 50 claimed under the
 row lock.  A batch's record entries, mails, rating histories and game and seat UPDATEs are sent together
-(``pbem.core.database.batched_writes``, one executemany per statement): 142 statements for 1,000 due seats,
-where one a row made 3,582.  The machine's speed wanders by up to half between runs; the medians above
-are one run.
+(``UnitOfWork.batched`` of ``pbem.core.unit_of_work``, one executemany per statement): 142 statements
+for 1,000 due seats, where one a row made 3,582.  The machine's speed wanders by up to half between
+runs; the medians above are one run.
 """
 
 from __future__ import annotations

@@ -91,19 +91,19 @@ def user() -> None:
 def user_add(handle: str, email: str, password: str | None) -> None:
     """Add a verified player, and print (and mail) their mail key."""
     from pbem.accounts.accounts import AccountError, create_user, mail_new_key
-    from pbem.core.database import begin_write
     from pbem.core.extensions import db as database
+    from pbem.core.unit_of_work import unit_of_work
 
     app = _app()
     with app.app_context():
-        begin_write()
-        try:
-            new = create_user(handle, email, password=password, verified=True)
-        except AccountError as exc:
-            raise click.ClickException(str(exc)) from None
-        database.session.flush()
-        key = mail_new_key(new, "welcome")
-        database.session.commit()
+        with unit_of_work() as uow:
+            try:
+                new = create_user(handle, email, password=password, verified=True)
+            except AccountError as exc:
+                raise click.ClickException(str(exc)) from None
+            database.session.flush()
+            key = mail_new_key(new, "welcome")
+            uow.commit()
         # Shown this once, for the operator to pass on; it is also in the player's welcome mail.
         click.echo(f"Added {new.handle} <{new.email}>. Mail key: {key}")
 
@@ -113,18 +113,17 @@ def user_add(handle: str, email: str, password: str | None) -> None:
 def user_renew_tokens(handle: str) -> None:
     """Revoke every reply address and move link a player was sent (new ones come with the next mails)."""
     from pbem.accounts.accounts import find_user
-    from pbem.core.database import begin_write
-    from pbem.core.extensions import db as database
+    from pbem.core.unit_of_work import unit_of_work
     from pbem.mailout import tokens
 
     app = _app()
     with app.app_context():
-        begin_write()
-        player = find_user(handle)
-        if player is None:
-            raise click.ClickException(f"There is no player called {handle!r}.")
-        tokens.renew(player)
-        database.session.commit()
+        with unit_of_work() as uow:
+            player = find_user(handle)
+            if player is None:
+                raise click.ClickException(f"There is no player called {handle!r}.")
+            tokens.renew(player)
+            uow.commit()
         click.echo(f"Every reply address and move link sent to {player.handle} so far is revoked.")
 
 

@@ -18,7 +18,6 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, exists, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import (
     Challenge,
@@ -35,6 +34,7 @@ from pbem.core.models import (
     utcnow,
 )
 from pbem.core.site import absolute_url
+from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import clock
 from pbem.mailout import outbox, sendagain, tokens
 
@@ -190,19 +190,19 @@ def sign_up(handle: str, email: str, password: str) -> User | None:
     _refuse_reserved(handle.strip())
     hashed = hash_password(password)
     # The write lock first: the check for a taken handle and the insert must see the same database.
-    begin_write()
-    try:
-        placeholder = find_user(handle)
-        if placeholder is not None and placeholder.placeholder:
-            return claim(placeholder, email, hashed)
-        user = create_user(handle, email, password_hash=hashed)
-    except AddressTaken as taken:
-        _tell_owner_of_sign_up(taken.owner)
-        db.session.commit()
-        return None
-    db.session.flush()
-    send_verification(user)
-    db.session.commit()
+    with unit_of_work() as uow:
+        try:
+            placeholder = find_user(handle)
+            if placeholder is not None and placeholder.placeholder:
+                return claim(uow, placeholder, email, hashed)
+            user = create_user(handle, email, password_hash=hashed)
+        except AddressTaken as taken:
+            _tell_owner_of_sign_up(taken.owner)
+            uow.commit()
+            return None
+        db.session.flush()
+        send_verification(user)
+        uow.commit()
     return user
 
 
@@ -237,9 +237,9 @@ def _mail_confirmation(to: User | str, user: User, token: str) -> None:
     )
 
 
-def claim(placeholder: User, email: str, password_hash: str) -> User:
-    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits (the caller
-    holds the write lock, see :func:`sign_up`).
+def claim(uow: UnitOfWork, placeholder: User, email: str, password_hash: str) -> User:
+    """Start claiming a placeholder account: mail a confirmation link to ``email``; commits the caller's
+    unit of work (see :func:`sign_up`).
 
     Nothing of the account changes but its pending password (stored hashed), which the link is bound
     to: the handle and its games become the claimant's only when the link is followed, and a later
@@ -253,12 +253,12 @@ def claim(placeholder: User, email: str, password_hash: str) -> User:
     placeholder.password_hash = password_hash
     token = _signer("verify").dumps({"u": placeholder.id, "e": email, "c": _reset_fingerprint(placeholder)})
     _mail_confirmation(email, placeholder, token)
-    db.session.commit()
+    uow.commit()
     return placeholder
 
 
-def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
-    """Make a placeholder account the claimant's; commits (the caller holds the write lock)."""
+def _finish_claim(uow: UnitOfWork, user: User | None, data: dict[str, Any]) -> User:
+    """Make a placeholder account the claimant's; commits the caller's unit of work."""
     if user is None or not user.placeholder:
         raise AccountError("This handle has been claimed already.")
     if data.get("c") != _reset_fingerprint(user):
@@ -268,18 +268,18 @@ def _finish_claim(user: User | None, data: dict[str, Any]) -> User:
         raise AccountError(f"There is already an account for {email}.")
     user.email, user.placeholder, user.verified_at = email, False, utcnow()
     mail_new_key(user, "welcome")
-    db.session.commit()
+    uow.commit()
     return user
 
 
 def resend_verification(email: str) -> None:
     """Send a new confirmation link to an unconfirmed account with this address (silently nothing
     otherwise, so the form does not tell strangers who has an account); commits."""
-    begin_write()
-    user = _by_email(email)
-    if user is not None and not user.verified and not user.placeholder:
-        send_verification(user)
-    db.session.commit()
+    with unit_of_work() as uow:
+        user = _by_email(email)
+        if user is not None and not user.verified and not user.placeholder:
+            send_verification(user)
+        uow.commit()
 
 
 class LinkUsed(AccountError):
@@ -293,18 +293,18 @@ def verify(token: str) -> User:
     found later in a mailbox cannot sign anyone in.
     """
     data = _load(token, "verify", VERIFY_LINK_SECONDS)
-    begin_write()
-    user = db.session.get(User, data.get("u"))
-    if "c" in data:
-        return _finish_claim(user, data)
-    if user is None or user.email != data.get("e"):
-        raise AccountError("This confirmation link is not for any current account.")
-    if user.verified_at is not None:
-        raise LinkUsed("This confirmation link has been used already: your address is confirmed. Sign in "
-                       "with your handle and password.")
-    user.verified_at = utcnow()
-    mail_new_key(user, "welcome")
-    db.session.commit()
+    with unit_of_work() as uow:
+        user = db.session.get(User, data.get("u"))
+        if "c" in data:
+            return _finish_claim(uow, user, data)
+        if user is None or user.email != data.get("e"):
+            raise AccountError("This confirmation link is not for any current account.")
+        if user.verified_at is not None:
+            raise LinkUsed("This confirmation link has been used already: your address is confirmed. Sign in "
+                           "with your handle and password.")
+        user.verified_at = utcnow()
+        mail_new_key(user, "welcome")
+        uow.commit()
     return user
 
 
@@ -325,16 +325,16 @@ def expire_unconfirmed() -> int:
         for column in (Seat.user_id, Game.created_by_id, Move.user_id, Challenge.challenger_id,
                        Challenge.challenged_id, Rating.user_id)
     ))
-    begin_write()
-    expired = db.session.scalars(
-        select(User.id).where(User.verified_at.is_(None), func.coalesce(last_link, User.created_at) < cutoff,
-                              ~in_use)
-    ).all()
-    if expired:
-        db.session.execute(update(OutboxMail).where(OutboxMail.user_id.in_(expired)).values(user_id=None))
-        db.session.execute(update(InboundMail).where(InboundMail.user_id.in_(expired)).values(user_id=None))
-        db.session.execute(delete(User).where(User.id.in_(expired)))
-    db.session.commit()
+    with unit_of_work() as uow:
+        expired = db.session.scalars(
+            select(User.id).where(User.verified_at.is_(None),
+                                  func.coalesce(last_link, User.created_at) < cutoff, ~in_use)
+        ).all()
+        if expired:
+            db.session.execute(update(OutboxMail).where(OutboxMail.user_id.in_(expired)).values(user_id=None))
+            db.session.execute(update(InboundMail).where(InboundMail.user_id.in_(expired)).values(user_id=None))
+            db.session.execute(delete(User).where(User.id.in_(expired)))
+        uow.commit()
     return len(expired)
 
 
@@ -384,19 +384,20 @@ def _reset_fingerprint(user: User) -> str:
 def request_reset(login: str) -> None:
     """Mail a password-reset link to the account with this handle or address, if there is one (to its
     address, whichever was given); commits."""
-    begin_write()
-    user = account_for_login(login)
-    if user is None or user.placeholder:
-        # A placeholder has no address to mail: it is claimed by signing up with its handle.
-        db.session.rollback()
-        return
-    outbox.enqueue(
-        user,
-        outbox.subject("Reset your password"),
-        render_template("mail/reset.txt", user=user, url=_reset_url(user), hours=RESET_LINK_SECONDS // 3600),
-        kind="reset",
-    )
-    db.session.commit()
+    with unit_of_work() as uow:
+        user = account_for_login(login)
+        if user is None or user.placeholder:
+            # A placeholder has no address to mail: it is claimed by signing up with its handle.
+            uow.rollback()
+            return
+        outbox.enqueue(
+            user,
+            outbox.subject("Reset your password"),
+            render_template("mail/reset.txt", user=user, url=_reset_url(user),
+                            hours=RESET_LINK_SECONDS // 3600),
+            kind="reset",
+        )
+        uow.commit()
 
 
 def _reset_url(user: User) -> str:
@@ -419,15 +420,15 @@ def reset_password(token: str, password: str) -> User:
     mail key, as confirming does).  Every other session of the account ends, a pending change of address
     is cancelled, and a notice goes to the address.  Commits."""
     hashed = hash_password(password)
-    begin_write()
-    user = user_for_reset(token)
-    pending = user.pending_email
-    _replace_password(user, hashed)
-    _tell_password_changed(user, pending)
-    if user.verified_at is None:
-        user.verified_at = utcnow()
-        mail_new_key(user, "welcome")
-    db.session.commit()
+    with unit_of_work() as uow:
+        user = user_for_reset(token)
+        pending = user.pending_email
+        _replace_password(user, hashed)
+        _tell_password_changed(user, pending)
+        if user.verified_at is None:
+            user.verified_at = utcnow()
+            mail_new_key(user, "welcome")
+        uow.commit()
     return user
 
 
@@ -491,11 +492,11 @@ def change_password(user: User, current: str, password: str) -> None:
     if not user.password_hash or not check_password_hash(user.password_hash, current):
         raise AccountError("Your current password is not right, so the password was not changed.")
     hashed = hash_password(password)
-    begin_write()
-    pending = user.pending_email
-    _replace_password(user, hashed)
-    _tell_password_changed(user, pending)
-    db.session.commit()
+    with unit_of_work() as uow:
+        pending = user.pending_email
+        _replace_password(user, hashed)
+        _tell_password_changed(user, pending)
+        uow.commit()
 
 
 # Settings ---------------------------------------------------------------------------
@@ -505,9 +506,9 @@ def set_notify(user: User, choice: str) -> None:
     """Choose how ``user`` hears about their moves (see :data:`NOTIFY_CHOICES`); commits."""
     if choice not in NOTIFY_CHOICES:
         raise AccountError(f"Notification must be one of: {', '.join(NOTIFY_CHOICES)}.")
-    begin_write()
-    user.notify = choice
-    db.session.commit()
+    with unit_of_work() as uow:
+        user.notify = choice
+        uow.commit()
 
 
 def set_digest_hour(user: User, hour: str) -> None:
@@ -516,10 +517,10 @@ def set_digest_hour(user: User, hour: str) -> None:
     hour = hour.strip()
     if hour and not (hour.isascii() and hour.isdigit() and len(hour) <= 2 and int(hour) <= 23):
         raise AccountError("The digest hour is a whole hour from 0 to 23 (in your time zone).")
-    begin_write()
-    fresh = db.session.get_one(User, user.id)
-    fresh.digest_hour = int(hour) if hour else None
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get_one(User, user.id)
+        fresh.digest_hour = int(hour) if hour else None
+        uow.commit()
 
 
 def check_mail_key(user: User, key: str | None) -> bool:
@@ -549,10 +550,10 @@ def mail_new_key(user: User, occasion: str) -> str:
 def regenerate_mail_key(user: User) -> str:
     """Give ``user`` a new mail key (the old one stops working at once) and mail it to them; commits
     and returns it, to be shown once."""
-    begin_write()
-    user = db.session.get_one(User, user.id)
-    key = mail_new_key(user, "replaced")
-    db.session.commit()
+    with unit_of_work() as uow:
+        user = db.session.get_one(User, user.id)
+        key = mail_new_key(user, "replaced")
+        uow.commit()
     return key
 
 
@@ -560,13 +561,13 @@ def renew_reply_addresses(user: User) -> int:
     """Replace ``user``'s reply addresses and move links: every one mailed so far stops working (for a
     mail gone astray), and each game awaiting their move sends its move request again with new ones,
     since the request they have would be refused now.  Commits; returns how many requests were written."""
-    begin_write()
-    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
-    assert fresh is not None
-    turns = sendagain.awaiting_move_locked(fresh)
-    tokens.renew(fresh)
-    resent = sendagain.request_moves_again(fresh, turns, skip_waiting=False)
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
+        assert fresh is not None
+        turns = sendagain.awaiting_move_locked(fresh)
+        tokens.renew(fresh)
+        resent = sendagain.request_moves_again(fresh, turns, skip_waiting=False)
+        uow.commit()
     return resent
 
 
@@ -576,11 +577,11 @@ def set_time_zone(user: User, zone: str) -> None:
     zone = zone.strip()
     if zone not in clock.zone_names():
         raise AccountError(f"{zone[:64]!r} is not a time zone; choose one from the list (e.g. Europe/Paris).")
-    begin_write()
-    fresh = db.session.get(User, user.id)
-    assert fresh is not None
-    fresh.time_zone = zone
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get(User, user.id)
+        assert fresh is not None
+        fresh.time_zone = zone
+        uow.commit()
 
 
 # Changing the mail address --------------------------------------------------------------------------
@@ -599,37 +600,37 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
         raise AccountError(f"{new_email} is already your address.")
     if _by_email(new_email) is not None:
         raise AccountError(f"There is already an account for {new_email}.")
-    begin_write()
-    fresh = db.session.get(User, user.id)
-    assert fresh is not None
-    fresh.pending_email = new_email
-    token = _signer("email").dumps({"u": fresh.id, "e": new_email, "o": fresh.email})
-    days = EMAIL_LINK_SECONDS // 86400
-    outbox.enqueue(
-        new_email,
-        outbox.subject("Confirm your new address"),
-        render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
-                        url=absolute_url(f"/settings/email/{token}")),
-        kind="email-change",
-    )
-    outbox.enqueue(
-        fresh,
-        outbox.subject("Your address is about to change"),
-        render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
-        kind="email-change-notice",
-    )
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get(User, user.id)
+        assert fresh is not None
+        fresh.pending_email = new_email
+        token = _signer("email").dumps({"u": fresh.id, "e": new_email, "o": fresh.email})
+        days = EMAIL_LINK_SECONDS // 86400
+        outbox.enqueue(
+            new_email,
+            outbox.subject("Confirm your new address"),
+            render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
+                            url=absolute_url(f"/settings/email/{token}")),
+            kind="email-change",
+        )
+        outbox.enqueue(
+            fresh,
+            outbox.subject("Your address is about to change"),
+            render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
+            kind="email-change-notice",
+        )
+        uow.commit()
     return new_email
 
 
 def cancel_email_change(user: User) -> str | None:
     """Stop ``user``'s pending change of address: the link mailed to the new address no longer works.
     Commits; returns the address that was pending, or None if there was none."""
-    begin_write()
-    fresh = db.session.get(User, user.id)
-    assert fresh is not None
-    pending, fresh.pending_email = fresh.pending_email, None
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get(User, user.id)
+        assert fresh is not None
+        pending, fresh.pending_email = fresh.pending_email, None
+        uow.commit()
     return pending
 
 
@@ -646,31 +647,32 @@ def confirm_email_change(token: str) -> tuple[User, int]:
     to the new address (see :func:`pbem.mailout.sendagain.clear_bounce_mark`).  AccountError if the link
     is bad, expired, replaced by a later request, or the address was taken meanwhile."""
     data = _load(token, "email", EMAIL_LINK_SECONDS)
-    begin_write()
-    # The row is held (on PostgreSQL; BEGIN IMMEDIATE does it on SQLite) so that the link followed twice
-    # at once changes the address, and sends the move requests again, once.
-    user = db.session.get(User, data.get("u"), with_for_update={"key_share": True}, populate_existing=True)
-    if user is None or user.email != data.get("o") or user.pending_email != data.get("e"):
-        db.session.rollback()
-        raise AccountError("This link is no longer good: the address was changed or asked for again since. "
-                           "Ask for the change again in your settings.")
-    new_email = str(data["e"])
-    if db.session.scalar(select(User.id).where(func.lower(User.email) == new_email, User.id != user.id)):
-        db.session.rollback()
-        raise AccountError(f"There is already an account for {new_email}.")
-    user.pending_email = None
-    old_email = user.email
-    resent = sendagain.clear_bounce_mark(user, new_email)  # What bounced was the old address.
-    if user.verified_at is None:
-        user.verified_at = utcnow()
-    # The old address hears of the move, so that an owner who did not ask for it learns of it (and only
-    # a masked form of the new address: it may be a stranger's).
-    outbox.enqueue(
-        old_email,
-        outbox.subject("Your address was changed"),
-        render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
-                        when=clock.format_time(utcnow(), user.time_zone)),
-        kind="email-changed",
-    )
-    db.session.commit()
+    with unit_of_work() as uow:
+        # The row is held (on PostgreSQL; BEGIN IMMEDIATE does it on SQLite) so that the link followed twice
+        # at once changes the address, and sends the move requests again, once.
+        user = db.session.get(User, data.get("u"), with_for_update={"key_share": True},
+                              populate_existing=True)
+        if user is None or user.email != data.get("o") or user.pending_email != data.get("e"):
+            uow.rollback()
+            raise AccountError("This link is no longer good: the address was changed or asked for again "
+                               "since. Ask for the change again in your settings.")
+        new_email = str(data["e"])
+        if db.session.scalar(select(User.id).where(func.lower(User.email) == new_email, User.id != user.id)):
+            uow.rollback()
+            raise AccountError(f"There is already an account for {new_email}.")
+        user.pending_email = None
+        old_email = user.email
+        resent = sendagain.clear_bounce_mark(user, new_email)  # What bounced was the old address.
+        if user.verified_at is None:
+            user.verified_at = utcnow()
+        # The old address hears of the move, so that an owner who did not ask for it learns of it (and only
+        # a masked form of the new address: it may be a stranger's).
+        outbox.enqueue(
+            old_email,
+            outbox.subject("Your address was changed"),
+            render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
+                            when=clock.format_time(utcnow(), user.time_zone)),
+            kind="email-changed",
+        )
+        uow.commit()
     return user, resent

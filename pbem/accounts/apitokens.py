@@ -14,10 +14,10 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from pbem.accounts.accounts import AccountError
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import ApiToken, User, utcnow
 from pbem.core.redaction import API_TOKEN_PREFIX
+from pbem.core.unit_of_work import unit_of_work
 
 PREFIX = API_TOKEN_PREFIX
 MAX_NAME = 64
@@ -40,14 +40,15 @@ def create(user: User, name: str) -> tuple[ApiToken, str]:
         raise AccountError("Give the token a name, such as the program that will use it.")
     if len(name) > MAX_NAME:
         raise AccountError(f"A token's name can be at most {MAX_NAME} characters.")
-    begin_write()
-    if len(active(user)) >= MAX_TOKENS_PER_USER:
-        db.session.rollback()
-        raise AccountError(f"You already have {MAX_TOKENS_PER_USER} tokens; revoke one you no longer use.")
-    token = PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken(user_id=user.id, name=name, token_hash=_digest(token), prefix=token[:12])
-    db.session.add(row)
-    db.session.commit()
+    with unit_of_work() as uow:
+        if len(active(user)) >= MAX_TOKENS_PER_USER:
+            uow.rollback()
+            raise AccountError(
+                f"You already have {MAX_TOKENS_PER_USER} tokens; revoke one you no longer use.")
+        token = PREFIX + secrets.token_urlsafe(32)
+        row = ApiToken(user_id=user.id, name=name, token_hash=_digest(token), prefix=token[:12])
+        db.session.add(row)
+        uow.commit()
     return row, token
 
 
@@ -62,13 +63,13 @@ def active(user: User) -> list[ApiToken]:
 def revoke(user: User, token_id: int) -> ApiToken:
     """Revoke one of ``user``'s tokens; it is refused from now on.  Commits; AccountError if the player
     has no such working token."""
-    begin_write()
-    row = db.session.get(ApiToken, token_id)
-    if row is None or row.user_id != user.id or row.revoked_at is not None:
-        db.session.rollback()
-        raise AccountError("You have no such token (it may be revoked already).")
-    row.revoked_at = utcnow()
-    db.session.commit()
+    with unit_of_work() as uow:
+        row = db.session.get(ApiToken, token_id)
+        if row is None or row.user_id != user.id or row.revoked_at is not None:
+            uow.rollback()
+            raise AccountError("You have no such token (it may be revoked already).")
+        row.revoked_at = utcnow()
+        uow.commit()
     return row
 
 
@@ -84,8 +85,8 @@ def authenticate(token: str) -> ApiToken | None:
     now = utcnow()
     if row.last_used_at is None or now - row.last_used_at > _USE_GRANULARITY:
         token_id = row.id
-        begin_write()
-        db.session.get_one(ApiToken, token_id).last_used_at = now
-        db.session.commit()
+        with unit_of_work() as uow:
+            db.session.get_one(ApiToken, token_id).last_used_at = now
+            uow.commit()
         row = db.session.get(ApiToken, token_id)
     return row

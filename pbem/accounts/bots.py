@@ -14,9 +14,9 @@ import games
 from games import players
 from pbem.accounts import apitokens
 from pbem.accounts.accounts import AccountError, create_user, handle_key
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import User
+from pbem.core.unit_of_work import unit_of_work
 
 TOKEN_NAME = "pbem bots"
 
@@ -51,14 +51,10 @@ def add(handle: str, slugs: list[str], strength: str) -> tuple[User, str]:
         raise AccountError(f"There is no strength {strength!r}: the strengths are "
                            f"{', '.join(players.STRENGTHS)}.")
     played = check_games(slugs)
-    begin_write()
-    try:
+    with unit_of_work() as uow:
         bot = create_user(handle, address(handle), verified=True)
-    except AccountError:
-        db.session.rollback()
-        raise
-    bot.is_bot, bot.bot_games, bot.bot_strength = True, " ".join(played), strength
-    db.session.commit()
+        bot.is_bot, bot.bot_games, bot.bot_strength = True, " ".join(played), strength
+        uow.commit()
     _row, token = apitokens.create(bot, TOKEN_NAME)
     return bot, token
 

@@ -17,9 +17,10 @@ from datetime import datetime, timedelta
 from flask import current_app, render_template
 from sqlalchemy import select
 
-from pbem.core.database import begin_write, is_postgresql
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock
 from pbem.mailout import outbox
 
@@ -65,16 +66,16 @@ def _days(n: float) -> str:
 def _holding(user_id: int) -> Iterator[User]:
     """The player's row, re-read in a fresh write transaction that holds it; commits on success, rolls
     back on any error."""
-    begin_write()
-    query = select(User).where(User.id == user_id).execution_options(populate_existing=True)
-    if is_postgresql():
-        query = query.with_for_update()
-    try:
-        yield db.session.execute(query).scalar_one()
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+    with unit_of_work() as uow:
+        query = select(User).where(User.id == user_id).execution_options(populate_existing=True)
+        if is_postgresql():
+            query = query.with_for_update()
+        try:
+            yield db.session.execute(query).scalar_one()
+            uow.commit()
+        except BaseException:
+            uow.rollback()
+            raise
 
 
 def turn_on(user: User) -> str:

@@ -22,7 +22,8 @@ from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, Seat, Tournament, User
-from pbem.game import clock, conditional, notes, play, queries, queueing, results
+from pbem.core.unit_of_work import unit_of_work
+from pbem.game import clock, conditional, notes, play, queueing, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame, tournamentview
 from pbem.tournament import organise
@@ -38,8 +39,8 @@ def _game_for(user: User | None, game_id: int, *options: ORMOption) -> Game:
 
 
 def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, Any]:
-    """The game as it stands after a change, for the caller."""
-    db.session.expire_all()
+    """The game as it stands after a change, for the caller (the change's commit expired what was
+    loaded before it)."""
     return present.game(_game_for(user, game_id, *gameview.PAGE_LOADS), user, seat)
 
 
@@ -274,25 +275,31 @@ def move(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     refused (400, illegal) with the reason and your legal moves."""
     game = _game_for(user, game_id)
     try:
-        played = play.submit(game.id, user, body["move"], "api", expect=body.get("expect"),
-                             comment=body.get("comment"), seat=body.get("seat"))
+        # The objects the move wrote are kept through the commit: the answer shows them as committed,
+        # without reading them back.
+        with unit_of_work(keep_loaded=True) as uow:
+            played = play.submit(game.id, user, body["move"], "api", expect=body.get("expect"),
+                                 comment=body.get("comment"), seat=body.get("seat"))
+            uow.commit()
+            name = results.handle_or_seat(played.game, played.seat.number)
+            return {"move": present.record_entry(played.move, name, played.number),
+                    "game": present.game(played.game, user, body.get("seat"))}
     except PlayError as exc:
         if exc.code != "illegal":
             raise
-        db.session.expire_all()
+        # (Rolled back: the game is read again as it stands.)
         legal = present.game(_game_for(user, game_id), user, body.get("seat"))["legal_moves"] or []
         raise ApiError(exc.http_status, exc.code, exc.message, legal_moves=legal) from None
-    name = results.handle_or_seat(game, played.seat)
-    number = queries.number_of(played)
-    return {"move": present.record_entry(played, name, number),
-            "game": _fresh_game(user, game_id, body.get("seat"))}
 
 
 @operation("/v1/games/<int:game_id>/resign", "POST", "Resign", body=s.ResignSchema, body_required=False,
            response=s.GameSchema, errors=(400, 403, 404, 409, 422))
 def resign(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     """Resign the game (or abandon a game played alone), with an optional comment to the others."""
-    play.resign(_game_for(user, game_id).id, user, "api", body.get("comment"))
+    game = _game_for(user, game_id)
+    with unit_of_work() as uow:
+        play.resign(game.id, user, "api", body.get("comment"))
+        uow.commit()
     return _fresh_game(user, game_id)
 
 
@@ -302,7 +309,10 @@ def draw(user: User, game_id: int, body: dict[str, Any]) -> dict[str, Any]:
     """Offer a draw (``offer``), or answer your opponent's offer (``accept`` or ``decline``), with an
     optional comment to the others."""
     action = {"offer": play.offer_draw, "accept": play.accept_draw, "decline": play.decline_draw}
-    action[body["action"]](_game_for(user, game_id).id, user, "api", body.get("comment"))
+    game = _game_for(user, game_id)
+    with unit_of_work() as uow:
+        action[body["action"]](game.id, user, "api", body.get("comment"))
+        uow.commit()
     return _fresh_game(user, game_id)
 
 

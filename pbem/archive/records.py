@@ -29,11 +29,11 @@ import games
 from games import IllegalMove, Outcome
 from pbem.accounts import accounts
 from pbem.core import inputs
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Game, Move, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
 from pbem.core.site import base_url
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock, endings, results
 from pbem.game.replay import Replay, move_numbers
 
@@ -398,38 +398,39 @@ def placeholder_address(handle: str) -> str:
 def store(checked: Checked) -> tuple[Game, bool]:
     """Add a checked record as a finished game, unless it was imported before; returns the game and
     whether it is new.  Takes the write lock and commits."""
-    begin_write()
-    found = _already_here(checked)
-    if found is not None:
-        db.session.rollback()
-        return found, False
-    data = checked.data
-    started, finished = checked.started, checked.finished or utcnow()
-    public = data.get("public", True) is not False
-    time_control = checked.time_control
-    users = [_player(p["handle"]) for p in data["players"]]
-    game = Game(
-        engine=checked.engine.slug, options=checked.options, seed=data["seed"], players=len(data["players"]),
-        state=checked.engine.dump(checked.state), status="finished", result=checked.outcome.to_dict(),
-        public=public, time_control=time_control, rated=data.get("rated") is True,
-        ply=sum(1 for e in data["moves"] if e.get("kind", "move") == "move"),
-        created_at=started or finished, started_at=started or finished, finished_at=finished,
-        import_key=checked.key, origin=checked.origin, origin_game_id=checked.origin_game_id,
-    )
-    for number, user in enumerate(users):
-        game.seats.append(Seat(number=number, user=user, joined_at=started))
-    for entry in data["moves"]:
-        game.moves.append(Move(
-            number=entry["number"], seat=entry["seat"] - 1, kind=entry.get("kind", "move"),
-            text=entry["text"], via=entry.get("via") if entry.get("via") in VIA else "import",
-            # Public from now on, as a comment played here is: nothing of ours that acts goes in.
-            comment=blank_secrets(entry.get("comment") or "", users) or None,
-            created_at=_parse_time(entry.get("time"), "a time") or finished,
-        ))
-    db.session.add(game)
-    db.session.flush()
-    endings.record_finish(game, checked.outcome, checked.ending)
-    db.session.commit()
+    with unit_of_work() as uow:
+        found = _already_here(checked)
+        if found is not None:
+            uow.rollback()
+            return found, False
+        data = checked.data
+        started, finished = checked.started, checked.finished or utcnow()
+        public = data.get("public", True) is not False
+        time_control = checked.time_control
+        users = [_player(p["handle"]) for p in data["players"]]
+        game = Game(
+            engine=checked.engine.slug, options=checked.options, seed=data["seed"],
+            players=len(data["players"]),
+            state=checked.engine.dump(checked.state), status="finished", result=checked.outcome.to_dict(),
+            public=public, time_control=time_control, rated=data.get("rated") is True,
+            ply=sum(1 for e in data["moves"] if e.get("kind", "move") == "move"),
+            created_at=started or finished, started_at=started or finished, finished_at=finished,
+            import_key=checked.key, origin=checked.origin, origin_game_id=checked.origin_game_id,
+        )
+        for number, user in enumerate(users):
+            game.seats.append(Seat(number=number, user=user, joined_at=started))
+        for entry in data["moves"]:
+            game.moves.append(Move(
+                number=entry["number"], seat=entry["seat"] - 1, kind=entry.get("kind", "move"),
+                text=entry["text"], via=entry.get("via") if entry.get("via") in VIA else "import",
+                # Public from now on, as a comment played here is: nothing of ours that acts goes in.
+                comment=blank_secrets(entry.get("comment") or "", users) or None,
+                created_at=_parse_time(entry.get("time"), "a time") or finished,
+            ))
+        db.session.add(game)
+        db.session.flush()
+        endings.record_finish(game, checked.outcome, checked.ending)
+        uow.commit()
     return game, True
 
 

@@ -23,9 +23,9 @@ from sqlalchemy import delete, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Heartbeat, utcnow
+from pbem.core.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -45,29 +45,29 @@ def beat(kind: str, name: str, *, starting: bool = False) -> None:
     if starting:
         values["started_at"] = now
     for _attempt in range(2):
-        begin_write()
-        try:
-            # An UPDATE's result is a CursorResult (with its row count); the session's execute is typed
-            # for any statement.
-            found = cast(CursorResult[Any], db.session.execute(
-                update(Heartbeat).where(Heartbeat.kind == kind, Heartbeat.name == name).values(**values)
-            )).rowcount
-            if not found:
-                db.session.add(Heartbeat(kind=kind, name=name, **({"started_at": now} | values)))
-            db.session.commit()
-            return
-        except IntegrityError:  # Written by the process's twin a moment ago: update it instead.
-            db.session.rollback()
+        with unit_of_work() as uow:
+            try:
+                # An UPDATE's result is a CursorResult (with its row count); the session's execute is typed
+                # for any statement.
+                found = cast(CursorResult[Any], db.session.execute(
+                    update(Heartbeat).where(Heartbeat.kind == kind, Heartbeat.name == name).values(**values)
+                )).rowcount
+                if not found:
+                    db.session.add(Heartbeat(kind=kind, name=name, **({"started_at": now} | values)))
+                uow.commit()
+                return
+            except IntegrityError:  # Written by the process's twin a moment ago: update it instead.
+                uow.rollback()
 
 
 def stopped(kind: str, name: str) -> None:
     """Write that the process ``kind``/``name`` stopped cleanly; rows stopped long ago are cleared."""
-    begin_write()
-    now = utcnow()
-    db.session.execute(update(Heartbeat).where(Heartbeat.kind == kind, Heartbeat.name == name)
-                       .values(stopped_at=now))
-    db.session.execute(delete(Heartbeat).where(Heartbeat.stopped_at < now - FORGET_AFTER))
-    db.session.commit()
+    with unit_of_work() as uow:
+        now = utcnow()
+        db.session.execute(update(Heartbeat).where(Heartbeat.kind == kind, Heartbeat.name == name)
+                           .values(stopped_at=now))
+        db.session.execute(delete(Heartbeat).where(Heartbeat.stopped_at < now - FORGET_AFTER))
+        uow.commit()
 
 
 class Beating:

@@ -9,10 +9,11 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from pbem.core.database import begin_write, is_postgresql
+from pbem.core.database import is_postgresql
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import MAX_NOTE, Game, GameNote, User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 
 
 def may_keep_notes(game: Game, user: User | None) -> bool:
@@ -35,17 +36,17 @@ def save(game: Game, user: User, text: str) -> str:
     text = text.replace("\r\n", "\n").strip()
     if len(text) > MAX_NOTE:
         raise PlayError(f"The note is too long: at most {MAX_NOTE} characters ({len(text)} written).", "note")
-    begin_write()
-    mine = (GameNote.game_id == game.id) & (GameNote.user_id == user.id)
-    if not text:
-        db.session.execute(delete(GameNote).where(mine))
-    else:
-        # One statement whether or not there is a note yet: two tabs saving at once cannot both insert.
-        insert = postgresql_insert if is_postgresql() else sqlite_insert
-        db.session.execute(
-            insert(GameNote.__table__)
-            .values(game_id=game.id, user_id=user.id, text=text, updated_at=utcnow())
-            .on_conflict_do_update(index_elements=["game_id", "user_id"],
-                                   set_={"text": text, "updated_at": utcnow()}))
-    db.session.commit()
+    with unit_of_work() as uow:
+        mine = (GameNote.game_id == game.id) & (GameNote.user_id == user.id)
+        if not text:
+            db.session.execute(delete(GameNote).where(mine))
+        else:
+            # One statement whether or not there is a note yet: two tabs saving at once cannot both insert.
+            insert = postgresql_insert if is_postgresql() else sqlite_insert
+            db.session.execute(
+                insert(GameNote.__table__)
+                .values(game_id=game.id, user_id=user.id, text=text, updated_at=utcnow())
+                .on_conflict_do_update(index_elements=["game_id", "user_id"],
+                                       set_={"text": text, "updated_at": utcnow()}))
+        uow.commit()
     return text

@@ -1,11 +1,14 @@
 """The one move path: every change to a game's play goes through this module.
 
 Web views, the mail processor, links and the scheduler all call :func:`submit` (a move), :func:`resign`,
-the draw functions or :func:`time_out`.  Each call is one transaction: it locks the game, checks the
-seat, the turn and the expected move number, asks the engine, appends to the record, stores the new
-state, moves the clocks, publishes what happened (:mod:`pbem.game.events`: the handlers the app set up
-write the mails into the outbox, in this transaction), and commits — or changes nothing and raises
-:class:`PlayError` with a message for the player.  It imports nothing that writes mail.
+the draw functions or :func:`time_out`.  Each call runs in its caller's unit of work
+(:mod:`pbem.core.unit_of_work`; a caller that opened none gets one of its own, committed when the call is
+done): it locks the game, checks the seat, the turn and the expected move number, asks the engine,
+appends to the record, stores the new state, moves the clocks, publishes what happened
+(:mod:`pbem.game.events`: the handlers the app set up write the mails into the outbox, in this
+transaction), and returns what happened (:class:`Played` for a move) — or rolls the transaction back
+and raises :class:`PlayError` with a message for the player.  It never commits a caller's unit of work,
+and imports nothing that writes mail.
 """
 
 from __future__ import annotations
@@ -19,25 +22,18 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
-from sqlalchemy.orm import make_transient_to_detached, selectinload
+from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 
 import games
 from games import IllegalMove, Outcome
-from pbem.core.database import (
-    DirectWrite,
-    batched_writes,
-    begin_write,
-    finish_write,
-    is_postgresql,
-    transaction_cache,
-    writes_batched,
-)
+from pbem.core.database import DirectWrite, is_postgresql
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
 from pbem.core.redaction import blank_secrets
+from pbem.core.unit_of_work import UnitOfWork, active, joined, reads
 from pbem.game import clock, conditional, endings, events, queries, ratings, results, watching
 from pbem.game.queries import draws_allowed, engine_of, next_move_number, state_of
 
@@ -111,27 +107,28 @@ def start(game: Game) -> None:
 
 @contextmanager
 def locked_game(game_or_id: Game | int) -> Iterator[Game]:
-    """A fresh transaction holding the game's lock; commits on success (see
-    :func:`pbem.core.database.finish_write` for a caller that commits itself), rolls back on any error."""
+    """The game, locked in the caller's unit of work (:func:`pbem.core.unit_of_work.joined`: one of its
+    own, committed at the block's end, for a caller that opened none).  What the block changed is written
+    and flushed, so that a conflict shows here; any error rolls the transaction back."""
     game_id = game_or_id if isinstance(game_or_id, int) else game_or_id.id
-    begin_write()
-    game = lock_game(game_id)
-    if game is None:
-        db.session.rollback()
-        raise PlayError(f"There is no game #{game_id}.", "no-game")
-    try:
-        yield game
-        _write_back(game)
-        finish_write()
-    except StaleDataError:
-        db.session.rollback()
-        raise PlayError(
-            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
-            "conflict",
-        ) from None
-    except BaseException:
-        db.session.rollback()
-        raise
+    with joined() as uow:
+        game = lock_game(game_id)
+        if game is None:
+            uow.rollback()
+            raise PlayError(f"There is no game #{game_id}.", "no-game")
+        try:
+            yield game
+            _write_back(uow, game)
+            uow.flush()
+        except StaleDataError:
+            uow.rollback()
+            raise PlayError(
+                f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+                "conflict",
+            ) from None
+        except BaseException:
+            uow.rollback()
+            raise
 
 
 # The columns of a game and of a seat, by attribute name: what _write_back may write by a plain UPDATE.
@@ -145,9 +142,9 @@ _UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
 _UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
 
 
-def _write_back(game: Game) -> None:
-    """Write what the move path changed in the locked game and its seats by plain UPDATEs, and tell the
-    session they are saved, so that its flush has nothing of them to do.
+def _write_back(uow: UnitOfWork, game: Game) -> None:
+    """Write what the move path changed in the locked game and its seats by plain UPDATEs (direct writes
+    of the unit of work), and tell the session they are saved, so that its flush has nothing of them to do.
 
     The session's unit of work cost more per move than anything else in the transaction (finding the
     changes of three objects, sorting them, checking the version); here each changed object is one
@@ -155,11 +152,15 @@ def _write_back(game: Game) -> None:
     would (a changed row raises StaleDataError); every UPDATE of a game row raises it, which is what the
     page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
     is left to the session, and so is everything else the transaction added or changed.
+
+    The session is told by SQLAlchemy's public steps for an object that stands for a row as it is stored
+    (as :func:`_record` attaches a record entry): taken out of the session (``make_transient``), given
+    back its identity with its history reset (``make_transient_to_detached``), and added again, the
+    seats with their game.  Telling it value by value (``set_committed_value``) would leave the objects
+    marked changed, and the flush would sort them out again: a third more work a move (bench/movepath.py).
     """
-    session = db.session()
-    connection = session.connection()
-    identity_map = session.identity_map
     game_state = inspect(game)
+    saved: list[Game | Seat] = []
     changed = game_state.committed_state
     if (changed and changed.keys() <= _GAME_COLUMNS.keys() and "version" in game_state.dict
             and not game_state.expired_attributes):
@@ -168,18 +169,22 @@ def _write_back(game: Game) -> None:
         values["version"] = version + 1
         values.setdefault("updated_at", utcnow())
         # (Inside the sweep's batches the UPDATEs are sent, and their rows checked, with the batch's others.)
-        _UPDATE_GAME.write(connection, {**values, "locked_id": game.id, "read_version": version}, rows=1)
+        uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
-        # What the session's flush does for an object it saved (a private step, but the one it takes).
-        game_state._commit_all(game_state.dict, identity_map)
+        saved.append(game)
     for seat in game.seats:
         seat_state = inspect(seat)
         changed = seat_state.committed_state
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        _UPDATE_SEAT.write(connection, {**values, "seat_id": seat.id})
-        seat_state._commit_all(seat_state.dict, identity_map)
+        uow.write(_UPDATE_SEAT, {**values, "seat_id": seat.id})
+        saved.append(seat)
+    for written in saved:
+        make_transient(written)  # (Out of the session, this object alone: no cascade.)
+        make_transient_to_detached(written)
+    if saved:
+        uow.session.add(game)  # With its seats.
 
 
 # The statements of :func:`_read_locked`, built once: building them per move cost a tenth of a move.
@@ -199,13 +204,13 @@ _READ_GAME = (
 
 
 def lock_game(game_id: int) -> Game | None:
-    """Inside a write transaction: lock the game and read it with its seats and players, once.
+    """Inside a unit of work: lock the game and read it with its seats and players, once a transaction.
 
-    A caller that owns the transaction (see :func:`pbem.core.database.caller_commits`: the mail processor,
-    which reads the game a reply names) locks it here before the move path runs in the same transaction,
-    and the move path takes the game as read then, under the lock held since, rather than read it again.
+    A caller that owns the unit of work (the mail processor, which reads the game a reply names) locks it
+    here before the move path runs in the same transaction, and the move path takes the game as read
+    then, under the lock held since, rather than read it again.
     """
-    locked = transaction_cache("locked_games")
+    locked = reads("locked_games")
     if game_id not in locked:
         locked[game_id] = _read_locked(game_id)
     return locked[game_id]
@@ -235,7 +240,7 @@ def _read_locked(game_id: int) -> Game | None:
             set_committed_value(seat, "user", user)
             seats.append(seat)
     set_committed_value(game, "seats", seats)
-    transaction_cache("record_numbers")[game.id] = top or 0
+    reads("record_numbers")[game.id] = top or 0
     if not anybody_watching:
         watching.know_unwatched(game.id)
     return game
@@ -261,8 +266,8 @@ def _next_record_number(game: Game) -> int:
     """The number of the game's next record entry.
 
     The stored maximum is read once per transaction, without flushing the session first (a flush per
-    game would undo the batching of :func:`time_out_many`); entries added since are counted here."""
-    numbers = transaction_cache("record_numbers")
+    game would undo the batching of :func:`time_out_batch`); entries added since are counted here."""
+    numbers = reads("record_numbers")
     if game.id not in numbers:
         with db.session.no_autoflush:
             numbers[game.id] = (
@@ -286,23 +291,24 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
         "comment": blank_secrets((comment or "").strip(), [s.user for s in game.seats if s.user]) or None,
         "created_at": utcnow(),
     }
-    if writes_batched():
+    uow = active()
+    if uow.batching:
         # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the
         # transaction commits: the caller gets the entry as it will be stored, without its id and outside
         # the session.
-        _INSERT_MOVE.later(values)
+        uow.write(_INSERT_MOVE, values)
         move = Move(**values)
     else:
         # The entry is written at once by a plain INSERT rather than left to the session's flush: a
-        # record entry is never changed afterwards, and the unit of work's bookkeeping for a new object
+        # record entry is never changed afterwards, and the session's bookkeeping for a new object
         # cost more than the statement itself (bench/movepath.py).  It is then attached to the session
         # as the row it now is, so that it behaves like any loaded entry.
-        values["id"] = _INSERT_MOVE.insert(db.session.connection(), values)
+        values["id"] = uow.insert(_INSERT_MOVE, values)
         move = Move(**values)
         make_transient_to_detached(move)
         db.session.add(move)
     if kind == "move":
-        transaction_cache("last_moves")[game.id] = move  # What the mails show as the last move.
+        uow.reads("last_moves")[game.id] = move  # What the mails show as the last move.
     # Appending through the relationship would first load the game's whole record; a record already
     # loaded in this transaction is kept in step (in a batch, let go: read again, the read sends the
     # batch's writes first and finds the entry).
@@ -319,6 +325,21 @@ def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User |
 MAX_MOVE_TEXT = 200
 
 
+@dataclass(frozen=True)
+class Played:
+    """What :func:`submit` did, for the mails, the mail answer, the web's message and the API to say."""
+
+    game: Game
+    seat: Seat  # The mover's seat.
+    move: Move  # The move's record entry.
+    number: int  # The move's number as the player counts it (the ``#N`` they confirm: next_move_number).
+    answers: tuple[Move, ...]  # The conditional answers played at once after it, in order.
+    state: Any  # The engine's state after the move and its answers.
+    next_number: int  # The mover's next move number, after the answers.
+    notes: dict[int, list[str]]  # Sentences for single seats about their conditional lines.
+    outcome: Outcome | None  # The game's end, when the move or an answer ended it.
+
+
 def submit(
     game: Game | int,
     user: User,
@@ -328,7 +349,7 @@ def submit(
     comment: str | None = None,
     seat: int | None = None,
     conditionals: list[str] | None = None,
-) -> Move:
+) -> Played:
     """Play ``text`` for ``user`` in ``game``: the one way a move enters the record.
 
     ``expect`` is the move number the player saw (``#N`` in mail, the page's hidden field); when the
@@ -338,7 +359,7 @@ def submit(
 
     When the opponent has queued a conditional line that expected this move, its answer is played at
     once in the same transaction (and so on, while lines keep answering), and the mails show where the
-    game then stands.  Returns the recorded move; :func:`answers_to` lists what answered it.
+    game then stands.  Returns what happened: the move, the answers, the state after them.
     """
     if len(text) > MAX_MOVE_TEXT:
         # No game writes a move that long; refusing it here keeps every engine's parser to short input.
@@ -367,14 +388,17 @@ def submit(
         before = _advance(locked, engine, state, new_state, player_seat)
         if conditionals and locked.status == "active":
             conditional.add_lines(locked, engine, new_state, player_seat, conditionals)
-        played, notes = _play_conditional_answers(locked, engine, state, new_state, move)
-        transaction_cache("conditional_answers")[move.id] = played[1:]
+        played, after, notes = _play_conditional_answers(locked, engine, state, new_state, move)
         if len(played) == 1:
-            events.publish(events.MovePlayed(locked, engine, new_state, move, before, notes))
+            events.publish(events.MovePlayed(locked, engine, after, move, before, notes))
         else:
-            events.publish(events.MovesPlayed(locked, engine, state_of(locked), played, notes))
+            events.publish(events.MovesPlayed(locked, engine, after, played, notes))
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
-        return move
+        return Played(
+            game=locked, seat=player_seat, move=move, number=number, answers=tuple(played[1:]), state=after,
+            next_number=next_move_number(locked, player_seat), notes=notes,
+            outcome=engine.outcome(after) if locked.status != "active" else None,
+        )
 
 
 def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:
@@ -434,12 +458,12 @@ def _played_as(game: Game, seat: Seat, number: int) -> Move | None:
 
 def _play_conditional_answers(
     game: Game, engine: games.Engine, before: Any, state: Any, move: Move
-) -> tuple[list[Move], dict[int, list[str]]]:
+) -> tuple[list[Move], Any, dict[int, list[str]]]:
     """Play the conditional answers to ``move``, one after another while lines keep answering.
 
     Each answer goes through the same steps as a move (record, state, clocks, the game's end) with
-    ``via="conditional"``.  Returns the moves played (``move`` first) and sentences for single players
-    (seat number: sentences) about their lines."""
+    ``via="conditional"``.  Returns the moves played (``move`` first), the state after the last, and
+    sentences for single players (seat number: sentences) about their lines."""
     played = [move]
     notes: dict[int, list[str]] = {}
     mover = next(s for s in game.seats if s.number == move.seat)
@@ -463,26 +487,7 @@ def _play_conditional_answers(
         played.append(reply_move)
         log.info("game %s: conditional answer %r to %r", game.id, answer, played[-2].text)
         before, state, mover = state, after, seat
-    return played, notes
-
-
-def answers_to(move: Move) -> list[Move]:
-    """The conditional answers played right after ``move`` (in the same transaction), in order."""
-    # A caller still inside the move's transaction (the mail processor, see caller_commits) is told what
-    # submit played rather than reading it back: under the game's lock nothing else can have been added.
-    played = transaction_cache("conditional_answers").get(move.id)
-    if played is not None:
-        return list(played)
-    later = db.session.scalars(
-        select(Move).where(Move.game_id == move.game_id, Move.number > move.number)
-        .order_by(Move.number).limit(conditional.MAX_ANSWERS)
-    ).all()
-    answers = []
-    for entry in later:
-        if entry.via != "conditional":
-            break
-        answers.append(entry)
-    return answers
+    return played, state, notes
 
 
 def _advance(
@@ -645,71 +650,51 @@ def time_out(game: Game | int, seat_number: int, deadline: datetime | None = Non
         return outcome
 
 
-def time_out_many(due: list[DueTimeout]) -> tuple[int, list[tuple[DueTimeout, Exception]]]:
-    """Time out many seats in one transaction (one commit for the lot).
+def time_out_batch(due: list[DueTimeout]) -> int:
+    """Time out many seats in the caller's unit of work (one commit for the lot); how many were acted on.
 
     The sweep's way of calling :func:`time_out`: the same rules and the same checks under each game's
     lock, but one transaction for a batch, since a commit per game (on PostgreSQL a wait for the disk)
     would cost more than the work itself.  The games are locked in the order of their ids, so two
-    sweepers never wait on each other in a circle.  If any game fails, the whole batch is rolled back and
-    redone one game per transaction, so that one bad game cannot hold back the others.
-
-    Returns how many seats were acted on, and the seats that failed with their errors (nothing of those
-    is changed; the next sweep finds them again).
+    sweepers never wait on each other in a circle.  What every game's end reads is read for the batch at
+    once, and its writes go to the server together (see :meth:`pbem.core.unit_of_work.UnitOfWork.batched`).
+    On any error nothing is written; the caller rolls back (and may try the games one by one).
     """
     if not due:
-        return 0, []
-    try:
-        return _time_out_in_one_transaction(due), []
-    except Exception as exc:
-        db.session.rollback()
-        if len(due) == 1:
-            if isinstance(exc, StaleDataError):
-                return 0, []  # Changed under us after all; the next sweep looks at it again.
-            return 0, [(due[0], exc)]
-    acted, failures = 0, []
-    for item in due:
-        one_acted, one_failures = time_out_many([item])
-        acted += one_acted
-        failures += one_failures
-    return acted, failures
-
-
-def _time_out_in_one_transaction(due: list[DueTimeout]) -> int:
+        return 0
     ids = sorted({d.game_id for d in due})
-    begin_write()
-    query = (
-        select(Game).where(Game.id.in_(ids)).order_by(Game.id)
-        .options(selectinload(Game.seats).joinedload(Seat.user))
-        .execution_options(populate_existing=True)
-    )
-    if is_postgresql():
-        query = query.with_for_update(of=Game)
-    locked = {g.id: g for g in db.session.scalars(query)}
-    # What every game's end reads, read for the whole batch at once.
-    numbers = transaction_cache("record_numbers")
-    numbers.update({game_id: 0 for game_id in locked})
-    numbers.update((game_id, top) for game_id, top in db.session.execute(
-        select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
-    ))
-    queries.prefetch_last_moves(ids)
-    watching.prefetch_watchers(ids)
-    events.publish(events.GamesLocked(ids))
-    ratings.lock_ratings(
-        {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
-    )
-    acted = 0
-    # The batch's record entries, mails and game and seat UPDATEs go to the server together (one
-    # executemany each) rather than a round trip each; nothing in it reads them back.
-    with batched_writes():
-        for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
-            game = locked.get(item.game_id)
-            if game is not None:
-                acted += _time_out_locked(game, item.seat, item.deadline)[0]
-        for game in locked.values():
-            _write_back(game)
-    db.session.commit()
-    return acted
+    with joined() as uow:
+        query = (
+            select(Game).where(Game.id.in_(ids)).order_by(Game.id)
+            .options(selectinload(Game.seats).joinedload(Seat.user))
+            .execution_options(populate_existing=True)
+        )
+        if is_postgresql():
+            query = query.with_for_update(of=Game)
+        locked = {g.id: g for g in db.session.scalars(query)}
+        # What every game's end reads, read for the whole batch at once.
+        numbers = uow.reads("record_numbers")
+        numbers.update({game_id: 0 for game_id in locked})
+        numbers.update((game_id, top) for game_id, top in db.session.execute(
+            select(Move.game_id, db.func.max(Move.number)).where(Move.game_id.in_(ids)).group_by(Move.game_id)
+        ))
+        queries.prefetch_last_moves(ids)
+        watching.prefetch_watchers(ids)
+        events.publish(events.GamesLocked(ids))
+        ratings.lock_ratings(
+            {(user_id, g.engine) for g in locked.values() for user_id in ratings.rated_players(g) or ()}
+        )
+        acted = 0
+        # The batch's record entries, mails and game and seat UPDATEs go to the server together (one
+        # executemany each) rather than a round trip each; nothing in it reads them back.
+        with uow.batched():
+            for item in sorted(due, key=lambda d: (d.game_id, d.seat)):
+                game = locked.get(item.game_id)
+                if game is not None:
+                    acted += _time_out_locked(game, item.seat, item.deadline)[0]
+            for game in locked.values():
+                _write_back(uow, game)
+        return acted
 
 
 def _time_out_locked(game: Game, seat_number: int, deadline: datetime | None) -> tuple[bool, Outcome | None]:

@@ -12,10 +12,10 @@ from typing import Any
 from sqlalchemy import select
 
 import games
-from pbem.core.database import transaction_cache
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User
+from pbem.core.unit_of_work import reads
 
 
 def engine_of(game: Game) -> games.Engine:
@@ -104,7 +104,7 @@ def last_move_seen_by(game: Game, seat_number: int | None) -> Move | None:
 def last_move(game: Game) -> Move | None:
     """The game's last engine move: one recorded in this transaction (the move path notes it), else the
     last one stored, read without loading the whole record."""
-    prefetched = transaction_cache("last_moves")
+    prefetched = reads("last_moves")
     if game.id in prefetched:
         return prefetched[game.id]
     with db.session.no_autoflush:
@@ -120,7 +120,7 @@ def prefetch_last_moves(game_ids: list[int]) -> None:
         select(Move.game_id, db.func.max(Move.number).label("number"))
         .where(Move.game_id.in_(game_ids), Move.kind == "move").group_by(Move.game_id).subquery()
     )
-    prefetched = transaction_cache("last_moves")
+    prefetched = reads("last_moves")
     prefetched.update({game_id: None for game_id in game_ids})
     with db.session.no_autoflush:
         for move in db.session.scalars(

@@ -23,9 +23,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from games import Outcome
-from pbem.core.database import DirectWrite, is_postgresql, transaction_cache, writes_batched
+from pbem.core.database import DirectWrite, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, RatingHistory, utcnow
+from pbem.core.unit_of_work import current, reads
 
 SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 
@@ -184,7 +185,7 @@ def rating_of(user_id: int, engine: str) -> Rating:
     """The player's rating row for ``engine``, created at 1500 if they have none, and locked until the
     transaction ends (games between the same players may finish at the same moment: without the lock
     one would overwrite the other's change, and both would try to create a missing row)."""
-    locked = transaction_cache("ratings")
+    locked = reads("ratings")
     if (user_id, engine) in locked:
         return locked[(user_id, engine)]
     query = select(Rating).where(Rating.user_id == user_id, Rating.engine == engine)
@@ -209,7 +210,7 @@ def rating_of(user_id: int, engine: str) -> Rating:
 
 def lock_ratings(keys: set[tuple[int, str]]) -> None:
     """Lock the rating rows of many (user id, game) pairs at once, creating the missing ones: for a batch
-    of game ends (see :func:`pbem.game.play.time_out_many`).  Rows are locked in one order, as
+    of game ends (see :func:`pbem.game.play.time_out_batch`).  Rows are locked in one order, as
     :func:`rating_of` does, so that transactions never wait on each other in a circle."""
     if not keys:
         return
@@ -224,7 +225,7 @@ def lock_ratings(keys: set[tuple[int, str]]) -> None:
     )
     if is_postgresql():
         query = query.with_for_update()
-    locked = transaction_cache("ratings")
+    locked = reads("ratings")
     with db.session.no_autoflush:
         for row in db.session.scalars(query):
             locked[(row.user_id, row.engine)] = row
@@ -255,10 +256,10 @@ def rate(game: Game, outcome: Outcome) -> list[Rating]:
     # Both players as they stand now, their deviations grown by the time since their last games.
     before = [Glicko(r.rating, deviation_now(r, now), r.volatility) for r in rows]
     # Each seat's rating before and after, for the result mail written in this transaction.
-    transaction_cache("rating_changes")[game.id] = {}
+    told = reads("rating_changes")[game.id] = {}
     for me, row in enumerate(rows):
         after = glicko2(before[me], [(before[1 - me], SCORES[outcome.results[me]])], tau)
-        transaction_cache("rating_changes")[game.id][me] = (row.rating, after.rating)
+        told[me] = (row.rating, after.rating)
         row.rating, row.volatility = after.rating, after.volatility
         row.deviation = min(after.deviation, _settings()["max_deviation"])
         row.games += 1
@@ -268,11 +269,12 @@ def rate(game: Game, outcome: Outcome) -> list[Rating]:
 
 def record_ratings(game: Game, changed: list[Rating]) -> None:
     """Add the ratings a game's end has just set to their players' rating histories."""
+    uow = current()
     for rating in changed:
         values = {"user_id": rating.user_id, "engine": rating.engine, "game_id": game.id,
                   "rating": rating.rating, "deviation": rating.deviation, "created_at": game.finished_at}
-        if writes_batched():
-            _INSERT_HISTORY.later(values)  # With the batch's other rows (the sweep's), one executemany.
+        if uow is not None and uow.batching:
+            uow.write(_INSERT_HISTORY, values)  # With the batch's other rows (the sweep's), one executemany.
         else:
             db.session.add(RatingHistory(**values))
 
@@ -287,7 +289,7 @@ def changes(game: Game) -> dict[int, tuple[float, float]]:
     """Each rated seat's rating before and after ``game`` (by seat number); empty for a game that did
     not count.  Told by :func:`rate` in the transaction that ended the game (its history rows may not be
     written yet, in a batch), else read from the rating histories."""
-    told = transaction_cache("rating_changes").get(game.id)
+    told = reads("rating_changes").get(game.id)
     if told is not None:
         return dict(told)
     users = rated_players(game)

@@ -24,9 +24,10 @@ from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from pbem.core.database import DirectWrite, begin_write, is_postgresql
+from pbem.core.database import DirectWrite, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, Tally
+from pbem.core.unit_of_work import current, unit_of_work
 
 # The column each seat result adds to.
 COLUMNS = {"win": "wins", "draw": "draws", "loss": "losses"}
@@ -68,7 +69,7 @@ def count_finish(game: Game) -> None:
     """Add the results just written onto ``game``'s seats to their players' tallies, in the caller's
     transaction (inside the sweep's batch of timeouts, with the batch's other writes)."""
     writer = _ADD["postgresql" if is_postgresql() else "sqlite"]
-    connection = db.session.connection()
+    uow = current()
     for seat in game.seats:
         column = COLUMNS.get(seat.result or "")
         if seat.user_id is None or column is None:
@@ -76,7 +77,10 @@ def count_finish(game: Game) -> None:
         values: dict[str, Any] = {"user_id": seat.user_id, "engine": game.engine, "public": game.public,
                                   "rated": game.rated, "wins": 0, "draws": 0, "losses": 0}
         values[column] = 1
-        writer.write(connection, values)
+        if uow is not None:
+            uow.write(writer, values)  # In a batch (the sweep's), sent with the batch's other rows.
+        else:
+            writer.run(db.session.connection(), values)
 
 
 def rated_records(engine: str, user_ids: Iterable[int]) -> dict[int, Record]:
@@ -139,16 +143,16 @@ def rebuild() -> list[Key]:
     db.session.rollback()
     if not wrong:
         return []
-    begin_write()
-    if is_postgresql():
-        # A game ending meanwhile waits to add its results until the rebuilt rows are in, and one that
-        # added them before is waited for: counted once either way.
-        db.session.execute(text("LOCK TABLE tally IN EXCLUSIVE MODE"))
-    want = counted()  # Again, under the write lock.
-    db.session.execute(delete(Tally))
-    if want:
-        db.session.execute(insert(Tally), [
-            {"user_id": u, "engine": e, "public": p, "rated": r, "wins": rec.wins, "draws": rec.draws,
-             "losses": rec.losses} for (u, e, p, r), rec in sorted(want.items())])
-    db.session.commit()
+    with unit_of_work() as uow:
+        if is_postgresql():
+            # A game ending meanwhile waits to add its results until the rebuilt rows are in, and one that
+            # added them before is waited for: counted once either way.
+            db.session.execute(text("LOCK TABLE tally IN EXCLUSIVE MODE"))
+        want = counted()  # Again, under the write lock.
+        db.session.execute(delete(Tally))
+        if want:
+            db.session.execute(insert(Tally), [
+                {"user_id": u, "engine": e, "public": p, "rated": r, "wins": rec.wins, "draws": rec.draws,
+                 "losses": rec.losses} for (u, e, p, r), rec in sorted(want.items())])
+        uow.commit()
     return wrong

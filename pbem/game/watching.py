@@ -5,18 +5,18 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from pbem.core.database import begin_write, transaction_cache
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, User, Watch
+from pbem.core.unit_of_work import reads, unit_of_work
 
 
 def watchers(game: Game) -> list[User]:
     """The players watching ``game``, in the order they began.
 
     Read without flushing: the move path asks while a batch of games is being changed (see
-    :func:`pbem.game.play.time_out_many`), and nothing it changes is a watch."""
-    prefetched = transaction_cache("watchers")
+    :func:`pbem.game.play.time_out_batch`), and nothing it changes is a watch."""
+    prefetched = reads("watchers")
     if game.id in prefetched:
         return prefetched[game.id]
     with db.session.no_autoflush:
@@ -29,12 +29,12 @@ def watchers(game: Game) -> list[User]:
 def know_unwatched(game_id: int) -> None:
     """Note for the rest of the transaction that nobody watches the game (the move path learns it with
     the game's lock), so that :func:`watchers` answers without a query."""
-    transaction_cache("watchers")[game_id] = []
+    reads("watchers")[game_id] = []
 
 
 def prefetch_watchers(game_ids: list[int]) -> None:
     """Read the watchers of many games at once, for a batch that mails about each of them."""
-    prefetched = transaction_cache("watchers")
+    prefetched = reads("watchers")
     prefetched.update({game_id: [] for game_id in game_ids})
     with db.session.no_autoflush:
         rows = db.session.execute(
@@ -63,16 +63,16 @@ def watch(game: Game, user: User) -> None:
         raise PlayError(f"Game #{game.id} is private.", "private")
     if game.status in ("finished", "abandoned"):
         raise PlayError(f"Game #{game.id} is over; its record stays on its page.", "over")
-    begin_write()
-    db.session.add(Watch(game_id=game.id, user_id=user.id))
     try:
-        db.session.commit()
+        with unit_of_work() as uow:
+            db.session.add(Watch(game_id=game.id, user_id=user.id))
+            uow.commit()
     except IntegrityError:
         db.session.rollback()  # Already watching.
 
 
 def unwatch(game: Game, user: User) -> None:
     """``user`` stops following ``game``.  Commits."""
-    begin_write()
-    db.session.execute(delete(Watch).where(Watch.game_id == game.id, Watch.user_id == user.id))
-    db.session.commit()
+    with unit_of_work() as uow:
+        db.session.execute(delete(Watch).where(Watch.game_id == game.id, Watch.user_id == user.id))
+        uow.commit()

@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import MAX_COMMENT, Challenge, Game, Seat, User, utcnow
 from pbem.core.redaction import blank_secrets
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play, queries, ratings, results
 from pbem.game.play import PlayError
 from pbem.mailout import notify
@@ -64,10 +64,10 @@ def new_game(
     ValidationError (bad options) without storing anything.
     """
     check_rating_range(min_rating, max_rating, open_seats=None in seats)
-    begin_write()
-    game = open_game(creator, engine_slug, seats, options, public=public, time_control=time_control,
-                     seed=seed, rated=rated, min_rating=min_rating, max_rating=max_rating)
-    db.session.commit()
+    with unit_of_work() as uow:
+        game = open_game(creator, engine_slug, seats, options, public=public, time_control=time_control,
+                         seed=seed, rated=rated, min_rating=min_rating, max_rating=max_rating)
+        uow.commit()
     return game
 
 
@@ -84,8 +84,8 @@ def open_game(
     min_rating: int | None = None,
     max_rating: int | None = None,
 ) -> Game:
-    """:func:`new_game` inside the caller's write transaction (a ladder challenge is written with the
-    game it makes); the caller commits."""
+    """:func:`new_game` inside the caller's unit of work (a ladder challenge is written with the game it
+    makes); the caller commits."""
     if not any(u is not None and u.id == creator.id for u in seats):
         raise PlayError("You must take a seat in a game you start.", "creator-not-seated")
     named = [u for u in seats if u is not None and u.id != creator.id]

@@ -29,18 +29,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import bindparam, event, func, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.orm.attributes import instance_state
 
 import games
 from pbem.accounts import mailkeys
 from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
-from pbem.core.database import begin_write, caller_commits, in_write_transaction, is_postgresql
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 from pbem.core.redaction import KeysFound
+from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import play, queries
 from pbem.mailin import answered, authentication, parse, quotes, reading, reports
 from pbem.mailin.commands import (
@@ -206,48 +206,41 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
     message is still this processor's (see ``_HELD``), so it is recorded and answered once.  A message
     that cannot be handled is recorded "failed" with its reason, and never goes back to the queue.
     """
-    session = db.session()
     token = f"claimed by a processor ({uuid.uuid4().hex})"
-    begin_write()
-    row = session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
-        .one_or_none()
-    if row is None:
-        session.rollback()
-        return False
-    claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
-    mail = read if isinstance(read, parse.Incoming) else None
-    # What an action that commits by itself (a vacation, a challenge sent) wrote is what the answer shows:
-    # the objects keep it through the commit instead of being read back, in the next transaction, row by
-    # row.  Only for this message: the next one starts from a session that reads everything anew.
-    session.expire_on_commit = False
-    try:
-        if isinstance(read, str):
-            raise UnreadableMessage(read)
-        session.info[_ACTING_FOR] = claimed
+    # The message's unit of work: the move path (and every action under a game's lock) runs in it and
+    # leaves the commit to _finish, so the claim, the move, the message's outcome and its answer commit
+    # together, or not at all.  What an action that commits by itself (a vacation, a challenge sent) wrote
+    # is what the answer shows: the objects keep it through the commit (keep_loaded) instead of being read
+    # back, in the next transaction, row by row.  Only for this message: the next one starts from a
+    # session that reads everything anew.
+    with unit_of_work(keep_loaded=True) as uow:
+        row = uow.session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
+            .one_or_none()
+        if row is None:
+            return False  # (Rolled back as the unit of work ends.)
+        claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
+        mail = read if isinstance(read, parse.Incoming) else None
         try:
-            if mail is None:
-                mail = parse.read(claimed.raw, claimed.rcpt_to)
-            # The move path (and every action under a game's lock) joins the transaction of the claim and
-            # leaves it open for _finish: the claim, the move, the message's outcome and its answer commit
-            # together, or not at all.
-            with caller_commits():
-                begin_write()
+            if isinstance(read, str):
+                raise UnreadableMessage(read)
+            stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
+            try:
+                if mail is None:
+                    mail = parse.read(claimed.raw, claimed.rcpt_to)
                 outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
-        finally:
-            session.info.pop(_ACTING_FOR, None)
-        # Still in that transaction, the outcome marks the message acted on itself; after an action that
-        # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
-        _finish(claimed, mail, outcome, acting=in_write_transaction())
-    except Exception as exc:
-        log.exception("inbound message #%s could not be processed", claimed.id)
-        session.rollback()
-        if not _fail(claimed, mail, f"{type(exc).__name__}: {exc}"):
-            # Not even the failure could be written: the database is away, not the message at fault.  The
-            # caller stops here (the listener looks again after its interval) rather than take it again.
-            raise
-    finally:
-        session.expire_on_commit = True
-        session.expire_all()
+            finally:
+                stop_marking()
+            # Still in that transaction, the outcome marks the message acted on itself; after an action that
+            # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
+            _finish(uow, claimed, mail, outcome, acting=uow.in_transaction)
+        except Exception as exc:
+            log.exception("inbound message #%s could not be processed", claimed.id)
+            uow.rollback()
+            if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
+                # Not even the failure could be written: the database is away, not the message at fault.
+                # The caller stops here (the listener looks again after its interval) rather than take it
+                # again.
+                raise
     return True
 
 
@@ -278,15 +271,16 @@ def _hold(claimed: _Claimed) -> bool:
     return False
 
 
-def _finish(claimed: _Claimed, mail: parse.Incoming, outcome: Handling, acting: bool = False) -> None:
+def _finish(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming, outcome: Handling,
+            acting: bool = False) -> None:
     """Record the outcome and write the answer: in the transaction of the handling when it is still open
     (``acting``; a move: one commit for the claim, the move, the outcome and the answer), or else in one
     of theirs, if the message is still this processor's."""
     if not acting:
-        # The reads since the action end with a commit, not with the rollback begin_write would do: that
+        # The reads since the action end with a commit, not with the rollback begin() would do: that
         # would expire every object the answer shows (see _take).  They wrote nothing.
-        db.session.commit()
-        begin_write()
+        uow.commit()
+        uow.begin()
         if not _hold(claimed):
             return
     note = outcome.note
@@ -298,9 +292,9 @@ def _finish(claimed: _Claimed, mail: parse.Incoming, outcome: Handling, acting: 
         "of_game": _identity(outcome.game), "now": utcnow(),
     })
     if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
-        db.session.rollback()
+        uow.rollback()
         raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
-    db.session.commit()
+    uow.commit()
     log.info("inbound #%s from %s: %s (%s)", claimed.id, mail.from_addr, outcome.status, outcome.note[:200])
 
 
@@ -313,7 +307,7 @@ _RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
 _RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
 
 
-def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
+def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
     """Keep the message as "failed" for an operator, and tell a person who wrote it (if it is still this
     processor's: see ``_HELD``).  Whatever made the handling fail may make its answer fail too (a mail the
     database refuses to quote): then the failure is recorded without one, so that the message never goes
@@ -323,14 +317,14 @@ def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
     unanswered = f"{note} (not answered: the answer could not be written either)"
     for answer in (True, False) if answering else (False,):
         try:
-            begin_write()
+            uow.begin()
             failed = db.session.connection().execute(_RECORD_OUTCOME, {
                 "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
                 "outcome_note": _stored_note(note if answer or not answering else unanswered),
                 "of_user": None, "of_game": None, "now": utcnow(),
             })
             if failed.rowcount != 1:
-                db.session.rollback()
+                uow.rollback()
                 log.warning("inbound #%s failed here and was taken by another processor; left to it",
                             claimed.id)
                 return True
@@ -342,10 +336,10 @@ def _fail(claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
                     "been played."
                 )
                 _answer(mail, Handling("failed", note, sorry))
-            db.session.commit()
+            uow.commit()
             return True
         except Exception:
-            db.session.rollback()
+            uow.rollback()
             log.exception("could not record the failure of inbound message #%s%s", claimed.id,
                           " with its answer" if answer else "")
     return False
@@ -359,23 +353,18 @@ def _stored_note(note: str) -> str:
 
 # Knowing whether a message did anything, for a restart after a crash ---------------------------------
 
-_ACTING_FOR = "pbem_acting_for_inbound_mail"
 
-
-@event.listens_for(Session, "before_commit")
-def _mark_acted(session: Session) -> None:
-    """Every commit while a message is handled also stamps the message's ``acted_at``, in the same
-    transaction: after a crash, a message without it changed nothing.  Every commit, not only those the
-    session saw changes in: the move path writes some rows by plain statements, which the session does
-    not see, and a stamp too many only means a person is asked to look rather than the message run again.
+def _mark_acted(uow: UnitOfWork, claimed: _Claimed) -> None:
+    """Before every commit while a message is handled (a hook of its unit of work), stamp the message's
+    ``acted_at``, in the same transaction: after a crash, a message without it changed nothing.  Every
+    commit, not only those the session saw changes in: the move path writes some rows by plain
+    statements, which the session does not see, and a stamp too many only means a person is asked to
+    look rather than the message run again.
 
     The stamp also holds the message (see ``_HELD``): a commit of the handling's that would find it taken
     by another processor, its own claim rolled back, fails instead, so that it is acted on only once.
     """
-    claimed = session.info.get(_ACTING_FOR)
-    if claimed is None:
-        return
-    held = session.connection().execute(_HOLD_ACTED, {
+    held = uow.session.connection().execute(_HOLD_ACTED, {
         "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
     })
     if held.rowcount != 1:
@@ -397,25 +386,26 @@ def recover_interrupted(claimed_before: datetime) -> tuple[int, int]:
     db.session.rollback()
     requeued = interrupted = 0
     for row_id in stuck:
-        begin_write()
-        row = db.session.get(InboundMail, row_id)
-        if row is None or row.status != "processing":
-            db.session.rollback()
-            continue
-        if row.acted_at is None:
-            row.status, row.processed_at = "received", None
-            requeued += 1
-        else:
-            row.status, row.processed_at = "interrupted", utcnow()
-            row.note = "interrupted by a crash after it was acted on; its sender was told to look"
-            mail = parse.read(row.raw, row.rcpt_to)
-            if mail.from_addr and reports.automatic(mail, None, mail_domain()) is None:
-                _answer(mail, Handling("interrupted", row.note, CommandError(
-                    "Your mail was acted on, but the server stopped before it could answer. Look at your "
-                    "game on the web (or send 'show') to see where it stands before sending anything again."
-                ), game=db.session.get(Game, row.game_id) if row.game_id else None))
-            interrupted += 1
-        db.session.commit()
+        with unit_of_work() as uow:
+            row = db.session.get(InboundMail, row_id)
+            if row is None or row.status != "processing":
+                uow.rollback()
+                continue
+            if row.acted_at is None:
+                row.status, row.processed_at = "received", None
+                requeued += 1
+            else:
+                row.status, row.processed_at = "interrupted", utcnow()
+                row.note = "interrupted by a crash after it was acted on; its sender was told to look"
+                mail = parse.read(row.raw, row.rcpt_to)
+                if mail.from_addr and reports.automatic(mail, None, mail_domain()) is None:
+                    _answer(mail, Handling("interrupted", row.note, CommandError(
+                        "Your mail was acted on, but the server stopped before it could answer. Look at "
+                        "your game on the web (or send 'show') to see where it stands before sending "
+                        "anything again."
+                    ), game=db.session.get(Game, row.game_id) if row.game_id else None))
+                interrupted += 1
+            uow.commit()
         log.warning("inbound #%s was left processing by a crash: %s", row_id, row.status)
     return requeued, interrupted
 
@@ -716,7 +706,10 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         engine = games.get(game.engine)
         if seat is not None:
             seat = next((s for s in game.seats if s.id == seat.id), None)
-        context["position"] = notify.position(game, engine, engine.load(game.state), seat)
+        # A move's answer carries the state the move path left (else it is loaded from the game).
+        kept = answer.state if isinstance(answer, Answer) else None
+        state = kept if kept is not None else engine.load(game.state)
+        context["position"] = notify.position(game, engine, state, seat)
     text = notify.render_mail("mail/answer.txt", **context)
     subject = _answer_subject(mail, outcome.keys)
     headers = {}

@@ -17,9 +17,9 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from pbem.core import inputs
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
+from pbem.core.unit_of_work import unit_of_work
 from pbem.mailin.parse import READING_POLICY
 
 log = logging.getLogger(__name__)
@@ -152,16 +152,16 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
     mail_from = inputs.clean_line(mail_from or "")
     rcpt_to = [inputs.clean_line(address) for address in rcpt_to or []]
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
-    begin_write()
-    connection = db.session.connection()
-    row_id = connection.execute(_INSERTS[connection.dialect.name], {
-        "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
-    }).scalar()
-    if row_id is None:  # Stored before, by this receiver or another one a moment ago.
-        row_id = connection.execute(_FIND, {"key": key}).scalar_one()
-        db.session.rollback()
-        log.info("duplicate message %s ignored", key)
-        return row_id, False
-    db.session.commit()
+    with unit_of_work() as uow:
+        connection = db.session.connection()
+        row_id = connection.execute(_INSERTS[connection.dialect.name], {
+            "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
+        }).scalar()
+        if row_id is None:  # Stored before, by this receiver or another one a moment ago.
+            row_id = connection.execute(_FIND, {"key": key}).scalar_one()
+            uow.rollback()
+            log.info("duplicate message %s ignored", key)
+            return row_id, False
+        uow.commit()
     log.info("stored message %s from %s as #%s", key, mail_from, row_id)
     return row_id, True

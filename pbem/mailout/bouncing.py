@@ -32,9 +32,9 @@ from datetime import timedelta
 from flask import current_app
 from sqlalchemy import select, update
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import OutboxMail, User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,9 @@ def count_refusal(address: str, status: str, words: str) -> None:
     own (the outbox's deliverer holds none).  A database that fails here loses the count, not the run:
     the mail is given up already, and its next one will be refused and counted again."""
     try:
-        begin_write()
-        count_bounce(address, status, words)
-        db.session.commit()
+        with unit_of_work() as uow:
+            count_bounce(address, status, words)
+            uow.commit()
     except Exception:
         db.session.rollback()
         log.exception("could not count the refusal of %s as a bounce", address)

@@ -18,9 +18,9 @@ from typing import Any, cast
 from flask import current_app, render_template
 from sqlalchemy import CursorResult, or_, select, update
 
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock, queries
 from pbem.mailout import notify, outbox, tokens
 
@@ -126,28 +126,28 @@ def send_due() -> int:
     db.session.rollback()
     written = 0
     for user_id, last in due:
-        begin_write()
-        try:
-            if not _claim(user_id, last, now):
-                db.session.rollback()
-                continue
-            user = db.session.get(User, user_id)
-            assert user is not None
-            games = [turn_summary(game, seat) | last_word(game, seat)
-                     for game, seat in queries.awaiting(user)]
-            if games:
-                plural = "s" if len(games) != 1 else ""
-                outbox.enqueue(
-                    user,
-                    outbox.subject(f"daily digest: {len(games)} game{plural} awaiting your move"),
-                    render_template("mail/digest.txt", user=user, games=games),
-                    kind="digest",
-                    # With one game, answering the digest is answering that game.
-                    reply_to=games[0]["reply_address"] if len(games) == 1 else None,
-                )
-                written += 1
-            db.session.commit()
-        except Exception:
-            db.session.rollback()
-            log.exception("digest for user %s failed; it is tried again on the next run", user_id)
+        with unit_of_work() as uow:
+            try:
+                if not _claim(user_id, last, now):
+                    uow.rollback()
+                    continue
+                user = db.session.get(User, user_id)
+                assert user is not None
+                games = [turn_summary(game, seat) | last_word(game, seat)
+                         for game, seat in queries.awaiting(user)]
+                if games:
+                    plural = "s" if len(games) != 1 else ""
+                    outbox.enqueue(
+                        user,
+                        outbox.subject(f"daily digest: {len(games)} game{plural} awaiting your move"),
+                        render_template("mail/digest.txt", user=user, games=games),
+                        kind="digest",
+                        # With one game, answering the digest is answering that game.
+                        reply_to=games[0]["reply_address"] if len(games) == 1 else None,
+                    )
+                    written += 1
+                uow.commit()
+            except Exception:
+                uow.rollback()
+                log.exception("digest for user %s failed; it is tried again on the next run", user_id)
     return written

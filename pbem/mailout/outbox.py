@@ -32,10 +32,11 @@ from flask import current_app
 from sqlalchemy import Row, insert, or_, select, update
 
 from pbem.core import inputs
-from pbem.core.database import DirectWrite, begin_write, writes_batched
+from pbem.core.database import DirectWrite
 from pbem.core.extensions import db, mail
 from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_clock
 from pbem.core.site import base_url
+from pbem.core.unit_of_work import current, unit_of_work
 from pbem.mailout import bouncing, tokens
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,9 @@ def enqueue(
     headers: dict[str, str] | None = None,
 ) -> int | None:
     """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
-    None inside :func:`pbem.core.database.batched_writes`, where the row is written with the batch's
-    others.  A bot is written no mail (None): it learns everything through the API."""
+    None inside a batch of the unit of work (:meth:`pbem.core.unit_of_work.UnitOfWork.batched`), where
+    the row is written with the batch's others.  A bot is written no mail (None): it learns everything
+    through the API."""
     if isinstance(to, User) and to.is_bot:
         return None
     to_addr = to.email if isinstance(to, User) else to
@@ -114,10 +116,11 @@ def enqueue(
         "next_attempt_at": min(now, wall_clock()),
     }
     # A plain INSERT, not an object for the session's flush: nothing changes a queued mail in the
-    # transaction that writes it, and the unit of work's bookkeeping cost more than the statement (this
-    # runs inside every move).
-    if writes_batched():
-        _INSERT.later(values)  # Sent with the batch's other mails, before its transaction commits.
+    # transaction that writes it, and the session's bookkeeping cost more than the statement (this runs
+    # inside every move).
+    uow = current()
+    if uow is not None and uow.batching:
+        uow.write(_INSERT, values)  # Sent with the batch's other mails, before its transaction commits.
         return None
     return _INSERT.insert(db.session.connection(), values)
 
@@ -292,27 +295,27 @@ _CLAIM_BATCH = 25
 def _claim(row_ids: list[int], now: datetime, until: datetime) -> list[Row]:
     """Take the rows for this deliverer until ``until``, except those another one holds or that were sent
     meanwhile; returns what is needed to send the ones taken, in id order."""
-    begin_write()
-    taken = db.session.execute(
-        update(_TABLE)
-        .where(_C.id.in_(row_ids), WAITING, or_(_C.claimed_until.is_(None), _C.claimed_until < now))
-        .values(claimed_until=until)
-        .returning(*_CLAIMED)
-    ).all()
-    db.session.commit()
+    with unit_of_work() as uow:
+        taken = db.session.execute(
+            update(_TABLE)
+            .where(_C.id.in_(row_ids), WAITING, or_(_C.claimed_until.is_(None), _C.claimed_until < now))
+            .values(claimed_until=until)
+            .returning(*_CLAIMED)
+        ).all()
+        uow.commit()
     return sorted(taken, key=lambda row: row.id)
 
 
 def _release(row_ids: list[int], until: datetime) -> None:
     """Give up this deliverer's claim on rows it will not send in this run, so the next run takes them
     at once rather than when the claim lapses."""
-    begin_write()
-    db.session.execute(
-        update(_TABLE)
-        .where(_C.id.in_(row_ids), WAITING, _C.claimed_until == until)
-        .values(claimed_until=None)
-    )
-    db.session.commit()
+    with unit_of_work() as uow:
+        db.session.execute(
+            update(_TABLE)
+            .where(_C.id.in_(row_ids), WAITING, _C.claimed_until == until)
+            .values(claimed_until=None)
+        )
+        uow.commit()
 
 
 def deliver_due(limit: int = 100) -> tuple[int, int]:
@@ -564,12 +567,12 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     mail (settings, envelope sender, headers); whether the MTA took it, what it said, and the mail's
     Message-ID.  The row stays in the outbox, sent or given up, like any other."""
     cfg = settings()
-    begin_write()
-    row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
-    # Claimed by this command at once: no deliverer takes it while it is sent here.
-    db.session.execute(update(_TABLE).where(_C.id == row_id)
-                       .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))
-    db.session.commit()
+    with unit_of_work() as uow:
+        row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
+        # Claimed by this command at once: no deliverer takes it while it is sent here.
+        db.session.execute(update(_TABLE).where(_C.id == row_id)
+                           .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))
+        uow.commit()
     row = db.session.execute(select(*_CLAIMED).where(_C.id == row_id)).one()
     db.session.rollback()
     connection = _Connection(cfg["smtp_timeout_seconds"])
@@ -583,7 +586,8 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     finally:
         connection.close()
     _record([row.id], attempts=1, sent_at=utcnow(), claimed_until=None, last_error=None)
-    log.info("sent outbox #%s (test) to %s, Message-ID %s: %s", row.id, row.to_addr, row.message_id, answer)
+    log.info("sent outbox #%s (test) to %s, Message-ID %s: %s", row.id, row.to_addr, row.message_id,
+             answer)
     return True, answer, row.message_id
 
 
@@ -592,9 +596,9 @@ def _record(row_ids: list[int], tries: int = 5, **values: object) -> None:
     its claim lapses: a failure here is retried (the run goes on with the other mails either way)."""
     for attempt in range(1, tries + 1):
         try:
-            begin_write()
-            db.session.execute(update(_TABLE).where(_C.id.in_(row_ids)).values(**values))
-            db.session.commit()
+            with unit_of_work() as uow:
+                db.session.execute(update(_TABLE).where(_C.id.in_(row_ids)).values(**values))
+                uow.commit()
             return
         except Exception:
             db.session.rollback()

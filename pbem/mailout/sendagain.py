@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from sqlalchemy import or_, select
 
-from pbem.core.database import begin_write, is_postgresql
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Seat, User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import queries
 from pbem.mailout.notify import request_move
 
@@ -112,9 +113,9 @@ def address_works_again(user: User) -> int:
     """The player says their address works again: game mail goes to it again, and the move requests of
     the games awaiting their move are sent again (see :func:`clear_bounce_mark`).  Commits; returns how
     many."""
-    begin_write()
-    fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
-    assert fresh is not None
-    resent = clear_bounce_mark(fresh)
-    db.session.commit()
+    with unit_of_work() as uow:
+        fresh = db.session.get(User, user.id, with_for_update={"key_share": True}, populate_existing=True)
+        assert fresh is not None
+        resent = clear_bounce_mark(fresh)
+        uow.commit()
     return resent

@@ -6,7 +6,7 @@ so its cost follows the due seats, not all games) and acts on each:
 - a reminder is claimed with a conditional UPDATE (``reminders_sent`` and ``next_event_at`` still as
   read) in the same transaction that writes the mail (a batch of reminders per transaction), so two
   sweepers, a restart or an overlap never remind twice and a crash never loses one;
-- a timeout goes through the one move path, :func:`pbem.game.play.time_out_many` (a batch of games per
+- a timeout goes through the one move path, :func:`pbem.game.play.time_out_batch` (a batch of games per
   transaction), with the deadline read: under the game's lock the seat must still have it, which is
   the claim — a second sweeper, or a retry, finds the deadline gone and does nothing;
 - a seat whose player is on vacation is set aside (its clock is stopped) until they come back.
@@ -24,11 +24,13 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, Row, select, update
 from sqlalchemy.orm import joinedload
+from sqlalchemy.orm.exc import StaleDataError
 
 from pbem.accounts import vacation
-from pbem.core.database import batched_writes, begin_write, is_postgresql
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock, play, queries, results
 from pbem.mailout import notify
 from pbem.mailout.digest import turn_summary
@@ -127,18 +129,18 @@ def _unchanged(row: Row[Any]) -> Any:
 
 def _set_aside(row: Row[Any]) -> int:
     """Stop the clock of a seat whose player went on vacation after its turn began."""
-    begin_write()
-    result = cast(CursorResult[Any], db.session.execute(  # An UPDATE's result has its row count.
-        update(Seat).where(_unchanged(row)).values(next_event_at=None).execution_options(synchronize_session=False)
-    ))
-    db.session.commit()
+    with unit_of_work() as uow:
+        result = cast(CursorResult[Any], db.session.execute(  # An UPDATE's result has its row count.
+            update(Seat).where(_unchanged(row)).values(next_event_at=None).execution_options(synchronize_session=False)
+        ))
+        uow.commit()
     return result.rowcount
 
 
 def _time_out_batch(rows: list[Row[Any]], report: SweepReport) -> None:
     """Time out a batch of seats through the move path; a failing game is logged and tried next sweep."""
     due = [play.DueTimeout(row.game_id, row.number, row.deadline) for row in rows]
-    acted, failures = play.time_out_many(due)
+    acted, failures = time_out(due)
     report.timed_out += acted
     report.failed += len(failures)
     for item, error in failures:
@@ -146,16 +148,44 @@ def _time_out_batch(rows: list[Row[Any]], report: SweepReport) -> None:
                   item.seat + 1, item.game_id, exc_info=error)
 
 
+def time_out(due: list[play.DueTimeout]) -> tuple[int, list[tuple[play.DueTimeout, Exception]]]:
+    """Time out the seats ``due`` through the move path (:func:`pbem.game.play.time_out_batch`), one unit
+    of work, and so one commit, for the lot.  If any game fails, the whole batch is rolled back and redone
+    one game per unit of work, so that one bad game cannot hold back the others.
+
+    Returns how many seats were acted on, and the seats that failed with their errors (nothing of those
+    is changed; the next sweep finds them again).
+    """
+    if not due:
+        return 0, []
+    try:
+        with unit_of_work() as uow:
+            acted = play.time_out_batch(due)
+            uow.commit()
+        return acted, []
+    except Exception as exc:
+        if len(due) == 1:
+            if isinstance(exc, StaleDataError):
+                return 0, []  # Changed under us after all; the next sweep looks at it again.
+            return 0, [(due[0], exc)]
+    acted, failures = 0, []
+    for item in due:
+        one_acted, one_failures = time_out([item])
+        acted += one_acted
+        failures += one_failures
+    return acted, failures
+
+
 def _remind_batch(rows: list[Row[Any]], now: datetime, report: SweepReport) -> None:
     """Claim and write a batch of reminders in one transaction (one commit, which on PostgreSQL is one
     wait for the disk, for the lot); if any of them fails, the batch is redone one reminder per
     transaction, so that one bad seat cannot hold back the others."""
     try:
-        begin_write()
-        seats = _load_seats([row.id for row in rows])
-        with batched_writes():  # The batch's mails go to the server together, as one executemany.
-            sent = sum(_remind(row, seats.get(row.id), now) for row in rows)
-        db.session.commit()
+        with unit_of_work() as uow:
+            seats = _load_seats([row.id for row in rows])
+            with uow.batched():  # The batch's mails go to the server together, as one executemany.
+                sent = sum(_remind(row, seats.get(row.id), now) for row in rows)
+            uow.commit()
         report.reminded += sent
         return
     except Exception:

@@ -1,6 +1,6 @@
 """Organising and entering tournaments: what the form, the API and the mail commands call.
 
-Each function is one write transaction: it takes the write lock (:func:`pbem.core.database.begin_write`)
+Each function is one unit of work: it takes the write lock (:func:`pbem.core.unit_of_work.unit_of_work`)
 and the tournament's (:func:`pbem.tournament.rounds.lock`), checks, changes, and commits — or raises
 :class:`~pbem.core.errors.PlayError` with a message for the person and changes nothing.  A leaver's games
 are ended through the one move path (:func:`pbem.game.play.resign`), inside the same transaction.
@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import select
 
 import games
-from pbem.core.database import begin_write, caller_commits
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Tournament, TournamentGame, TournamentPlayer, User, utcnow
+from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import clock, play, ratings
 from pbem.lobby import challenges
 from pbem.tournament import rounds, standings
@@ -61,16 +61,16 @@ def create(
     if unknown:
         raise PlayError(f"Unknown settings: {', '.join(sorted(unknown))}.", "invalid")
     _check_settings(format, chosen, max_players)
-    begin_write()
-    tournament = Tournament(
-        name=name, engine=engine.slug, options=loaded,
-        time_control=time_control or clock.default_time_control(), rated=rated, format=format,
-        settings=chosen, min_players=min_players, max_players=max_players,
-        start_at=start_at, min_rating=min_rating, max_rating=max_rating, organiser=organiser, status="open",
-        round=0, version=1,
-    )
-    db.session.add(tournament)
-    db.session.commit()
+    with unit_of_work() as uow:
+        tournament = Tournament(
+            name=name, engine=engine.slug, options=loaded,
+            time_control=time_control or clock.default_time_control(), rated=rated, format=format,
+            settings=chosen, min_players=min_players, max_players=max_players,
+            start_at=start_at, min_rating=min_rating, max_rating=max_rating, organiser=organiser,
+            status="open", round=0, version=1,
+        )
+        db.session.add(tournament)
+        uow.commit()
     return tournament
 
 
@@ -97,11 +97,9 @@ def _check_settings(format: str, chosen: dict[str, Any], max_players: int) -> No
 
 
 def _locked(tournament_id: int) -> Tournament:
-    """Begin the write transaction and lock the tournament; refuse one that does not exist."""
-    begin_write()
+    """Lock the tournament, in the caller's unit of work; refuse one that does not exist."""
     tournament = rounds.lock(tournament_id)
     if tournament is None:
-        db.session.rollback()
         raise PlayError(f"There is no tournament #{tournament_id}.", "no-tournament")
     return tournament
 
@@ -118,8 +116,8 @@ def _require_organiser(tournament: Tournament, user: User) -> None:
 def join(tournament_id: int, user: User) -> Tournament:
     """``user`` enters the tournament while it takes entries; the entry that fills a tournament without a
     start time starts it.  A ladder that is running takes newcomers at its foot."""
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         ladder_open = tournament.format == "ladder" and tournament.status == "running"
         if tournament.status != "open" and not ladder_open:
             raise PlayError(f"Tournament #{tournament.id} takes no more entries (it is "
@@ -146,10 +144,7 @@ def join(tournament_id: int, user: User) -> Tournament:
         if (tournament.status == "open" and tournament.start_at is None
                 and len(active) + 1 >= tournament.max_players):
             rounds.begin(tournament)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return tournament
 
 
@@ -179,82 +174,71 @@ def withdraw(tournament_id: int, user: User) -> Tournament:
     """``user`` leaves the tournament: before the start their entry is simply gone; after it, their
     games in play are lost by resignation (or struck out, as the settings say) and they are paired no
     more."""
-    tournament = _locked(tournament_id)
-    entry = _entry(tournament, user)
-    if entry is None or entry.status != "active":
-        db.session.rollback()
-        raise PlayError(f"You are not playing in tournament #{tournament.id}.", "not-entered")
-    return _leave(tournament, entry, "withdrawn")
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
+        entry = _entry(tournament, user)
+        if entry is None or entry.status != "active":
+            raise PlayError(f"You are not playing in tournament #{tournament.id}.", "not-entered")
+        return _leave(uow, tournament, entry, "withdrawn")
 
 
 def remove(tournament_id: int, organiser: User, handle: str) -> Tournament:
     """The organiser takes a player out; their games are settled as when a player withdraws."""
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         _require_organiser(tournament, organiser)
         entry = next((e for e in tournament.entries
                       if e.user.handle.lower() == (handle or "").lower() and e.status == "active"), None)
         if entry is None:
             raise PlayError(f"{handle} is not playing in tournament #{tournament.id}.", "not-entered")
-    except BaseException:
-        db.session.rollback()
-        raise
-    return _leave(tournament, entry, "removed")
+        return _leave(uow, tournament, entry, "removed")
 
 
-def _leave(tournament: Tournament, entry: TournamentPlayer, status: str) -> Tournament:
-    """End ``entry``'s part, in the transaction begun by the caller; commits."""
-    try:
-        if tournament.status == "open":
-            tournament.entries.remove(entry)
-            db.session.delete(entry)
-            rounds.changed(tournament)
-            db.session.commit()
-            return tournament
-        if tournament.status in ("finished", "cancelled"):
-            raise PlayError(f"Tournament #{tournament.id} is over.", "over")
-        entry.status, entry.left_at = status, utcnow()
+def _leave(uow: UnitOfWork, tournament: Tournament, entry: TournamentPlayer, status: str) -> Tournament:
+    """End ``entry``'s part, in the caller's unit of work; commits."""
+    if tournament.status == "open":
+        tournament.entries.remove(entry)
+        db.session.delete(entry)
         rounds.changed(tournament)
-        theirs = db.session.scalars(select(TournamentGame).where(
-            TournamentGame.tournament_id == tournament.id,
-            (TournamentGame.first_id == entry.user_id) | (TournamentGame.second_id == entry.user_id))).all()
-        strike = rounds.setting(tournament, "leaving") == "void"
-        in_play = []
-        for made in theirs:
-            if strike:
-                made.void = True
-            game = made.game
-            if game is not None and game.status == "waiting":
-                locked = play.lock_game(game.id)
-                if locked is not None:
-                    challenges.lapse(locked)
-                made.void = True
-            elif game is not None and game.status == "active":
-                in_play.append(game.id)
-        db.session.flush()
-        # Each game in play is lost by resignation through the one move path, in this transaction; the
-        # last one to end may complete the round, which pairs the next without the leaver.
-        with caller_commits():
-            for game_id in sorted(in_play):
-                play.resign(game_id, entry.user, "server")
-        rounds.advance(tournament)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
+        return tournament
+    if tournament.status in ("finished", "cancelled"):
+        raise PlayError(f"Tournament #{tournament.id} is over.", "over")
+    entry.status, entry.left_at = status, utcnow()
+    rounds.changed(tournament)
+    theirs = db.session.scalars(select(TournamentGame).where(
+        TournamentGame.tournament_id == tournament.id,
+        (TournamentGame.first_id == entry.user_id) | (TournamentGame.second_id == entry.user_id))).all()
+    strike = rounds.setting(tournament, "leaving") == "void"
+    in_play = []
+    for made in theirs:
+        if strike:
+            made.void = True
+        game = made.game
+        if game is not None and game.status == "waiting":
+            locked = play.lock_game(game.id)
+            if locked is not None:
+                challenges.lapse(locked)
+            made.void = True
+        elif game is not None and game.status == "active":
+            in_play.append(game.id)
+    db.session.flush()
+    # Each game in play is lost by resignation through the one move path, in this unit of work; the
+    # last one to end may complete the round, which pairs the next without the leaver.
+    for game_id in sorted(in_play):
+        play.resign(game_id, entry.user, "server")
+    rounds.advance(tournament)
+    uow.commit()
     return tournament
 
 
 def start(tournament_id: int, organiser: User) -> Tournament:
     """The organiser starts the tournament now, with the players entered so far."""
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         _require_organiser(tournament, organiser)
         _begin_if_enough(tournament)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return tournament
 
 
@@ -282,8 +266,8 @@ def resume(tournament_id: int, organiser: User) -> Tournament:
 
 
 def _set_running(tournament_id: int, organiser: User, was: str, becomes: str) -> Tournament:
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         _require_organiser(tournament, organiser)
         if tournament.status != was:
             raise PlayError(f"Tournament #{tournament.id} is {status_words(tournament)}.", "not-" + was)
@@ -291,26 +275,20 @@ def _set_running(tournament_id: int, organiser: User, was: str, becomes: str) ->
         rounds.changed(tournament)
         if becomes == "running":
             rounds.advance(tournament)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return tournament
 
 
 def cancel(tournament_id: int, organiser: User) -> Tournament:
     """The organiser calls the tournament off: nothing more is paired; games in play go on as ordinary
     games; waiting ladder challenges are called off.  Everyone is told."""
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         _require_organiser(tournament, organiser)
         if tournament.status in ("finished", "cancelled"):
             raise PlayError(f"Tournament #{tournament.id} is {status_words(tournament)}.", "over")
         _cancel(tournament, "the organiser called it off")
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return tournament
 
 
@@ -331,17 +309,14 @@ def _cancel(tournament: Tournament, why: str) -> None:
 
 def challenge(tournament_id: int, challenger: User, handle: str) -> TournamentGame:
     """On a ladder, ``challenger`` challenges the player ``handle`` standing up to the reach above."""
-    tournament = _locked(tournament_id)
-    try:
+    with unit_of_work() as uow:
+        tournament = _locked(tournament_id)
         wanted = (handle or "").lower()
         defender = next((e.user for e in tournament.entries if e.user.handle.lower() == wanted), None)
         if defender is None:
             raise PlayError(f"{handle} is not on this ladder.", "not-entered")
         made = rounds.challenge(tournament, challenger, defender)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return made
 
 
@@ -353,25 +328,18 @@ def start_due(now: datetime) -> int:
     db.session.rollback()
     acted = 0
     for tournament_id in due:
-        tournament = _locked(tournament_id)
-        try:
+        with unit_of_work() as uow:
+            tournament = _locked(tournament_id)
             if tournament.status == "open":
                 try:
                     _begin_if_enough(tournament)  # Refuses before it changes anything.
                 except PlayError as exc:
                     _cancel(tournament, f"it could not start: {exc.message}")
                 acted += 1
-            db.session.commit()
-        except BaseException:
-            db.session.rollback()
-            raise
-    begin_write()
-    try:
+            uow.commit()
+    with unit_of_work() as uow:
         acted += rounds.lapse_challenges(now)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        raise
+        uow.commit()
     return acted
 
 

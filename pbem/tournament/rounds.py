@@ -1,11 +1,11 @@
 """A running tournament: its rounds' games started, results scored as games end, the next round paired,
 a knockout advanced, a ladder's challenges made and settled, and every player told by mail.
 
-Every function here runs inside the caller's write transaction (begun with
-:func:`pbem.core.database.begin_write`) and takes the tournament's lock (:func:`lock`) before reading
-what it changes, so two games ending at once never pair the same round twice.  The games themselves are
-ordinary games, started through :func:`pbem.game.play.create_game` and played through the one move path;
-the move path tells this module that one ended (:func:`game_over`, an event handler).
+Every function here runs inside the caller's unit of work (:mod:`pbem.core.unit_of_work`) and takes
+the tournament's lock (:func:`lock`) before reading what it changes, so two games ending at once never
+pair the same round twice.  The games themselves are ordinary games, started through
+:func:`pbem.game.play.create_game` and played through the one move path; the move path tells this
+module that one ended (:func:`game_over`, an event handler).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import select
 
 import games
-from pbem.core.database import is_postgresql, transaction_cache
+from pbem.core import unit_of_work
+from pbem.core.database import is_postgresql
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Tournament, TournamentGame, TournamentPlayer, User, utcnow
@@ -209,12 +210,12 @@ def game_over(event: events.GameOver) -> None:
 def games_locked(event: events.GamesLocked) -> None:
     """The sweep locked a batch of games: find which are tournament games now, in one statement, so that
     their ends read nothing in the middle of the batch (see :class:`pbem.game.events.GamesLocked`)."""
-    _find_pairings(event.game_ids)
+    _find_pairings(event.game_ids, unit_of_work.reads("tournament_pairings"))
 
 
-def _find_pairings(game_ids: list[int]) -> None:
-    """Note in the transaction's cache the tournament pairing of each of ``game_ids`` (None for none)."""
-    known = transaction_cache("tournament_pairings")
+def _find_pairings(game_ids: list[int], known: dict[Any, Any]) -> None:
+    """Note in ``known`` (what the unit of work has read) the tournament pairing of each of ``game_ids``
+    (None for none)."""
     known.update(dict.fromkeys(game_ids))
     known.update(db.session.execute(select(TournamentGame.game_id, TournamentGame.id).where(
         TournamentGame.game_id.in_(sorted(game_ids)))).all())
@@ -222,9 +223,9 @@ def _find_pairings(game_ids: list[int]) -> None:
 
 def _pairing_of(game: Game) -> int | None:
     """The tournament pairing ``game`` is played for, if any."""
-    known = transaction_cache("tournament_pairings")
+    known = unit_of_work.reads("tournament_pairings")
     if game.id not in known:
-        _find_pairings([game.id])
+        _find_pairings([game.id], known)
     return known[game.id]
 
 

@@ -18,6 +18,7 @@ import games
 from pbem.accounts import bots
 from pbem.core.extensions import db, limiter
 from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, User
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
@@ -177,7 +178,9 @@ def _act(game_id: int, action: Callable[[Game], Any], done: str | Callable[[Any]
     the page again with it kept in its box, where a redirect would lose it."""
     game = _visible_game(game_id)
     try:
-        returned = action(game)
+        with unit_of_work() as uow:
+            returned = action(game)
+            uow.commit()
     except PlayError as exc:
         status = exc.http_status
         if wants_json():
@@ -211,23 +214,30 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
         error = PlayError("The form did not say which move you were answering; reload the page.", "stale")
     if error is None:
         try:
-            played = play.submit(game_id, _me(), text, "web", expect=int(expect_text),
-                                 comment=comment or None, seat=_seat_arg())
+            with unit_of_work() as uow:
+                played = play.submit(game_id, _me(), text, "web", expect=int(expect_text),
+                                     comment=comment or None, seat=_seat_arg())
+                # Said before the commit, which expires what the move wrote.
+                message = _played_words(played)
+                uow.commit()
         except PlayError as exc:
             error = exc
     if error is None:
-        message = f"You played {played.text}."
-        answered = conditional.answers_words(game, play.answers_to(played), played.seat)
-        if answered:
-            message += " " + answered
         if wants_json():
-            return jsonify(ok=True, message=message, move=played.text)
+            return jsonify(ok=True, message=message, move=played.move.text)
         flash(message, "info")
         return redirect(url_for("games.game", game_id=game_id, seat=_seat_arg())), 303
     if wants_json():
         return jsonify(ok=False, code=error.code, message=error.message), error.http_status
     # A refused move comes back with the legal moves listed open, as the mail lists them.
     return _page_again(game.id, error, show_legal=True, typed=text, comment=comment)
+
+
+def _played_words(played: play.Played) -> str:
+    """What the page tells the player who made a move: the move, and the conditional answers to it."""
+    message = f"You played {played.move.text}."
+    answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
+    return f"{message} {answered}" if answered else message
 
 
 def _page_again(game_id: int, error: PlayError, show_legal: bool = False,

@@ -21,6 +21,7 @@ from flask import Blueprint, Response, abort, render_template, request
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import conditional, play, queries
 from pbem.game.play import PlayError
 from pbem.mailout import notify, tokens
@@ -110,9 +111,12 @@ def play_link(token: str) -> tuple[str, int] | str:
     if not move:
         return _page(link, token, error="Choose a move first."), 422
     try:
-        played = play.submit(link.game.id, link.user, move, "link", expect=link.number, comment=comment,
-                             seat=link.seat.number)
+        with unit_of_work() as uow:
+            played = play.submit(link.game.id, link.user, move, "link", expect=link.number, comment=comment,
+                                 seat=link.seat.number)
+            said = played.move.text
+            answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
+            uow.commit()
     except PlayError as exc:
         return _page(link, token, error=exc.message), 409 if exc.code in ("stale", "not-your-turn") else 422
-    answered = conditional.answers_words(link.game, play.answers_to(played), played.seat)
-    return _page(link, token, played=played.text, answered=answered)
+    return _page(link, token, played=said, answered=answered)

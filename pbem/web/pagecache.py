@@ -13,10 +13,13 @@ database every time.
 
 What a stamp must hold, and why the stamps below hold enough:
 
-- a game's row is covered by its ``version``: it is SQLAlchemy's version counter, raised by every
-  UPDATE of the row the ORM sends (and nothing updates games without the ORM);
+- a game's row is covered by its ``version``, raised by every UPDATE of the row: the session's (it is
+  SQLAlchemy's version counter) and the move path's own, which writes the locked game by a direct
+  UPDATE (:func:`pbem.game.play._write_back`, one at a time or in the sweep's batches) that raises it
+  and matches the version read, as the session would; no other statement updates a game row
+  (``test_every_update_of_a_game_row_raises_its_version`` in ``tests/server/test_page_cache.py``);
 - its record grows only by new rows (moves are never changed nor deleted): their number and the
-  highest entry number cover it;
+  highest entry number cover it (``test_a_record_only_grows_and_only_with_its_games_version``);
 - the lists (the front page, the archive) show only active and finished games, and of their seats who
   holds each (by handle) and how each finished.  Those follow from the game's ``version``, so a list's
   stamp reads only its games' ids and versions (one row a game, the seats and players unread):

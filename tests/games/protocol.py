@@ -32,6 +32,17 @@ def check_round_trip(engine: Engine, state: Any) -> None:
     assert engine.to_move(again) == engine.to_move(state)
 
 
+def check_answers_follow_the_stored_state(engine: Engine, state: Any, players: int) -> None:
+    """What the server keeps per position, under the stored state (``pbem.game.boards``: the boards and
+    the legal moves), is what the engine answers for the state loaded from it, from every seat."""
+    again = engine.load(json.loads(dumped(engine, state)))
+    for seat in [None, *range(players)]:
+        assert engine.render_svg(again, seat) == engine.render_svg(state, seat), f"{engine.slug}: board"
+        assert engine.render_text(again, seat) == engine.render_text(state, seat), f"{engine.slug}: text"
+        if seat is not None:
+            assert engine.moves(again, seat) == engine.moves(state, seat), f"{engine.slug}: moves"
+
+
 def check_refuses(engine: Engine, state: Any, seat: int, legal: list[str]) -> None:
     """Moves that are not listed are refused with a message a person can read."""
     for text in NONSENSE:
@@ -71,6 +82,8 @@ def check_playout(
         legal = engine.moves(state, seat)
         assert legal, f"{engine.slug}: seat {seat} is to move but has no legal move"
         assert len(set(legal)) == len(legal), f"{engine.slug}: moves() lists a move twice"
+        if ply == 0:
+            check_answers_follow_the_stored_state(engine, state, players)
         if ply % refuse_every == 0:
             check_round_trip(engine, state)
             check_refuses(engine, state, seat, legal)
@@ -83,6 +96,7 @@ def check_playout(
     assert isinstance(outcome, Outcome), f"{engine.slug}: the game is over but has no outcome"
     assert len(outcome.results) == players and outcome.reason
     check_round_trip(engine, state)
+    check_answers_follow_the_stored_state(engine, state, players)
     replay = engine.new(players, options, seed)
     for seat, move in record:
         replay = engine.play(replay, seat, move)

@@ -231,11 +231,11 @@ def players(ctx: Flask) -> tuple[User, User, User]:
 
 def give_mail_key(user: User) -> str:
     """Give ``user`` a known mail key (stored hashed, as always) and return it."""
-    from pbem.core.database import begin_write
     from pbem.core.models import hash_mail_key, new_mail_key
+    from pbem.core.unit_of_work import unit_of_work
 
     key = new_mail_key()
-    begin_write()
-    db.session.get(User, user.id).mail_key_hash = hash_mail_key(key)
-    db.session.commit()
+    with unit_of_work() as uow:
+        db.session.get(User, user.id).mail_key_hash = hash_mail_key(key)
+        uow.commit()
     return key

@@ -11,9 +11,9 @@ from flask import Flask
 from sqlalchemy import func, select
 
 from pbem.accounts import accounts
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, OutboxMail, User, set_clock, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play
 from pbem.lobby import challenges
 from pbem.mailin import process, receive
@@ -100,9 +100,9 @@ def marked(user: User) -> bool:
 
 def mark(user: User) -> None:
     """Mark ``user``'s address as bouncing, as a conclusive bounce does."""
-    begin_write()
-    bouncing.count_bounce(user.email, "5.1.1", "550 5.1.1 User unknown")
-    db.session.commit()
+    with unit_of_work() as uow:
+        bouncing.count_bounce(user.email, "5.1.1", "550 5.1.1 User unknown")
+        uow.commit()
 
 
 def outbox_count() -> int:
@@ -365,9 +365,9 @@ def test_a_bounce_of_an_address_the_player_has_left_counts_for_nothing(postman: 
     queue(old)
     outbox.deliver_due()
     verp = envelope_sender(postman, old)
-    begin_write()
-    db.session.get(User, bob.id).email = "bob.new@example.org"
-    db.session.commit()
+    with unit_of_work() as uow:
+        db.session.get(User, bob.id).email = "bob.new@example.org"
+        uow.commit()
     row = report(postman, delivery_report(old), verp)
     assert row.note.startswith("bounce of") and row.note.endswith("no player has that address now")
     assert not marked(bob)

@@ -51,8 +51,8 @@ def test_a_line_answers_the_opponents_moves_at_once(ctx: Flask, players) -> None
     assert queueing.queue(game.id, alice, ["if b1 then c4 then c1 then d2"]) == [["b1", "c4", "c1", "d2"]]
     bob_asked = len(mails_to(bob, "your-move"))
 
-    move = play.submit(game.id, bob, "b1", "mail")
-    assert [m.text for m in play.answers_to(move)] == ["c4"]
+    played = play.submit(game.id, bob, "b1", "mail")
+    assert [m.text for m in played.answers] == ["c4"]
     assert record(game.id)[-2:] == [("b1", "mail"), ("c4", "conditional")]
     assert lines(game.id, alice) == [["c1", "d2"]]
     # Bob's request already shows the answer: the board after c4, and who played what.

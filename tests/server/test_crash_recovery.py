@@ -22,9 +22,9 @@ from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select
 
 from pbem.cli import main
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, Move, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play
 from pbem.mailin import process
 from pbem.mailout import outbox, tokens
@@ -129,15 +129,15 @@ def _text(message: Message) -> str:
 
 
 def _stuck_row(acted: bool) -> int:
-    begin_write()
-    row = InboundMail(
-        message_id=f"<stuck-{acted}@example.org>", mail_from="carol@example.org", rcpt_to=COMMANDS,
-        raw=(f"From: carol@example.org\r\nTo: {COMMANDS}\r\nSubject: help\r\n"
-             f"Message-ID: <stuck-{acted}@example.org>\r\n\r\nhelp\r\n").encode(),
-        status="processing", processed_at=utcnow(), acted_at=utcnow() if acted else None,
-    )
-    db.session.add(row)
-    db.session.commit()
+    with unit_of_work() as uow:
+        row = InboundMail(
+            message_id=f"<stuck-{acted}@example.org>", mail_from="carol@example.org", rcpt_to=COMMANDS,
+            raw=(f"From: carol@example.org\r\nTo: {COMMANDS}\r\nSubject: help\r\n"
+                 f"Message-ID: <stuck-{acted}@example.org>\r\n\r\nhelp\r\n").encode(),
+            status="processing", processed_at=utcnow(), acted_at=utcnow() if acted else None,
+        )
+        db.session.add(row)
+        uow.commit()
     return row.id
 
 

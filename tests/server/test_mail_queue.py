@@ -16,7 +16,8 @@ from sqlalchemy import event, func, select, text
 from sqlalchemy.orm import Session
 
 from pbem.cli import main
-from pbem.core.database import begin_write, caller_commits, is_postgresql, write_left_open
+from pbem.core import unit_of_work
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User
 from pbem.game import play
@@ -237,20 +238,20 @@ def test_a_fault_between_a_move_and_its_answer_leaves_nothing_half_done(ctx: Fla
     assert "fault on the server" in mails[0].body_text
 
 
-def test_a_move_left_open_for_its_caller_is_not_rolled_back_by_another_write(ctx: Flask, players) -> None:
-    """Inside ``caller_commits`` the move path leaves its transaction open: a second writer there joins
-    it, and outside the block a new write transaction is refused rather than roll the move back unseen."""
+def test_the_move_path_leaves_the_commit_to_the_unit_of_work_it_runs_in(ctx: Flask, players) -> None:
+    """Inside a unit of work the move path never commits: a second move there joins the same transaction,
+    only the owner's commit keeps them, and a unit of work left without one keeps nothing."""
     alice, bob, _ = players
     game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
     db.session.commit()
-    with caller_commits():
+    with unit_of_work.unit_of_work():
         play.submit(game.id, alice, "b3", "mail")
-        assert write_left_open()
         play.submit(game.id, bob, "a2", "mail")
-    with pytest.raises(RuntimeError):
-        begin_write()
-    db.session.commit()
-    assert not write_left_open()
+    assert moves_of(game.id) == []
+    with unit_of_work.unit_of_work() as uow:
+        play.submit(game.id, alice, "b3", "mail")
+        play.submit(game.id, bob, "a2", "mail")
+        uow.commit()
     assert moves_of(game.id) == ["b3", "a2"]
 
 
@@ -315,12 +316,14 @@ def test_a_refused_move_taken_by_another_processor_meanwhile_is_answered_once(
             db.session.remove()
 
     def after_the_refusal(session: Session) -> None:
-        # The first rollback while this thread handles the message is the refused move's.
-        if threading.current_thread() is me and session.info.get(process._ACTING_FOR) and not others:
+        # The first rollback while this thread handles the message (in its unit of work) is the refused
+        # move's: the session has no transaction to roll back when the message's unit of work begins.
+        if threading.current_thread() is me and unit_of_work.current() is not None and not others:
             thread = threading.Thread(target=other_processor)
             thread.start()
             thread.join(60)
 
+    db.session.rollback()
     event.listen(Session, "after_rollback", after_the_refusal)
     try:
         assert process.process_one(row_id)

@@ -30,9 +30,9 @@ from sqlalchemy import select
 import games
 from pbem import create_app
 from pbem.accounts.accounts import create_user
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Move, User
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play
 from pbem.mailin import smtpd
 from tests.conftest import free_port
@@ -118,13 +118,12 @@ COMMANDS = frozenset({"resign"})
 def _players(case: Case) -> tuple[User, User]:
     """Two new players for the row's game (so that each row reads only its own mail)."""
     n = next(_numbers)
-    # The listener and the outbox write meanwhile: start afresh and take the write lock first, as the
-    # server's own writers do (on SQLite a write after a stale read is refused at once, not waited for).
-    db.session.rollback()
-    begin_write()
-    first = create_user(f"alice{n}", f"alice{n}.{case.lang}@example.org", verified=True)
-    second = create_user(f"bob{n}", f"bob{n}.{case.lang}@example.org", verified=True)
-    db.session.commit()
+    # The listener and the outbox write meanwhile: start afresh and take the write lock first (a unit of
+    # work), as the server's own writers do (on SQLite a write after a stale read is refused at once).
+    with unit_of_work() as uow:
+        first = create_user(f"alice{n}", f"alice{n}.{case.lang}@example.org", verified=True)
+        second = create_user(f"bob{n}", f"bob{n}.{case.lang}@example.org", verified=True)
+        uow.commit()
     return first, second
 
 
@@ -157,9 +156,9 @@ def check_reply(corpus: Corpus, case: Case) -> None:
     """Answer a real move request as ``case`` says, over SMTP, and check what the server made of it."""
     postman, bag = corpus.postman, corpus.bag
     alice, bob = _players(case)
-    begin_write()
-    game = play.create_game(case.game, [alice, bob], case.options, seed=case.seed)
-    db.session.commit()
+    with unit_of_work() as uow:
+        game = play.create_game(case.game, [alice, bob], case.options, seed=case.seed)
+        uow.commit()
     mover, other = alice, bob
     if case.first is not None:
         play.submit(game.id, alice, case.first[0], "web", comment=case.first[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from flask import Flask
@@ -15,9 +16,10 @@ from sqlalchemy import event, select
 from pbem.accounts import accounts, vacation
 from pbem.archive import records
 from pbem.core.extensions import db
-from pbem.core.models import Game, OutboxMail, Seat, User, set_clock, utcnow
+from pbem.core.models import Game, Move, OutboxMail, Seat, User, set_clock, utcnow
 from pbem.game import play, queries
 from pbem.lobby import challenges
+from pbem.schedule import sweep
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _without_token
@@ -230,7 +232,7 @@ def test_what_a_list_shows_of_a_game_changes_only_with_its_version(app: Flask, c
     swept = _active_game(user("alice"), user("bob"))
     step()
     seat = next(iter(queries.seats_to_move(db.session.get(Game, swept))))
-    assert play.time_out_many([play.DueTimeout(swept, seat)]) == (1, [])
+    assert sweep.time_out([play.DueTimeout(swept, seat)]) == (1, [])
     step()
     # A vacation, a time zone, sessions ended: the players' rows, not what the lists show.
     playing = _active_game(user("alice"), user("carol"))
@@ -292,3 +294,88 @@ def test_a_list_page_is_kept_under_the_stamp_of_what_it_shows(app: Flask, ctx: F
     assert f"/games/{alone}" in page
     play.time_out(alone, 0)
     assert f"/games/{alone}" not in _page(WebClient(app), "/")
+
+
+def test_every_update_of_a_game_row_raises_its_version(app: Flask, ctx: Flask, players) -> None:
+    """The stamps rely on a game's row being covered by its version (see pbem.web.pagecache): raised by
+    every UPDATE of the row, the session's (its version counter) and the move path's own direct writes
+    (play._write_back, one at a time or in the sweep's batches) alike.  Along the paths that write games,
+    every UPDATE of a game row sets its version, and a row that changed has a new version."""
+    alice, bob, _ = players
+    user_ids = {"alice": alice.id, "bob": bob.id}
+    updates: list[str] = []
+
+    def user(handle: str) -> User:
+        return db.session.get(User, user_ids[handle])
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if re.match(r"\s*UPDATE game\b", statement):
+            updates.append(statement)
+
+    def rows() -> dict[int, tuple[object, ...]]:
+        db.session.remove()
+        with db.engine.connect() as connection:
+            return {row.id: tuple(row) for row in connection.execute(select(Game.__table__))}
+
+    def step(action: Callable[[], object]) -> None:
+        before = rows()
+        action()
+        for game_id, row in rows().items():
+            if game_id in before and row != before[game_id]:
+                version = Game.__table__.c.keys().index("version")
+                assert row[version] > before[game_id][version], f"game #{game_id} changed, not its version"
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        first: list[int] = []
+        step(lambda: first.append(_active_game(user("alice"), user("bob"))))  # Started by the session.
+        step(lambda: play_moves(first[0], 2))  # The move path's direct UPDATEs.
+        step(lambda: play.offer_draw(first[0], user("alice"), "web"))
+        step(lambda: play.decline_draw(first[0], user("bob"), "web"))
+        seat = next(iter(queries.seats_to_move(db.session.get(Game, first[0]))))
+        step(lambda: sweep.time_out([play.DueTimeout(first[0], seat)]))  # A batch's executemany.
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    assert len(updates) >= 5
+    assert [s for s in updates if not re.search(r"\bSET\b.*\bversion\s*=", s, re.S)] == []
+
+
+def test_a_record_only_grows_and_only_with_its_games_version(app: Flask, ctx: Flask, players) -> None:
+    """The game page's stamp counts a record's entries, and the replay keeps a game's states under its
+    version and record length (pbem.game.replay): both rely on a record growing only by new entries, each
+    written with an UPDATE of its game.  Along the move path's writes, an earlier record is always the
+    start of the later one, and a game whose version stayed has the same record."""
+    alice, bob, carol = players
+    user_ids = {"alice": alice.id, "bob": bob.id, "carol": carol.id}
+    ids = (_active_game(alice, bob), _active_game(bob, carol))
+
+    def user(handle: str) -> User:
+        return db.session.get(User, user_ids[handle])
+
+    def records_now() -> dict[int, tuple[int, list[tuple[object, ...]]]]:
+        db.session.remove()
+        with db.engine.connect() as connection:
+            versions = dict(connection.execute(select(Game.id, Game.version).where(Game.id.in_(ids))).all())
+            entries = connection.execute(select(Move.game_id, Move.number, Move.kind, Move.text)
+                                         .where(Move.game_id.in_(ids)).order_by(Move.number)).all()
+        return {game_id: (versions[game_id], [tuple(e[1:]) for e in entries if e.game_id == game_id])
+                for game_id in ids}
+
+    before = records_now()
+    steps = [
+        lambda: play_moves(ids[0], 2),
+        lambda: play.offer_draw(ids[1], user("bob"), "web"),
+        lambda: play.decline_draw(ids[1], user("carol"), "web"),
+        lambda: sweep.time_out([play.DueTimeout(ids[1], next(iter(
+            queries.seats_to_move(db.session.get(Game, ids[1])))))]),
+        lambda: play.resign(ids[0], user("alice"), "web"),
+    ]
+    for step in steps:
+        step()
+        after = records_now()
+        for game_id in ids:
+            (version, record), (new_version, new_record) = before[game_id], after[game_id]
+            assert new_record[:len(record)] == record
+            assert new_version != version or new_record == record
+        before = after
+    assert all(len(record) >= 2 for _version, record in before.values())

@@ -14,9 +14,9 @@ from datetime import datetime
 from flask import Flask, template_rendered
 
 from pbem.accounts import accounts
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Game, User, set_clock
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play, queueing, watching
 from pbem.lobby import challenges
 from pbem.web.pagecache import FORM_TOKEN
@@ -229,9 +229,9 @@ def test_a_session_that_has_ended_is_given_no_kept_page(app: Flask, ctx: Flask, 
     for shared in (path, "/", "/archive"):
         page = web_alice.get(shared).get_data(as_text=True)
         assert "Sign out" not in page and 'id="my-board"' not in page
-    begin_write()
-    accounts.end_other_sessions(db.session.get(User, bob.id))
-    db.session.commit()
+    with unit_of_work() as uow:
+        accounts.end_other_sessions(db.session.get(User, bob.id))
+        uow.commit()
     for shared in (path, "/", "/archive"):
         page = web_bob.get(shared).get_data(as_text=True)
         assert "Sign out" not in page and "bob</span>" not in page

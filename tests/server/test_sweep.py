@@ -15,9 +15,9 @@ from sqlalchemy.orm.exc import StaleDataError
 from pbem.accounts import vacation
 from pbem.archive import archive, records
 from pbem.cli import main
-from pbem.core.database import batched_writes, begin_write, writes_batched
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, RatingHistory, User, set_clock, utcnow
+from pbem.core.unit_of_work import current, unit_of_work
 from pbem.game import clock, play, queries, replay, results
 from pbem.mailout import outbox, tokens
 from pbem.schedule import sweep
@@ -365,8 +365,9 @@ def test_one_broken_game_does_not_hold_back_the_other_timeouts(ctx: Flask, playe
     assert results.sentence(fresh(broken)) == "bob (X) wins on time: alice (O) did not move in time."
 
 
-# The sweep's batches send their writes together (pbem.core.database.batched_writes): every record entry, mail
-# and game change of a batch is committed with it, in order and once; a batch that fails leaves nothing;
+# The sweep's batches send their writes together (pbem.core.unit_of_work.UnitOfWork.batched): every
+# record entry, mail and game change of a batch is committed with it, in order and once; a batch that
+# fails leaves nothing;
 # a read inside a batch sees what the batch wrote; and the statements a sweep sends do not grow with the
 # games it times out.
 
@@ -460,37 +461,33 @@ def test_kept_writes_go_with_a_rollback_and_a_stale_game_fails_the_batch(ctx: Fl
     game_id = new_game("cambio", [alice, bob], CAMBIO, kind="per_move", days=3).id
     (version,) = versions([game_id])
     queued = len(outbox_rows())
-    begin_write()
-    with batched_writes():
-        outbox.enqueue(alice, "[pbem] dropped", "rolled back", kind="test")
-        db.session.rollback()  # What was kept goes with its transaction...
-        begin_write()
-        assert outbox.enqueue(bob, "[pbem] kept", "committed", kind="test") is None
-    db.session.commit()
+    with unit_of_work() as uow:
+        with uow.batched():
+            outbox.enqueue(alice, "[pbem] dropped", "rolled back", kind="test")
+            uow.rollback()  # What was kept goes with its transaction...
+            uow.begin()
+            assert outbox.enqueue(bob, "[pbem] kept", "committed", kind="test") is None
+        uow.commit()
     assert outbox_rows()[queued:] == [("test", None, bob.email)]  # ...and is not written by the next.
     # A game UPDATE kept against a version that is no longer the game's fails the batch when it is sent.
-    begin_write()
-    with pytest.raises(StaleDataError), batched_writes():
+    with pytest.raises(StaleDataError), unit_of_work() as uow, uow.batched():
         outbox.enqueue(alice, "[pbem] lost", "with the stale batch", kind="test")
         stale = {"ply": 5, "version": version, "updated_at": T0, "locked_id": game_id,
                  "read_version": version - 1}
-        play._UPDATE_GAME.later(stale, rows=1)
-    db.session.rollback()
+        uow.write(play._UPDATE_GAME, stale, rows=1)
     assert outbox_rows()[queued:] == [("test", None, bob.email)]
-    assert versions([game_id]) == [version] and not writes_batched()
+    assert versions([game_id]) == [version] and current() is None
 
 
 def test_a_read_or_a_commit_inside_a_batch_sends_what_it_kept(ctx: Flask, players) -> None:
     alice, _, _ = players
-    begin_write()
-    with batched_writes():
+    with unit_of_work() as uow, uow.batched():
         outbox.enqueue(alice, "[pbem] one", "first", kind="test")
         outbox.enqueue(alice, "[pbem] two", "second", kind="test")
         seen = db.session.scalars(select(OutboxMail.subject).order_by(OutboxMail.id)).all()
         assert seen[-2:] == ["[pbem] one", "[pbem] two"]
         outbox.enqueue(alice, "[pbem] three", "third", kind="test")
-        db.session.commit()
-    db.session.rollback()
+        uow.commit()
     subjects = db.session.scalars(select(OutboxMail.subject).order_by(OutboxMail.id)).all()
     assert subjects[-3:] == ["[pbem] one", "[pbem] two", "[pbem] three"]
 

@@ -41,7 +41,7 @@ def end_games_every_way(players) -> None:
     for game in batch:
         play.submit(game.id, bob, "b3", "web")
         play.submit(game.id, alice, "a2", "web")
-    play.time_out_many([play.DueTimeout(game.id, 0) for game in batch])   # alice wins both
+    play.time_out_batch([play.DueTimeout(game.id, 0) for game in batch])  # alice wins both
     called_off = play.create_game("cambio", [alice, None], created_by=alice)
     db.session.commit()
     challenges.withdraw(called_off.id, alice)

@@ -16,9 +16,9 @@ from sqlalchemy import select
 from pbem.accounts import apitokens
 from pbem.accounts.accounts import create_user
 from pbem.cli import main
-from pbem.core.database import begin_write
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Tournament, TournamentGame, User, set_clock, utcnow
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play
 from pbem.lobby import challenges
 from pbem.schedule import sweep
@@ -38,9 +38,10 @@ def postman(app: Flask, ctx: Flask, sink) -> Iterator[Postman]:
 
 def make_players(count: int) -> list[User]:
     """``count`` verified players, p01, p02, …"""
-    begin_write()
-    users = [create_user(f"p{n:02d}", f"p{n:02d}@example.org", verified=True) for n in range(1, count + 1)]
-    db.session.commit()
+    with unit_of_work() as uow:
+        users = [create_user(f"p{n:02d}", f"p{n:02d}@example.org", verified=True)
+                 for n in range(1, count + 1)]
+        uow.commit()
     return users
 
 
@@ -231,9 +232,9 @@ def test_verify_reports_a_standing_that_does_not_match_its_game(ctx: Flask, runn
     made = open_games(round_robin.id)[0]
     finish(made, "1")
     assert runner.invoke(main, ["verify"]).exit_code == 0
-    begin_write()
-    db.session.get_one(TournamentGame, made.id).result = "½"
-    db.session.commit()
+    with unit_of_work() as uow:
+        db.session.get_one(TournamentGame, made.id).result = "½"
+        uow.commit()
     answer = runner.invoke(main, ["verify"])
     assert answer.exit_code == 1
     assert f"tournament #{round_robin.id}, game #{made.game_id}" in answer.output

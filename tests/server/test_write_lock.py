@@ -1,8 +1,8 @@
 """Busy database: inbound mail from 50 clients at once, the deliverer running, sign-ups arriving.
 
-Every write transaction takes the write lock first (pbem.core.database.begin_write), so on SQLite nothing
-fails with "database is locked": every mail is delivered exactly once, no sign-up answers 500, and the
-log never says "locked".
+Every write transaction takes the write lock first (a unit of work begins it: pbem.core.unit_of_work),
+so on SQLite nothing fails with "database is locked": every mail is delivered exactly once, no sign-up
+answers 500, and the log never says "locked".
 """
 
 from __future__ import annotations

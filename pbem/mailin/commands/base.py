@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from games.words import quoted
 from pbem.core.models import MAX_COMMENT, Game, Seat, User
@@ -58,6 +58,7 @@ class Answer:
     game: Game | None = None
     seat: Seat | None = None
     extra: str = ""
+    state: Any = None  # The engine's state of ``game`` to show, when the command has it (a move's result).
 
 
 @dataclass

@@ -21,7 +21,6 @@ from pbem.mailin.commands.base import (
     Request,
     Usage,
     game_number,
-    seat_of,
     split_expect,
 )
 from pbem.mailout import notify
@@ -60,12 +59,12 @@ class Move(ByKey):
         """Play the move, and say what came of it."""
         command, user, game = request.command, request.player(), request.the_game()
         try:
-            move = play.submit(game.id, user, command.move, request.via, expect=command.expect,
-                               comment=request.comment or None, seat=request.seat_number,
-                               conditionals=command.conditionals)
+            played = play.submit(game.id, user, command.move, request.via, expect=command.expect,
+                                 comment=request.comment or None, seat=request.seat_number,
+                                 conditionals=command.conditionals)
         except PlayError as exc:
             raise _refused(exc, command, request) from None
-        return _played(move, request)
+        return _played(played, request)
 
 
 def _refused(exc: PlayError, command: Command, request: Request) -> CommandError:
@@ -94,27 +93,25 @@ def comment_goes(game: Game) -> str:
     return "goes to the other players"
 
 
-def _played(move: play.Move, request: Request) -> Answer:
+def _played(played: play.Played, request: Request) -> Answer:
     """The answer to a move played: the move as the record writes it, its number, the comment, what
     conditional moves answered it, the player's conditional lines still queued, and the result if it ended
-    the game.  (All that submit's caller reads of the move path's work is here.)"""
+    the game.  (All read from what submit returned, not read again.)"""
     user = request.player()
-    game = db.session.get_one(Game, request.the_game().id)
+    game, seat, move = played.game, played.seat, played.move
     engine = games.get(game.engine)
-    seat = seat_of(game, user, move.seat)
     # The move's own number, not the game's next: conditional answers may have followed it at once.
-    number = queries.number_of(move)
-    done = f"Your move {move.text} (move {number}) in {engine.title} #{game.id} is played."
+    done = f"Your move {move.text} (move {played.number}) in {engine.title} #{game.id} is played."
     done += request.passed_on(comment_goes(game))
-    answered = conditional.answers_words(game, play.answers_to(move), move.seat)
+    answered = conditional.answers_words(game, list(played.answers), seat.number)
     if answered:
         done += " " + answered
-    queued = conditional.lines_of(game, user, move.seat)
+    queued = conditional.lines_of(game, user, seat.number)
     if queued:
         done += f" Your conditional moves queued: {'; '.join(map(conditional.describe, queued))}."
     if game.status != "active":
-        return Answer(f"{done} The game is over. {results.sentence(game)}", game, seat)
-    return Answer(done, game, seat)
+        return Answer(f"{done} The game is over. {results.sentence(game)}", game, seat, state=played.state)
+    return Answer(done, game, seat, state=played.state)
 
 
 class Show(MailCommand):

@@ -1,0 +1,62 @@
+"""The unit of work (pbem.core.unit_of_work): who opens it commits it, and what it keeps lives no longer
+than the transaction it was read in."""
+
+from __future__ import annotations
+
+import pytest
+from flask import Flask
+from sqlalchemy import select, update
+
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move
+from pbem.core.unit_of_work import current, unit_of_work
+from pbem.game import play
+
+
+def _cambio(players) -> int:
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    return game.id
+
+
+def _record(game_id: int) -> list[str]:
+    with db.engine.connect() as connection:
+        query = select(Move.text).where(Move.game_id == game_id).order_by(Move.number)
+        return list(connection.scalars(query))
+
+
+def test_what_a_transaction_read_under_its_locks_is_read_again_in_the_next(ctx: Flask, players) -> None:
+    """The move path reads a locked game once a transaction (UnitOfWork.reads); a change committed by
+    another writer between two transactions of one unit of work is seen by the second, even where the
+    objects are kept through commits (the mail processor's unit of work)."""
+    game_id = _cambio(players)
+    with unit_of_work(keep_loaded=True) as uow:
+        assert play.lock_game(game_id).draw_offered_by is None
+        uow.commit()
+        with db.engine.begin() as other:  # Another writer, between the two transactions.
+            other.execute(update(Game).where(Game.id == game_id).values(draw_offered_by=1,
+                                                                        version=Game.version + 1))
+        uow.begin()
+        assert play.lock_game(game_id).draw_offered_by == 1
+
+
+def test_an_error_or_a_missing_commit_keeps_nothing(ctx: Flask, players) -> None:
+    """Leaving a unit of work without its commit, or by an error, keeps nothing of what was written in
+    it, the move path's direct writes included; the owner's commit keeps all of it."""
+    alice, bob, _ = players
+    game_id = _cambio(players)
+    with pytest.raises(RuntimeError), unit_of_work():
+        play.submit(game_id, alice, "b3", "web")
+        raise RuntimeError("a fault after the move")
+    with unit_of_work():
+        play.submit(game_id, alice, "b3", "web")
+    assert _record(game_id) == [] and current() is None
+    with unit_of_work() as uow:
+        played = play.submit(game_id, alice, "b3", "web")
+        assert (played.number, played.next_number, played.answers) == (1, 2, ())
+        uow.commit()
+    assert _record(game_id) == ["b3"]
+    # Alone (a script), the move path opens a unit of work of its own and commits it.
+    play.submit(game_id, bob, "a2", "web")
+    assert _record(game_id) == ["b3", "a2"]
