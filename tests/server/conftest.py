@@ -21,7 +21,7 @@ from flask.testing import FlaskCliRunner
 
 from pbem import create_app
 from pbem.core.extensions import db
-from pbem.core.models import User
+from pbem.core.models import InboundMail, User
 from pbem.mailout import devmail
 from tests.conftest import free_port
 
@@ -227,6 +227,12 @@ def players(ctx: Flask) -> tuple[User, User, User]:
     users = tuple(create_user(h, f"{h}@example.org", verified=True) for h in ("alice", "bob", "carol"))
     db.session.commit()
     return users  # type: ignore[return-value]
+
+
+def message_id_of(stored: InboundMail) -> str:
+    """The Message-ID a stored inbound mail came with (its key adds the sender: see
+    pbem.mailin.receive.message_key)."""
+    return stored.message_id.split(" ", 1)[0]
 
 
 def give_mail_key(user: User) -> str:

@@ -41,7 +41,7 @@ from pbem.core.models import Game, InboundMail, Move, OutboxMail, Seat, User, ut
 from pbem.game import play
 from pbem.mailout import tokens
 from tests.conftest import free_port
-from tests.server.conftest import PG_ADMIN_URL, create_pg_database, drop_pg_database
+from tests.server.conftest import PG_ADMIN_URL, create_pg_database, drop_pg_database, message_id_of
 from tests.server.processes import Processes, environment, exec_start, option, wait_for_port
 from tests.server.test_mail_play import GAME
 
@@ -316,7 +316,7 @@ def test_two_of_each_process_apply_every_move_reminder_timeout_and_mail_once(
 
         # Every mail in was stored once and answered once; every mail out reached the sink once.
         stored = db.session.scalars(select(InboundMail)).all()
-        assert sorted(r.message_id for r in stored) == sorted(sent_mail)
+        assert sorted(message_id_of(r) for r in stored) == sorted(sent_mail)
         assert {r.status for r in stored} <= {"processed", "rejected"}
         received = [email.message_from_bytes(m.as_bytes(), policy=default_policy) for m in sink.messages()]
         delivered = Counter(str(m["Message-ID"]).strip() for m in received)
