@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
 from flask_login import current_user
+from sqlalchemy import Integer, and_, bindparam, case, or_, select
 
 import games
 from pbem.accounts import accounts
 from pbem.archive import archive, feeds, records, standings
 from pbem.core.extensions import db
-from pbem.core.models import Game
+from pbem.core.models import Game, Rating, Tally, User
 from pbem.core.site import absolute_url
-from pbem.game import endings, replay, results
+from pbem.game import endings, ratings, replay, results
 from pbem.present import gameview
 from pbem.web import engine_or_404, pagecache
 
@@ -82,7 +84,40 @@ def index() -> tuple[str, int] | str:
     return (html, 400) if errors else html
 
 
+def _feed_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What the archive's feed is made of: as the archive page with the same filters (see
+    :func:`_stamp`); None (not kept) for a feed of no game, whose time of update is the time asked."""
+    read = _stamp(reader_id)
+    if read is None or not cast(tuple[Any, tuple[Any, ...]], read[0])[1]:
+        return None
+    return read
+
+
+# A player's feed: the player by their handle as it was asked for (folded as accounts.find_user folds it),
+# whether they have a page (a confirmed address, or an imported player's), and their games in the
+# archive's first page; one statement, built once.
+_FEED_PLAYER = select(User.id).where(User.handle_key == bindparam("player_key")).scalar_subquery()
+_PLAYER_FEED = pagecache.list_statement(
+    select(User.id.label("id"), case((or_(User.verified_at.is_not(None), User.placeholder.is_(True)), 1),
+                                     else_=0).label("version"))
+    .where(User.handle_key == bindparam("player_key")),
+    archive.page_query(archive.Filters(players=(cast(User, SimpleNamespace(id=_FEED_PLAYER)),)))[0]
+    .with_only_columns(Game.id, Game.version),
+)
+
+
+def _player_feed_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
+    """What a player's feed is made of: whether they have a page, and their games listed (see
+    :func:`_stamp`); None (not kept) for no such player, or no game (see :func:`_feed_stamp`)."""
+    made_of, reader = pagecache.list_stamp(_PLAYER_FEED, reader_id,
+                                           {"player_key": accounts.handle_key(handle.strip())})
+    if not any(row[0] == 1 for row in cast(tuple[tuple[Any, ...], ...], made_of)):
+        return None
+    return (handle, made_of), reader
+
+
 @bp.get("/archive.atom")
+@pagecache.kept(_feed_stamp)
 def feed() -> Response:
     """The archive as an Atom feed, with the same filters as the page."""
     page, filters, errors = _page()
@@ -98,6 +133,7 @@ def feed() -> Response:
 
 
 @bp.get("/players/<handle>.atom")
+@pagecache.kept(_player_feed_stamp)
 def player_feed(handle: str) -> Response:
     """A player's finished public games as an Atom feed."""
     user = accounts.find_user(handle)
@@ -113,7 +149,52 @@ def player_feed(handle: str) -> Response:
 INDEX_SHOWN = 5
 
 
+def _standings_statement(bots: bool) -> Any:
+    """What a game's standings show of its ``limit`` best-rated players (the game bound as ``engine``):
+    each one's handle and whether a computer plays, their rating with what its deviation now follows
+    from, and their tallies of rated games (a row each for public and private games), as
+    :func:`pbem.archive.standings.table` reads them; with the reader's row (see
+    :func:`pbem.web.pagecache.with_reader`)."""
+    best = select(Rating.user_id, Rating.engine, Rating.rating, Rating.deviation, Rating.volatility,
+                  Rating.last_game_at).join(User, User.id == Rating.user_id) \
+        .where(Rating.engine == bindparam("engine"))
+    if not bots:
+        best = best.where(User.is_bot.is_(False))
+    top = best.order_by(Rating.rating.desc(), Rating.user_id) \
+        .limit(bindparam("limit", type_=Integer)).subquery()
+    return pagecache.with_reader(
+        select(top.c.rating, top.c.user_id, User.handle, User.is_bot, top.c.deviation, top.c.volatility,
+               top.c.last_game_at, Tally.public, Tally.wins, Tally.draws, Tally.losses)
+        .join(User, User.id == top.c.user_id)
+        .outerjoin(Tally, and_(Tally.user_id == top.c.user_id, Tally.engine == top.c.engine,
+                               Tally.rated.is_(True))))
+
+
+_STANDINGS = {bots: _standings_statement(bots) for bots in (True, False)}
+
+
+def _standings_of(reader_id: int | None, engine: str, limit: int, bots: bool) -> pagecache.Stamp:
+    """What one game's standings show (see :func:`_standings_statement`), the deviations read as
+    whether each rating is provisional now: the only words of the page that change with the clock."""
+    rows, reader = pagecache.rows_stamp(_STANDINGS[bots], {"engine": engine, "limit": limit}, reader_id)
+    shown = tuple((*row[:4], *row[7:], ratings.is_provisional(cast(Rating, SimpleNamespace(
+        deviation=row[4], volatility=row[5], last_game_at=row[6])))) for row in rows)
+    return shown, reader
+
+
+def _standings_index_stamp(reader_id: int | None) -> pagecache.Stamp:
+    """What the standings index shows: each game's best players (see :func:`_standings_of`)."""
+    tables = [_standings_of(reader_id, engine.slug, INDEX_SHOWN, True) for engine in games.all()]
+    return tuple(shown for shown, _reader in tables), tables[0][1] if tables else None
+
+
+def _standings_stamp(reader_id: int | None, slug: str) -> pagecache.Stamp:
+    """What a game's standings show (see :func:`_standings_of`), with or without the computer players."""
+    return _standings_of(reader_id, slug, standings.SHOWN, request.args.get("bots") != "hide")
+
+
 @bp.get("/standings")
+@pagecache.kept(_standings_index_stamp)
 def standings_index() -> str:
     """Every game's best-rated players, each game linking to its whole standings."""
     tables = [(engine, standings.table(engine.slug, INDEX_SHOWN)) for engine in games.all()]
@@ -121,6 +202,7 @@ def standings_index() -> str:
 
 
 @bp.get("/standings/<slug>")
+@pagecache.kept(_standings_stamp)
 def standings_page(slug: str) -> str:
     """The players of a game ranked by rating, with their games, wins, draws and losses."""
     engine = engine_or_404(slug)
@@ -129,7 +211,14 @@ def standings_page(slug: str) -> str:
                            rows=standings.table(engine.slug, bots=not hide_bots), engines=games.all())
 
 
+def _game_stamp(reader_id: int | None, game_id: int, **_position: int) -> pagecache.Stamp | None:
+    """What a game's record and replay are made of: what its page is (see
+    :func:`pbem.web.pagecache.game_stamp`), which covers the game, its record and its players."""
+    return pagecache.game_stamp(reader_id, game_id)
+
+
 @bp.get("/games/<int:game_id>/replay/<int:number>")
+@pagecache.kept(_game_stamp)
 def replay_position(game_id: int, number: int) -> str:
     """The boards after one entry of the record, for the game page's replay to swap in."""
     game = db.session.get(Game, game_id)
@@ -148,6 +237,7 @@ def _record_game(game_id: int) -> Game:
 
 
 @bp.get("/games/<int:game_id>.json")
+@pagecache.kept(_game_stamp)
 def record_json(game_id: int) -> Response:
     """A game's record in the JSON format of docs/RECORDS.md."""
     game = _record_game(game_id)
@@ -157,6 +247,7 @@ def record_json(game_id: int) -> Response:
 
 
 @bp.get("/games/<int:game_id>.txt")
+@pagecache.kept(_game_stamp)
 def record_txt(game_id: int) -> Response:
     """A game's record as plain text: header, numbered moves with comments, the final board."""
     game = _record_game(game_id)

@@ -100,12 +100,14 @@ def version(game_id: int) -> Response:
 
 
 @bp.get("/rules")
+@pagecache.kept(pagecache.static_stamp)
 def rules_index() -> str:
     """Every game in a line: its title, how many play it, what it is about, and a link to its rules."""
     return render_template("games/rules_index.html", engines=games.all(), count_words=play.count_words)
 
 
 @bp.get("/rules/<slug>")
+@pagecache.kept(pagecache.static_stamp)
 def rules(slug: str) -> str:
     """A game's rules, notation and rulings."""
     return render_template("games/rules.html", engine=engine_or_404(slug))
@@ -438,6 +440,7 @@ def _reader_key() -> str:
 
 @bp.get("/games/<int:game_id>/analysis")
 @limiter.limit(setting("analysis_per_reader"), key_func=_reader_key, scope="analysis")
+@pagecache.kept(pagecache.game_stamp)
 def analyse(game_id: int) -> tuple[Response, int] | Response:
     """Where a tried line leads from a position of the record (``at``; the position as it stands when
     left out): the board there, the legal moves, whose move it is; ``move`` once per move of the line,

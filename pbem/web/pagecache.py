@@ -539,13 +539,47 @@ def list_statement(*queries: Select) -> CompoundSelect:
     return union_all(*parts)
 
 
-def list_stamp(statement: CompoundSelect, reader_id: int | None = None) -> Stamp:
-    """What lists of games are made of, read by their :func:`list_statement`, and the row of the reader
-    ``reader_id`` (None for a visitor, or if there is no such user).  The games are put in one fixed
-    order (list, then game): a list's own order follows from the versions of its games, since whatever
-    orders it (a move, a game's end) raises them."""
-    rows = _read(statement, {"reader_id": reader_id})
+def list_stamp(statement: CompoundSelect, reader_id: int | None = None,
+               parameters: dict[str, Any] | None = None) -> Stamp:
+    """What lists of games are made of, read by their :func:`list_statement` (with ``parameters`` bound
+    besides the reader's id), and the row of the reader ``reader_id`` (None for a visitor, or if there is
+    no such user).  The games are put in one fixed order (list, then game): a list's own order follows
+    from the versions of its games, since whatever orders it (a move, a game's end) raises them."""
+    rows = _read(statement, {**(parameters or {}), "reader_id": reader_id})
     reader_part = len(statement.selects) - 1
     listed = sorted(row[:3] for row in rows if row[0] != reader_part)
     reader = next((row[3:] for row in rows if row[0] == reader_part), None)
     return tuple(listed), reader
+
+
+def with_reader(statement: Select) -> Select:
+    """``statement`` with the row of the reader whose id is bound as ``reader_id`` beside each of its
+    rows, for :func:`rows_stamp`: the reader's columns first (all None for a visitor or no such user),
+    on one row even when the statement gives none.  Build it once: the result is a statement of its
+    own, ordered as ``statement`` is."""
+    reader = select(*(column.label(f"reader_{i}") for i, column in enumerate(_READER_ROW))).subquery()
+    rows = statement.add_columns(literal(1).label("present")).subquery()
+    return (select(*reader.c, *rows.c).select_from(reader.outerjoin(rows, literal(True)))
+            .order_by(*list(rows.c)[:-1]))
+
+
+def rows_stamp(statement: Select, parameters: dict[str, Any],
+               reader_id: int | None) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]:
+    """What a page made of the rows of a :func:`with_reader` statement shows (the rows as tuples, in
+    its order), and the reader's row (None for a visitor, or if there is no such user)."""
+    rows = _read(statement, {**parameters, "reader_id": reader_id})
+    width = len(READER_COLUMNS)
+    reader = rows[0][:width] if rows and reader_id is not None and rows[0][0] is not None else None
+    return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
+
+
+_READER_ONLY = select(*_READER_ROW)
+
+
+def static_stamp(reader_id: int | None, **_arguments: Any) -> Stamp:
+    """The stamp of a page that shows nothing from the database but, for a signed-in reader, their own
+    row (the rules, say): nothing read for a visitor."""
+    if reader_id is None:
+        return (), None
+    (row,) = _read(_READER_ONLY, {"reader_id": reader_id})
+    return (), (row if row[0] is not None else None)

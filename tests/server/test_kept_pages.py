@@ -1,0 +1,115 @@
+"""The library's pages kept by pbem.web.pagecache (standings, feeds, a game's record and replay, the
+analysis board, the rules): each is served as kept until what it shows changes, and then shows the
+change at once: a game finishing, a rating, the clock making a rating provisional again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Flask
+
+from pbem.core.extensions import db
+from pbem.core.models import Game, Rating, User, set_clock, utcnow
+from pbem.game import play
+from pbem.lobby import challenges
+from tests.server.test_page_queries import play_moves
+from tests.server.test_player_page_cache import _renders
+from tests.server.test_web_games import signed_in
+from tests.server.webclient import WebClient
+
+
+def _active_game(first: User, second: User, engine: str = "cambio", seed: int = 3) -> int:
+    game_id = challenges.new_game(first, engine, [first, second], seed=seed).id
+    challenges.accept(game_id, second)
+    return game_id
+
+
+def _kept(app: Flask, web: WebClient, path: str) -> str:
+    """The page at ``path``, asked twice: the second answer must come as kept (nothing rendered)."""
+    first = web.get(path)
+    assert first.status_code == 200, path
+    with _renders(app) as rendered:
+        again = web.get(path)
+    assert again.status_code == 200 and not rendered, path
+    body = again.get_data(as_text=True)
+    assert body == first.get_data(as_text=True) or "csrf_token" in body
+    return body
+
+
+def test_the_standings_and_the_feeds_show_a_game_the_moment_it_ends(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    alice_id, bob_id = alice.id, bob.id
+    game_id = _active_game(alice, bob)
+    visitor = WebClient(app)
+    assert "Nobody is rated in Cambio yet." in _kept(app, visitor, "/standings/cambio")
+    assert "/players/alice" not in _kept(app, visitor, "/standings")
+    # A feed of no game is not kept: its time of update is the time asked.
+    assert f"/games/{game_id}" not in visitor.get("/archive.atom?game=cambio").get_data(as_text=True)
+    play.resign(game_id, db.session.get(User, bob_id), "web")
+    standings = _kept(app, visitor, "/standings/cambio")
+    assert "/players/alice" in standings and "/players/bob" in standings
+    assert "<td>1</td><td>1</td><td>0</td><td>0</td>" in standings  # alice: one rated game, won
+    assert "/players/alice" in _kept(app, visitor, "/standings")
+    assert f"/games/{game_id}" in _kept(app, visitor, "/archive.atom")
+    assert f"/games/{game_id}" in _kept(app, visitor, "/archive.atom?game=cambio")
+    assert f"/games/{game_id}" in _kept(app, visitor, "/players/bob.atom")
+    # A second game: the counts, the ratings and the feeds all move on.
+    second = _active_game(db.session.get(User, bob_id), db.session.get(User, alice_id), seed=4)
+    play.resign(second, db.session.get(User, alice_id), "web")
+    standings = _kept(app, visitor, "/standings/cambio")
+    assert "<td>2</td><td>1</td><td>0</td><td>1</td>" in standings
+    assert f"/games/{second}" in _kept(app, visitor, "/players/alice.atom")
+    assert f"/games/{second}" in _kept(app, visitor, "/archive.atom")
+    # A signed-in reader has their own copy, never a visitor's.
+    (web_alice,) = signed_in(app, db.session.get(User, alice_id))
+    assert "Sign out" in _kept(app, web_alice, "/standings/cambio")
+    assert "Sign out" not in _kept(app, WebClient(app), "/standings/cambio")
+
+
+def test_a_rating_turns_provisional_on_the_kept_standings_as_time_passes(app: Flask, ctx: Flask,
+                                                                         players) -> None:
+    alice, bob, _carol = players
+    play.resign(_active_game(alice, bob), bob, "web")
+    # Alice as a settled player: a small deviation, just now.
+    now = utcnow()
+    row = db.session.query(Rating).filter_by(user_id=alice.id, engine="cambio").one()
+    row.deviation, row.last_game_at = 60.0, now
+    db.session.commit()
+    mark = '<span class="provisional"'
+    try:
+        set_clock(now)
+        visitor = WebClient(app)
+        page = _kept(app, visitor, "/standings/cambio")
+        assert page.count(mark) == 1  # bob's only
+        # No game for years: her deviation has grown past the line, and the page says so.
+        set_clock(now + timedelta(days=3 * 365))
+        assert _kept(app, visitor, "/standings/cambio").count(mark) == 2
+        assert _kept(app, visitor, "/standings").count(mark) == 2
+    finally:
+        set_clock(None)
+
+
+def test_a_games_record_and_replay_follow_its_moves(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    game_id = _active_game(alice, bob)
+    visitor = WebClient(app)
+    assert '"moves":[]' in _kept(app, visitor, f"/games/{game_id}.json")
+    _kept(app, visitor, f"/games/{game_id}.txt")
+    play_moves(game_id, 2)
+    moves = db.session.get(Game, game_id).moves
+    record = _kept(app, visitor, f"/games/{game_id}.json")
+    assert all(f'"text":"{move.text}"' in record for move in moves)
+    assert f"{moves[1].text}" in _kept(app, visitor, f"/games/{game_id}.txt")
+    _kept(app, visitor, f"/games/{game_id}/replay/1")
+    board = _kept(app, visitor, f"/games/{game_id}/analysis")
+    play_moves(game_id, 1)
+    assert _kept(app, visitor, f"/games/{game_id}/analysis") != board
+
+
+def test_the_rules_are_kept_for_visitors_and_for_each_player(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    web_alice, web_bob = signed_in(app, alice, bob)
+    for path in ("/rules", "/rules/cambio"):
+        assert "Sign out" not in _kept(app, WebClient(app), path)
+        assert ">alice<" in _kept(app, web_alice, path) or "alice" in _kept(app, web_alice, path)
+        assert "alice" not in _kept(app, web_bob, path)
