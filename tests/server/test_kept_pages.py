@@ -4,12 +4,15 @@ change at once: a game finishing, a rating, the clock making a rating provisiona
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from flask import Flask
+from sqlalchemy import select
 
+from pbem.accounts import accounts, vacation
 from pbem.core.extensions import db
-from pbem.core.models import Game, Rating, User, set_clock, utcnow
+from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
 from pbem.game import play
 from pbem.lobby import challenges
 from tests.server.test_page_queries import play_moves
@@ -113,3 +116,40 @@ def test_the_rules_are_kept_for_visitors_and_for_each_player(app: Flask, ctx: Fl
         assert "Sign out" not in _kept(app, WebClient(app), path)
         assert ">alice<" in _kept(app, web_alice, path) or "alice" in _kept(app, web_alice, path)
         assert "alice" not in _kept(app, web_bob, path)
+
+
+def test_a_players_page_and_the_directory_follow_their_games_ratings_and_time(app: Flask, ctx: Flask,
+                                                                              players) -> None:
+    alice, bob, _carol = players
+    alice_id, bob_id = alice.id, bob.id
+    visitor = WebClient(app)
+    assert "None yet." in _kept(app, visitor, "/players/alice")
+    assert "not rated" in _kept(app, visitor, "/players?q=al")
+    game_id = _active_game(alice, bob)
+    page = _kept(app, visitor, "/players/alice")
+    assert f"/games/{game_id}" in page and "in play" in page
+    play.resign(game_id, db.session.get(User, bob_id), "web")
+    page = _kept(app, visitor, "/players/alice")
+    assert "in play" not in page and "1 rated game" in page and 'id="history-cambio"' in page
+    directory = _kept(app, visitor, "/players?q=al")
+    assert "not rated" not in directory and "<td>1</td>" in directory
+    # Her deviation grows while she does not play: the page writes it as it is now.
+    now = utcnow()
+    try:
+        set_clock(now)
+        before = _kept(app, visitor, "/players/alice")
+        set_clock(now + timedelta(days=3 * 365))
+        assert _kept(app, visitor, "/players/alice") != before
+    finally:
+        set_clock(None)
+    # A vacation shows on her page; a new player, once confirmed, in the directory.
+    vacation.turn_on(db.session.get(User, alice_id))
+    assert "on vacation" in _kept(app, visitor, "/players/alice")
+    assert "/players/alina" not in _kept(app, visitor, "/players?q=al")
+    accounts.sign_up("alina", "alina@example.org", "a long password")
+    assert "/players/alina" not in _kept(app, visitor, "/players?q=al")
+    assert WebClient(app).get("/players/alina").status_code == 404
+    mail = db.session.scalars(select(OutboxMail).where(OutboxMail.to_addr == "alina@example.org")).all()[-1]
+    accounts.verify(re.search(r"/verify/(\S+)", mail.body_text).group(1))
+    assert "/players/alina" in _kept(app, visitor, "/players?q=al")
+    assert "Playing since" in _kept(app, visitor, "/players/alina")
