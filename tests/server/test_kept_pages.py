@@ -10,7 +10,7 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import select
 
-from pbem.accounts import accounts, vacation
+from pbem.accounts import accounts, apitokens, vacation
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
 from pbem.game import play
@@ -153,3 +153,32 @@ def test_a_players_page_and_the_directory_follow_their_games_ratings_and_time(ap
     accounts.verify(re.search(r"/verify/(\S+)", mail.body_text).group(1))
     assert "/players/alina" in _kept(app, visitor, "/players?q=al")
     assert "Playing since" in _kept(app, visitor, "/players/alina")
+
+
+def test_a_players_settings_are_kept_for_them_until_a_setting_a_token_or_the_minute_changes(
+        app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    alice_id = alice.id
+    web_alice, web_bob = signed_in(app, alice, bob)
+    now = utcnow().replace(second=0, microsecond=0)
+    try:
+        set_clock(now)
+        page = _kept(app, web_alice, "/settings")
+        assert "alice@example.org" in page and 'name="csrf_token"' in page
+        assert "bob@example.org" in _kept(app, web_bob, "/settings")
+        # A visitor is sent to sign in, as ever.
+        assert WebClient(app).get("/settings").status_code == 302
+        accounts.set_notify(db.session.get(User, alice_id), "digest")
+        assert _kept(app, web_alice, "/settings") != page
+        page = _kept(app, web_alice, "/settings")
+        _row, _token = apitokens.create(db.session.get(User, alice_id), "my script")
+        assert "my script" in _kept(app, web_alice, "/settings")
+        vacation.turn_on(db.session.get(User, alice_id))
+        away = _kept(app, web_alice, "/settings")
+        # The clock moves on: the time now and the days of vacation left with it.
+        set_clock(now + timedelta(days=2, minutes=1))
+        later = _kept(app, web_alice, "/settings")
+        assert later != away
+        assert "alice@example.org" not in _kept(app, web_bob, "/settings")
+    finally:
+        set_clock(None)
