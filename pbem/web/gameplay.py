@@ -94,6 +94,7 @@ def live(game_id: int) -> str:
 
 
 @bp.get("/games/<int:game_id>/version")
+@pagecache.kept(pagecache.game_stamp)
 def version(game_id: int) -> Response:
     """The game's change counter, which the page polls to learn that someone else has moved."""
     return jsonify(version=_visible_game(game_id).version)

@@ -201,7 +201,15 @@ def cache_of(app: Any = None) -> PageCache:
 
 def _visitor() -> bool:
     """Whether the request is a visitor's that every other visitor would be answered alike."""
-    return request.method in ("GET", "HEAD") and not session and not current_user.is_authenticated
+    if request.method not in ("GET", "HEAD") or session:
+        return False
+    # With nothing in the session and no remember-me cookie, Flask-Login loads nobody (pbem gives it no
+    # loader by request): not asking it spares the session-protection digest it makes for every
+    # visitor, a tenth of a kept page.
+    remember = current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token")
+    if g.get("_login_user") is None and remember not in request.cookies:
+        return True
+    return not current_user.is_authenticated
 
 
 def _signed_in_as() -> tuple[int, str] | None:

@@ -182,3 +182,18 @@ def test_a_players_settings_are_kept_for_them_until_a_setting_a_token_or_the_min
         assert "alice@example.org" not in _kept(app, web_bob, "/settings")
     finally:
         set_clock(None)
+
+
+def test_a_browser_remembered_without_a_session_gets_its_players_page_not_a_visitors(
+        app: Flask, ctx: Flask, players) -> None:
+    alice = players[0]
+    web = WebClient(app)
+    web.sign_in(alice)
+    web.post("/login", {"login": alice.handle, "password": "correct horse", "remember": "1"})
+    remembered = web.client.get_cookie("remember_token")
+    assert remembered is not None
+    assert "Sign out" not in _kept(app, WebClient(app), "/rules")
+    # The browser closed: its session is gone, the remember-me cookie stays.
+    fresh = WebClient(app)
+    fresh.client.set_cookie("remember_token", remembered.value)
+    assert "Sign out" in fresh.get("/rules").get_data(as_text=True)
