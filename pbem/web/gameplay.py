@@ -11,6 +11,7 @@ from flask import Blueprint, abort, flash, jsonify, redirect, render_template, r
 from flask.typing import ResponseReturnValue
 from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
+from sqlalchemy import select
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
@@ -133,7 +134,23 @@ def dashboard() -> str:
 # Starting games ---------------------------------------------------------------------------
 
 
+# What the new-game form shows from the database besides its reader: the computer players, whose games
+# and strengths it offers; one statement, built once.
+_NEW_GAME = pagecache.with_reader(
+    select(User.id, User.bot_games, User.bot_strength).where(User.is_bot.is_(True)))
+
+
+def _new_game_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's new-game form shows (see :data:`_NEW_GAME`); the game it is for and its options
+    come from the URL, the time controls from the settings.  None (not kept) for a visitor, who is sent
+    to sign in."""
+    if reader_id is None:
+        return None
+    return pagecache.rows_stamp(_NEW_GAME, {}, reader_id)
+
+
 @bp.route("/games/new", methods=["GET", "POST"])
+@pagecache.kept(_new_game_stamp)
 @login_required
 def new() -> str | Response | tuple[str, int]:
     """The new-game form: the game, its options, the players in seat order, public or private, time."""

@@ -10,7 +10,7 @@ from datetime import timedelta
 from flask import Flask
 from sqlalchemy import select
 
-from pbem.accounts import accounts, apitokens, vacation
+from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
 from pbem.game import play
@@ -197,3 +197,16 @@ def test_a_browser_remembered_without_a_session_gets_its_players_page_not_a_visi
     fresh = WebClient(app)
     fresh.client.set_cookie("remember_token", remembered.value)
     assert "Sign out" in fresh.get("/rules").get_data(as_text=True)
+
+
+def test_the_new_game_form_is_kept_for_a_player_and_offers_a_new_computer_player(
+        app: Flask, ctx: Flask, players) -> None:
+    alice, bob, _carol = players
+    web_alice, web_bob = signed_in(app, alice, bob)
+    form = _kept(app, web_alice, "/games/new?game=cambio")
+    assert 'id="computer"' not in form and 'value="alice"' in form and 'name="csrf_token"' in form
+    assert 'value="bob"' in _kept(app, web_bob, "/games/new?game=cambio")
+    assert WebClient(app).get("/games/new").status_code == 302
+    bots.add("deep-think", ["cambio"], "hard")
+    assert 'id="computer"' in _kept(app, web_alice, "/games/new?game=cambio")
+    assert 'id="computer"' not in _kept(app, web_alice, "/games/new?game=truchet")
