@@ -5,20 +5,21 @@ move, draw and resign posts.  Every change is made by :mod:`pbem.game.play` or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, or_, select, union
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem.accounts import bots
+from pbem.accounts import bots, vacation
 from pbem.core.extensions import db, limiter
-from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, User
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Challenge, Game, Seat, User, Watch
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
 from pbem.game.play import PlayError
@@ -124,7 +125,60 @@ def lobby() -> str:
     return render_template("games/lobby.html", entries=entries, gameview=gameview, hide_bots=hide_bots)
 
 
+# What My games shows, for its stamp (see pbem.web.pagecache), read as pbem.present.dashboard reads it:
+# the games it may list (the reader's unfinished seats' games, their latest finished and the games they
+# watch: a superset of those listed, each list's choice following from the versions read), each with its
+# seats, their clocks and their players' vacations, which change without the game's version; and the
+# challenges of those games and those sent to the reader (a game gathering players fills its seats and
+# its challenges change without its version).
+_READER_ID: Any = bindparam("reader_id")
+_MY_GAME_IDS = union(
+    select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_(None)),
+    select(select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_not(None))
+           .order_by(Seat.finished_at.desc(), Seat.game_id.desc()).limit(dashboard_service.FINISHED_SHOWN)
+           .subquery().c.game_id),
+    select(select(Watch.game_id).join(Game, Game.id == Watch.game_id).where(Watch.user_id == _READER_ID)
+           .order_by(Game.status != "active", Game.updated_at.desc(), Game.id.desc())
+           .limit(dashboard_service.WATCHED_SHOWN).subquery().c.game_id),
+)
+_MY_GAMES = pagecache.with_reader(
+    select(Game.id, Seat.number, Game.version, Game.status, Game.time_control, Seat.user_id, Seat.deadline,
+           User.vacation_since, User.vacation_year, User.vacation_days_used)
+    .join(Seat, Seat.game_id == Game.id).outerjoin(User, User.id == Seat.user_id)
+    .where(Game.id.in_(_MY_GAME_IDS))
+)
+_MY_CHALLENGES = select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status,
+                        Challenge.challenged_id, Challenge.challenger_id) \
+    .where(or_(Challenge.game_id.in_(select(Seat.game_id).where(Seat.user_id == _READER_ID,
+                                                                Seat.finished_at.is_(None))),
+               and_(Challenge.challenged_id == _READER_ID, Challenge.status == "pending"))) \
+    .order_by(Challenge.id)
+
+
+def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's My games shows (see :data:`_MY_GAMES`), with the words the clock changes: each
+    running clock's time left, and until when each player away is away, in the reader's zone.  None (not
+    kept) for a visitor, who is sent to sign in."""
+    if reader_id is None:
+        return None
+    rows, reader = pagecache.rows_stamp(_MY_GAMES, {}, reader_id)
+    if reader is None:
+        return rows, reader
+    zone = reader[2] or "UTC"
+    words = []
+    for _id, _number, _version, status, control, _user, deadline, since, year, used in rows:
+        player = SimpleNamespace(vacation_since=since, vacation_year=year, vacation_days_used=used)
+        if status == "active" and deadline is not None:
+            seat = SimpleNamespace(deadline=deadline, user=player, game=SimpleNamespace(time_control=control))
+            words.append(clock.describe(clock.time_left(cast(Seat, seat))))
+        if since is not None:
+            words.append(clock.format_day(vacation.ends_at(cast(User, player)), zone))
+    challenges = pagecache.read_rows(_MY_CHALLENGES, {"reader_id": reader_id})
+    return (rows, challenges, words), reader
+
+
 @bp.get("/dashboard")
+@pagecache.kept(_dashboard_stamp)
 @login_required
 def dashboard() -> str:
     """My challenges and games, those waiting for my move first."""

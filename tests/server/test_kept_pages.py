@@ -13,7 +13,7 @@ from sqlalchemy import select
 from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
-from pbem.game import play
+from pbem.game import play, watching
 from pbem.lobby import challenges
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _renders
@@ -210,3 +210,48 @@ def test_the_new_game_form_is_kept_for_a_player_and_offers_a_new_computer_player
     bots.add("deep-think", ["cambio"], "hard")
     assert 'id="computer"' in _kept(app, web_alice, "/games/new?game=cambio")
     assert 'id="computer"' not in _kept(app, web_alice, "/games/new?game=truchet")
+
+
+def test_my_games_is_kept_until_a_game_a_challenge_a_clock_or_a_vacation_it_shows_changes(
+        app: Flask, ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    alice_id, bob_id, carol_id = alice.id, bob.id, carol.id
+
+    def user(user_id: int) -> User:
+        return db.session.get(User, user_id)
+
+    (web_alice,) = signed_in(app, alice)
+    assert "No game is waiting for you." in _kept(app, web_alice, "/dashboard")
+    # A challenge from bob; and her game of three, gathering players.
+    challenges.new_game(user(bob_id), "cambio", [user(bob_id), user(alice_id)], seed=7)
+    assert 'id="challenges"' in _kept(app, web_alice, "/dashboard")
+    waiting = challenges.new_game(user(alice_id), "easyslider",
+                                  [user(alice_id), user(bob_id), user(carol_id)], seed=5).id
+    assert "carol (challenged)" in _kept(app, web_alice, "/dashboard")
+    # carol takes her seat: the game still gathers players, its version unchanged, the page changed.
+    challenges.accept(waiting, user(carol_id))
+    page = _kept(app, web_alice, "/dashboard")
+    assert "carol (challenged)" not in page and "carol" in page
+    game_id = _active_game(user(alice_id), user(bob_id))
+    page = _kept(app, web_alice, "/dashboard")
+    assert f"/games/{game_id}" in page
+    play_moves(game_id, 1)
+    assert _kept(app, web_alice, "/dashboard") != page
+    # The clock runs, and bob goes away: both show.
+    page = _kept(app, web_alice, "/dashboard")
+    now = utcnow()
+    try:
+        set_clock(now + timedelta(hours=5))
+        later = _kept(app, web_alice, "/dashboard")
+        assert later != page
+        vacation.turn_on(user(bob_id))
+        assert "bob is on vacation" in _kept(app, web_alice, "/dashboard")
+    finally:
+        set_clock(None)
+    # A game she starts watching, and one that ends.
+    other = _active_game(user(bob_id), user(carol_id), seed=6)
+    watching.watch(db.session.get(Game, other), user(alice_id))
+    assert 'id="watched"' in _kept(app, web_alice, "/dashboard")
+    play.resign(game_id, user(bob_id), "web")
+    assert 'id="finished"' in _kept(app, web_alice, "/dashboard")
+    assert WebClient(app).get("/dashboard").status_code == 302
