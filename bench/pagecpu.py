@@ -120,8 +120,9 @@ def measure(url: str, label: str, requests: int, every: bool = False, only: str 
         clients = {"visitor": visitor, "player": player}
         for name, who, path in pages(ids, every, only):
             client = clients[who]
-            body = client.get(path).get_data()
-            if who == "player" and b"Sign out" not in body:
+            answer = client.get(path)
+            body = answer.get_data()
+            if who == "player" and answer.mimetype == "text/html" and b"Sign out" not in body:
                 raise RuntimeError(f"the player is not signed in on {path}")
             cache.max_bytes = 0
             cache.clear()

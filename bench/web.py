@@ -243,7 +243,7 @@ def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool, o
                 asked = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=sent)
                 with urllib.request.urlopen(asked, timeout=5) as answer:
                     body, kind = answer.read(), answer.headers.get("Content-Type", "")
-                if reader == "player" and b"Sign out" not in body:
+                if reader == "player" and kind.startswith("text/html") and b"Sign out" not in body:
                     raise RuntimeError(f"the player is not signed in on {path}")
                 with urllib.request.urlopen(asked, timeout=5) as again:
                     if reader == "player" and again.headers.get("Set-Cookie"):

@@ -145,7 +145,8 @@ _MY_GAMES = pagecache.with_reader(
     select(Game.id, Seat.number, Game.version, Game.status, Game.time_control, Seat.user_id, Seat.deadline,
            User.vacation_since, User.vacation_year, User.vacation_days_used)
     .join(Seat, Seat.game_id == Game.id).outerjoin(User, User.id == Seat.user_id)
-    .where(Game.id.in_(_MY_GAME_IDS))
+    .where(Game.id.in_(_MY_GAME_IDS)),
+    ordered_by=2,
 )
 _MY_CHALLENGES = select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status,
                         Challenge.challenged_id, Challenge.challenger_id) \

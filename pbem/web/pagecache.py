@@ -560,15 +560,16 @@ def list_stamp(statement: CompoundSelect, reader_id: int | None = None,
     return tuple(listed), reader
 
 
-def with_reader(statement: Select) -> Select:
+def with_reader(statement: Select, ordered_by: int | None = None) -> Select:
     """``statement`` with the row of the reader whose id is bound as ``reader_id`` beside each of its
     rows, for :func:`rows_stamp`: the reader's columns first (all None for a visitor or no such user),
     on one row even when the statement gives none.  Build it once: the result is a statement of its
-    own, ordered as ``statement`` is."""
+    own, its rows in the order of their first ``ordered_by`` columns (every column by default; PostgreSQL
+    cannot order JSON, so a statement reading some names the leading columns that tell its rows apart)."""
     reader = select(*(column.label(f"reader_{i}") for i, column in enumerate(_READER_ROW))).subquery()
     rows = statement.add_columns(literal(1).label("present")).subquery()
     return (select(*reader.c, *rows.c).select_from(reader.outerjoin(rows, literal(True)))
-            .order_by(*list(rows.c)[:-1]))
+            .order_by(*list(rows.c)[:-1][:ordered_by]))
 
 
 def rows_stamp(statement: Select, parameters: dict[str, Any],
