@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
 from flask_login import current_user
-from sqlalchemy import Integer, and_, bindparam, case, or_, select
+from sqlalchemy import Integer, and_, bindparam, case, or_, select, union_all
 
 import games
 from pbem.accounts import accounts
@@ -149,48 +149,63 @@ def player_feed(handle: str) -> Response:
 INDEX_SHOWN = 5
 
 
-def _standings_statement(bots: bool) -> Any:
-    """What a game's standings show of its ``limit`` best-rated players (the game bound as ``engine``):
-    each one's handle and whether a computer plays, their rating with what its deviation now follows
-    from, and their tallies of rated games (a row each for public and private games), as
-    :func:`pbem.archive.standings.table` reads them; with the reader's row (see
-    :func:`pbem.web.pagecache.with_reader`)."""
-    best = select(Rating.user_id, Rating.engine, Rating.rating, Rating.deviation, Rating.volatility,
-                  Rating.last_game_at).join(User, User.id == Rating.user_id) \
-        .where(Rating.engine == bindparam("engine"))
-    if not bots:
-        best = best.where(User.is_bot.is_(False))
-    top = best.order_by(Rating.rating.desc(), Rating.user_id) \
-        .limit(bindparam("limit", type_=Integer)).subquery()
+def _standings_statement(bots: bool, engines: list[str] | None = None) -> Any:
+    """What a game's standings show of its ``limit`` best-rated players (the game bound as ``engine``, or
+    each of ``engines``, bound as ``engine_0``...): each one's handle and whether a computer plays, their
+    rating with what its deviation now follows from, and their tallies of rated games (a row each for
+    public and private games), as :func:`pbem.archive.standings.table` reads them; with the reader's row
+    (see :func:`pbem.web.pagecache.with_reader`).  Each row starts with its game."""
+    def best(engine: Any) -> Any:
+        chosen = select(Rating.engine, Rating.rating, Rating.user_id, Rating.deviation, Rating.volatility,
+                        Rating.last_game_at) \
+            .join(User, User.id == Rating.user_id).where(Rating.engine == engine)
+        if not bots:
+            chosen = chosen.where(User.is_bot.is_(False))
+        top = chosen.order_by(Rating.rating.desc(), Rating.user_id) \
+            .limit(bindparam("limit", type_=Integer)).subquery()
+        return select(*top.c)
+
+    if engines is None:
+        top = best(bindparam("engine")).subquery()
+    else:
+        top = union_all(*(best(bindparam(f"engine_{i}")) for i in range(len(engines)))).subquery()
     return pagecache.with_reader(
-        select(top.c.rating, top.c.user_id, User.handle, User.is_bot, top.c.deviation, top.c.volatility,
-               top.c.last_game_at, Tally.public, Tally.wins, Tally.draws, Tally.losses)
+        select(top.c.engine, top.c.rating, top.c.user_id, User.handle, User.is_bot, top.c.deviation,
+               top.c.volatility, top.c.last_game_at, Tally.public, Tally.wins, Tally.draws, Tally.losses)
         .join(User, User.id == top.c.user_id)
         .outerjoin(Tally, and_(Tally.user_id == top.c.user_id, Tally.engine == top.c.engine,
                                Tally.rated.is_(True))))
 
 
 _STANDINGS = {bots: _standings_statement(bots) for bots in (True, False)}
+# The index's: every game's best in one statement, by the games installed.
+_STANDINGS_INDEX: dict[tuple[str, ...], Any] = {}
 
 
-def _standings_of(reader_id: int | None, engine: str, limit: int, bots: bool) -> pagecache.Stamp:
-    """What one game's standings show (see :func:`_standings_statement`), the deviations read as
-    whether each rating is provisional now: the only words of the page that change with the clock."""
-    rows, reader = pagecache.rows_stamp(_STANDINGS[bots], {"engine": engine, "limit": limit}, reader_id)
-    shown = tuple((*row[:4], *row[7:], ratings.is_provisional(cast(Rating, SimpleNamespace(
-        deviation=row[4], volatility=row[5], last_game_at=row[6])))) for row in rows)
-    return shown, reader
+def _standings_shown(read: tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]) -> pagecache.Stamp:
+    """What standings show of the rows of :func:`_standings_statement`: the deviations read as whether
+    each rating is provisional now, the only words of the page that change with the clock."""
+    rows, reader = read
+    now = ratings.shown_now(row[5:8] for row in rows)
+    return tuple((*row[:5], *row[8:], provisional) for row, (provisional, _deviation) in zip(
+        rows, now, strict=True)), reader
 
 
 def _standings_index_stamp(reader_id: int | None) -> pagecache.Stamp:
-    """What the standings index shows: each game's best players (see :func:`_standings_of`)."""
-    tables = [_standings_of(reader_id, engine.slug, INDEX_SHOWN, True) for engine in games.all()]
-    return tuple(shown for shown, _reader in tables), tables[0][1] if tables else None
+    """What the standings index shows: each game's best players (see :func:`_standings_shown`)."""
+    slugs = tuple(engine.slug for engine in games.all())
+    statement = _STANDINGS_INDEX.get(slugs)
+    if statement is None:
+        statement = _STANDINGS_INDEX.setdefault(slugs, _standings_statement(True, list(slugs)))
+    bound: dict[str, Any] = {f"engine_{i}": slug for i, slug in enumerate(slugs)}
+    return _standings_shown(pagecache.rows_stamp(statement, {**bound, "limit": INDEX_SHOWN}, reader_id))
 
 
 def _standings_stamp(reader_id: int | None, slug: str) -> pagecache.Stamp:
-    """What a game's standings show (see :func:`_standings_of`), with or without the computer players."""
-    return _standings_of(reader_id, slug, standings.SHOWN, request.args.get("bots") != "hide")
+    """What a game's standings show (see :func:`_standings_shown`), with or without the computer players."""
+    bots = request.args.get("bots") != "hide"
+    return _standings_shown(pagecache.rows_stamp(_STANDINGS[bots], {"engine": slug, "limit": standings.SHOWN},
+                                                 reader_id))
 
 
 @bp.get("/standings")

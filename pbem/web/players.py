@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 from flask import Blueprint, abort, render_template, request
 from sqlalchemy import Select, bindparam, func, select
@@ -54,14 +53,6 @@ def _games_of(user_id: Any, limit: int, *columns: Any) -> tuple[Select[Any], Sel
 _PLAYER_GAMES = pagecache.list_statement(*_games_of(_PLAYER_ID, GAMES_SHOWN, Game.id, Game.version))
 
 
-def _rating_words(rating: float, volatility: float, deviation: float, last_game_at: Any) -> tuple[Any, ...]:
-    """What a page writes of a rating that changes with the clock alone: whether it is provisional and
-    its deviation now, as whole points."""
-    row = cast(Rating, SimpleNamespace(rating=rating, volatility=volatility, deviation=deviation,
-                                       last_game_at=last_game_at))
-    return ratings.is_provisional(row), round(ratings.deviation_now(row))
-
-
 def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
     """What a player's page shows: their row and ratings (see :data:`_PLAYER`), their rating words as the
     clock makes them, and the games it lists (their ids and versions, see :mod:`pbem.web.pagecache`);
@@ -70,7 +61,10 @@ def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
     rows, reader = pagecache.rows_stamp(_PLAYER, key, reader_id)
     if not rows:
         return None
-    shown = tuple((*row, *(_rating_words(row[6], *row[8:11]) if row[5] is not None else ())) for row in rows)
+    # (A player without ratings has one row, its rating's columns empty.)
+    now = ratings.shown_now((row[9], row[8], row[10]) if row[5] is not None else (0.0, 0.0, None)
+                            for row in rows)
+    shown = tuple(zip(rows, now, strict=True))
     listed, _reader = pagecache.list_stamp(_PLAYER_GAMES, None, key)
     return (shown, listed), reader
 
@@ -95,7 +89,9 @@ def _directory_stamp(reader_id: int | None) -> pagecache.Stamp | None:
     if not (directory.SEARCH.match(prefix) and directory.SEARCH.match(after)):
         return None
     rows, reader = pagecache.rows_stamp(_DIRECTORY, directory.page_parameters(prefix, after), reader_id)
-    return tuple((*row, *(_rating_words(*row[5:9]) if row[4] is not None else ())) for row in rows), reader
+    now = ratings.shown_now((row[7], row[6], row[8]) if row[4] is not None else (0.0, 0.0, None)
+                            for row in rows)
+    return tuple(zip(rows, now, strict=True)), reader
 
 
 @bp.get("/players")

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
-from pbem.game import play, watching
+from pbem.game import play, ratings, watching
 from pbem.lobby import challenges
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _renders
@@ -255,3 +255,15 @@ def test_my_games_is_kept_until_a_game_a_challenge_a_clock_or_a_vacation_it_show
     play.resign(game_id, user(bob_id), "web")
     assert 'id="finished"' in _kept(app, web_alice, "/dashboard")
     assert WebClient(app).get("/dashboard").status_code == 302
+
+
+def test_what_the_stamps_read_of_a_rating_is_what_the_pages_write(ctx: Flask) -> None:
+    """The stamps read a rating's clock words in one pass (ratings.shown_now): the very words the
+    pages write with is_provisional and deviation_now, at any time."""
+    now = utcnow()
+    rows = [Rating(deviation=d, volatility=v, last_game_at=last) for d in (40.0, 109.0, 200.0, 350.0)
+            for v in (0.03, 0.06, 0.09) for last in (None, now, now - timedelta(days=400))]
+    for later in (timedelta(0), timedelta(days=30), timedelta(days=900)):
+        at = now + later
+        assert ratings.shown_now([(r.deviation, r.volatility, r.last_game_at) for r in rows], at) == [
+            (ratings.is_provisional(r, at), round(ratings.deviation_now(r, at))) for r in rows]
