@@ -15,8 +15,10 @@ from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
 from pbem.game import play, ratings, watching
 from pbem.lobby import challenges
+from pbem.tournament import organise
 from tests.server.test_page_queries import play_moves
 from tests.server.test_player_page_cache import _renders
+from tests.server.test_tournaments import finish, make_players, open_games, tournament_of
 from tests.server.test_web_games import signed_in
 from tests.server.webclient import WebClient
 
@@ -267,3 +269,23 @@ def test_what_the_stamps_read_of_a_rating_is_what_the_pages_write(ctx: Flask) ->
         at = now + later
         assert ratings.shown_now([(r.deviation, r.volatility, r.last_game_at) for r in rows], at) == [
             (ratings.is_provisional(r, at), round(ratings.deviation_now(r, at))) for r in rows]
+
+
+def test_the_tournament_pages_follow_its_entries_and_results(app: Flask, ctx: Flask) -> None:
+    first, second, third, fourth = make_players(4)
+    visitor = WebClient(app)
+    assert "Test round_robin" not in _kept(app, visitor, "/tournaments")
+    made = tournament_of([first, second, third, fourth], "round_robin")
+    index = _kept(app, visitor, "/tournaments")
+    assert "Test round_robin" in index
+    cross = _kept(app, visitor, f"/tournaments/{made.id}/crosstable")
+    # A feed of no finished game is not kept (its time of update is the time asked).
+    assert "/games/" not in visitor.get(f"/tournaments/{made.id}.atom").get_data(as_text=True)
+    pairing = open_games(made.id)[0]
+    finish(pairing, "1")
+    assert _kept(app, visitor, f"/tournaments/{made.id}/crosstable") != cross
+    assert f"/games/{pairing.game_id}" in _kept(app, visitor, f"/tournaments/{made.id}.atom")
+    finish(open_games(made.id)[0], "½")
+    assert _kept(app, visitor, f"/tournaments/{made.id}.atom").count("<entry>") == 2
+    organise.cancel(made.id, db.session.get(User, first.id))
+    assert _kept(app, visitor, "/tournaments") != index
