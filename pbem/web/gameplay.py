@@ -12,16 +12,16 @@ from flask import Blueprint, abort, flash, jsonify, redirect, render_template, r
 from flask.typing import ResponseReturnValue
 from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
-from sqlalchemy import and_, bindparam, or_, select, union
+from sqlalchemy import and_, bindparam, exists, or_, select, union
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
 from pbem.accounts import bots, vacation
 from pbem.core.extensions import db, limiter
-from pbem.core.models import MAX_COMMENT, MAX_NOTE, Challenge, Game, Seat, User, Watch
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Challenge, Game, Rating, Seat, User, Watch
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
+from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, ratings, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -116,7 +116,32 @@ def rules(slug: str) -> str:
     return render_template("games/rules.html", engine=engine_or_404(slug))
 
 
+# What the lobby shows, for its stamp: the latest waiting public games as challenges.open_games reads
+# them, each with its seats' players and whether a challenge is pending on each seat (a waiting game's
+# seats and challenges change without its version), and its creator's rating in its game.
+_WAITING = select(Game.id).where(Game.status == "waiting", Game.public.is_(True)) \
+    .order_by(Game.created_at.desc()).limit(50).subquery()
+_LOBBY = pagecache.with_reader(
+    select(Game.id, Seat.number, Game.version, Seat.user_id,
+           exists().where(Challenge.game_id == Game.id, Challenge.seat == Seat.number,
+                          Challenge.status == "pending"),
+           Rating.rating, Rating.deviation, Rating.volatility, Rating.last_game_at)
+    .join(_WAITING, _WAITING.c.id == Game.id).join(Seat, Seat.game_id == Game.id)
+    .outerjoin(Rating, and_(Rating.user_id == Game.created_by_id, Rating.engine == Game.engine)),
+    ordered_by=2,
+)
+
+
+def _lobby_stamp(reader_id: int | None) -> pagecache.Stamp:
+    """What the lobby shows (see :data:`_LOBBY`), each creator's rating as it is written now."""
+    rows, reader = pagecache.rows_stamp(_LOBBY, {}, reader_id)
+    now = ratings.shown_now((row[6], row[7], row[8]) if row[5] is not None else (0.0, 0.0, None)
+                            for row in rows)
+    return tuple(zip(rows, now, strict=True)), reader
+
+
 @bp.get("/lobby")
+@pagecache.kept(_lobby_stamp)
 def lobby() -> str:
     """Public games with open seats anyone may take (``?bots=hide``: none with a computer player)."""
     hide_bots = request.args.get("bots") == "hide"

@@ -64,7 +64,14 @@ def index() -> str:
                            format_names=standings.FORMATS, status_words=organise.status_words)
 
 
+def _new_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's form to organise a tournament shows: nothing from the database but their row (the
+    game and its options come from the URL); None (not kept) for a visitor, who is sent to sign in."""
+    return None if reader_id is None else pagecache.static_stamp(reader_id)
+
+
 @bp.route("/tournaments/new", methods=["GET", "POST"])
+@pagecache.kept(_new_stamp)
 @login_required
 def new() -> ResponseReturnValue:
     """The organiser's form: game, options, time, format and its settings, field, start, rating range."""

@@ -289,3 +289,22 @@ def test_the_tournament_pages_follow_its_entries_and_results(app: Flask, ctx: Fl
     assert _kept(app, visitor, f"/tournaments/{made.id}.atom").count("<entry>") == 2
     organise.cancel(made.id, db.session.get(User, first.id))
     assert _kept(app, visitor, "/tournaments") != index
+
+
+def test_the_lobby_follows_its_open_seats(app: Flask, ctx: Flask, players) -> None:
+    alice, bob, carol = players
+    alice_id, bob_id, carol_id = alice.id, bob.id, carol.id
+    visitor = WebClient(app)
+    assert "/games/" not in _kept(app, visitor, "/lobby").split("<main")[-1]
+    # A game of three with two open seats: one taken leaves one, and the lobby says who sits.
+    game_id = challenges.new_game(alice, "easyslider", [alice, None, None], seed=5).id
+    page = _kept(app, visitor, "/lobby")
+    assert f"/games/{game_id}" in page and "bob" not in page.split("<main")[-1]
+    challenges.take_seat(game_id, db.session.get(User, bob_id))
+    assert "bob" in _kept(app, visitor, "/lobby").split("<main")[-1]
+    (web_carol,) = signed_in(app, db.session.get(User, carol_id))
+    assert f"/games/{game_id}" in _kept(app, web_carol, "/lobby")
+    challenges.take_seat(game_id, db.session.get(User, carol_id))
+    assert f"/games/{game_id}" not in _kept(app, visitor, "/lobby")
+    assert f"/games/{game_id}" not in _kept(app, web_carol, "/lobby")
+    assert db.session.get(User, alice_id) is not None
