@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -14,7 +15,7 @@ import games
 from pbem.accounts import accounts
 from pbem.archive import archive, feeds, records, standings
 from pbem.core.extensions import db
-from pbem.core.models import Game, Rating, Tally, User
+from pbem.core.models import Game, Rating, Tally, Tournament, User
 from pbem.core.site import absolute_url
 from pbem.game import endings, ratings, replay, results
 from pbem.present import gameview
@@ -38,10 +39,31 @@ def _page() -> tuple[archive.Page | None, archive.Filters | None, dict[str, str]
     return page, filters, {}
 
 
-# The stamp's statements of the pages without a cursor, by filters: building them costs more than
-# running them.  The filters' players are in the key by id, so a statement is never reused for another.
-_STAMP_STATEMENTS: OrderedDict[object, Any] = OrderedDict()
+# The stamp's statements of the pages without a cursor, by their filters as the request names them:
+# building one costs more than running it, and reading its players (to check them) as much again.  A
+# statement names its players by handle (folded as accounts.find_user folds it), never by id, and reads
+# whether each of them, and its tournament, still exists: it stays true whatever becomes of them.
+_STAMP_STATEMENTS: OrderedDict[object, tuple[Any, dict[str, Any]]] = OrderedDict()
 _STAMP_STATEMENTS_KEPT = 64
+
+
+def _stamp_statement(filters: archive.Filters, after: int | None,
+                     before: int | None) -> tuple[Any, dict[str, Any]]:
+    """The statement of :func:`_stamp` for valid ``filters``, and what it binds."""
+    named: list[User] = []
+    parts: list[Any] = []
+    bound: dict[str, Any] = {}
+    for i, player in enumerate(filters.players):
+        key: Any = bindparam(f"player_key_{i}")
+        bound[key.key] = accounts.handle_key(player.handle)
+        named.append(cast(User, SimpleNamespace(
+            id=select(User.id).where(User.handle_key == key).scalar_subquery(), handle=player.handle)))
+        parts.append(select(User.id.label("id"), User.id.label("version")).where(User.handle_key == key))
+    if filters.tournament is not None:
+        parts.append(select(Tournament.id, Tournament.id.label("version"))
+                     .where(Tournament.id == filters.tournament))
+    query, _limit = archive.page_query(replace(filters, players=tuple(named)), after=after, before=before)
+    return pagecache.list_statement(query.with_only_columns(Game.id, Game.version), *parts), bound
 
 
 def _stamp(reader_id: int | None) -> pagecache.Stamp | None:
@@ -49,20 +71,19 @@ def _stamp(reader_id: int | None) -> pagecache.Stamp | None:
     row, whose time zone its dates are written in (see :mod:`pbem.web.pagecache`); None (not kept) for
     filters in error."""
     after, before = _cursor("after"), _cursor("before")
-    try:
-        filters = archive.parse_filters(request.args)
-        key = (tuple(p.id for p in filters.players), tuple(sorted(filters.params().items())))
-        statement = _STAMP_STATEMENTS.get(key) if after is None and before is None else None
-        if statement is None:
-            query, _limit = archive.page_query(filters, after=after, before=before)
-            statement = pagecache.list_statement(query.with_only_columns(Game.id, Game.version))
-            if after is None and before is None:
-                _STAMP_STATEMENTS[key] = statement
-                while len(_STAMP_STATEMENTS) > _STAMP_STATEMENTS_KEPT:
-                    _STAMP_STATEMENTS.popitem(last=False)
-    except archive.ArchiveError:
-        return None
-    made_of, reader = pagecache.list_stamp(statement, reader_id)
+    key = tuple((request.args.get(name) or "").strip()[:64] for name in archive.FILTER_PARAMS)
+    cached = _STAMP_STATEMENTS.get(key) if after is None and before is None else None
+    if cached is None:
+        try:
+            cached = _stamp_statement(archive.parse_filters(request.args), after, before)
+        except archive.ArchiveError:
+            return None
+        if after is None and before is None:
+            _STAMP_STATEMENTS[key] = cached
+            while len(_STAMP_STATEMENTS) > _STAMP_STATEMENTS_KEPT:
+                _STAMP_STATEMENTS.popitem(last=False)
+    statement, bound = cached
+    made_of, reader = pagecache.list_stamp(statement, reader_id, bound)
     return (key, made_of), reader
 
 

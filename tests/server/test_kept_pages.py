@@ -308,3 +308,27 @@ def test_the_lobby_follows_its_open_seats(app: Flask, ctx: Flask, players) -> No
     assert f"/games/{game_id}" not in _kept(app, visitor, "/lobby")
     assert f"/games/{game_id}" not in _kept(app, web_carol, "/lobby")
     assert db.session.get(User, alice_id) is not None
+
+
+def test_the_archive_filtered_by_a_player_follows_the_player_by_handle(app: Flask, ctx: Flask,
+                                                                       players) -> None:
+    """The archive's stamp names a filter's players by handle: a player gone makes the filter an error
+    again, and another account taking the handle gets its own games listed."""
+    visitor = WebClient(app)
+    assert visitor.get("/archive?player=dora").status_code == 400
+    accounts.sign_up("dora", "dora@example.org", "a long password")
+    assert "No finished games" in _kept(app, visitor, "/archive?player=dora")
+    set_clock(utcnow() + timedelta(days=30))
+    try:
+        assert accounts.expire_unconfirmed() == 1
+        assert visitor.get("/archive?player=dora").status_code == 400
+    finally:
+        set_clock(None)
+    dora = accounts.create_user("dora", "dora2@example.org", verified=True)
+    db.session.commit()
+    bob_id = players[1].id
+    assert "No finished games" in _kept(app, visitor, "/archive?player=dora")
+    game_id = _active_game(dora, db.session.get(User, bob_id))
+    play.resign(game_id, db.session.get(User, bob_id), "web")
+    assert f'data-game="{game_id}"' in _kept(app, visitor, "/archive?player=dora")
+    assert f'data-game="{game_id}"' in _kept(app, visitor, "/archive?player=DORA&opponent=bob")
