@@ -582,7 +582,7 @@ def rows_stamp(statement: Select, parameters: dict[str, Any],
     return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
 
 
-def read_rows(statement: Select, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+def read_rows(statement: Select | CompoundSelect, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The rows of a stamp's statement of its own, as tuples (read as every stamp's statement is: on a
     connection of its own, or in the snapshot a page is rendered in)."""
     return _read(statement, parameters)
