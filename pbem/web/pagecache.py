@@ -37,7 +37,12 @@ What a stamp must hold, and why the stamps below hold enough:
 - the game page shows, of the seats, the players' vacations and the clocks too: its stamp reads the
   seats and their players' columns;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
-  and the game page's stamp holds those very words, in the reader's time zone;
+  and the game page's stamp holds those very words, in the reader's time zone; a page showing ratings
+  (whether each is provisional, its deviation now), vacations (until when) or the time itself holds
+  those words as the page writes them (:func:`pbem.game.ratings.shown_now`, and the views' stamps);
+- the other pages (standings, the directory, a player's page, My games, settings, the lobby, the
+  tournaments') read, in their stamps beside their views, the very rows they show, as tuples
+  (:func:`with_reader`, :func:`rows_stamp`), or a row whose version covers them (a tournament's);
 - a signed-in player's page shows, besides, what is theirs: their handle, time zone and since when
   their mail bounces (the layout's notice) from their user row (:data:`READER_COLUMNS`), and on the
   game page their own seats' conditional lines, whether they watch the game and their private note on
