@@ -189,7 +189,9 @@ def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
     kept) for a visitor, who is sent to sign in."""
     if reader_id is None:
         return None
-    rows, reader = pagecache.rows_stamp(_MY_GAMES, {}, reader_id)
+    with pagecache.reads_together():
+        rows, reader = pagecache.rows_stamp(_MY_GAMES, {}, reader_id)
+        challenge_rows = pagecache.read_rows(_MY_CHALLENGES, {"reader_id": reader_id})
     if reader is None:
         return rows, reader
     zone = reader[2] or "UTC"
@@ -201,8 +203,7 @@ def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
             words.append(clock.describe(clock.time_left(cast(Seat, seat))))
         if since is not None:
             words.append(clock.format_day(vacation.ends_at(cast(User, player)), zone))
-    challenges = pagecache.read_rows(_MY_CHALLENGES, {"reader_id": reader_id})
-    return (rows, challenges, words), reader
+    return (rows, challenge_rows, words), reader
 
 
 @bp.get("/dashboard")

@@ -80,7 +80,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from types import SimpleNamespace
@@ -474,6 +475,29 @@ _READERS_GAME = _GAME.add_columns(
 _IN_SNAPSHOT = "pbem_stamp_in_snapshot"
 
 
+# Set in ``g`` while a stamp's statements share one connection (see :func:`reads_together`).
+_SHARED = "pbem_stamp_connection"
+
+
+@contextmanager
+def reads_together() -> Iterator[None]:
+    """A stamp of several statements reads them on one connection (as :func:`_read` reads one): a
+    connection taken from the pool and, on SQLite, a transaction begun and ended once, not once a
+    statement.  Within the snapshot a page is rendered in, the session's transaction is read, as ever."""
+    if g.get(_IN_SNAPSHOT) or g.get(_SHARED) is not None:
+        yield
+        return
+    connection = db.engine.connect()
+    if is_postgresql():
+        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+    with connection:
+        setattr(g, _SHARED, connection)
+        try:
+            yield
+        finally:
+            g.pop(_SHARED, None)
+
+
 def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None = None) -> list[Any]:
     """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
     model object is made.
@@ -485,6 +509,9 @@ def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None 
     again, for a page to be rendered, in the session's transaction (see :func:`_in_snapshot`)."""
     if g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
+    shared = g.get(_SHARED)
+    if shared is not None:
+        return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
     if is_postgresql():
         with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]

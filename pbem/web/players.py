@@ -58,14 +58,15 @@ def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
     clock makes them, and the games it lists (their ids and versions, see :mod:`pbem.web.pagecache`);
     None (not kept) for no such player."""
     key = {"player_key": accounts.handle_key(handle.strip())}
-    rows, reader = pagecache.rows_stamp(_PLAYER, key, reader_id)
+    with pagecache.reads_together():
+        rows, reader = pagecache.rows_stamp(_PLAYER, key, reader_id)
+        listed, _reader = pagecache.list_stamp(_PLAYER_GAMES, None, key)
     if not rows:
         return None
     # (A player without ratings has one row, its rating's columns empty.)
     now = ratings.shown_now((row[9], row[8], row[10]) if row[5] is not None else (0.0, 0.0, None)
                             for row in rows)
     shown = tuple(zip(rows, now, strict=True))
-    listed, _reader = pagecache.list_stamp(_PLAYER_GAMES, None, key)
     return (shown, listed), reader
 
 
