@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
-from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
+from sqlalchemy.orm import make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -153,14 +153,16 @@ def _write_back(uow: UnitOfWork, game: Game) -> None:
     page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
     is left to the session, and so is everything else the transaction added or changed.
 
-    The session is told by SQLAlchemy's public steps for an object that stands for a row as it is stored
-    (as :func:`_record` attaches a record entry): taken out of the session (``make_transient``), given
-    back its identity with its history reset (``make_transient_to_detached``), and added again, the
-    seats with their game.  Telling it value by value (``set_committed_value``) would leave the objects
-    marked changed, and the flush would sort them out again: a third more work a move (bench/movepath.py).
+    The session is told as its own flush tells it after an UPDATE (``InstanceState._commit_all``: the
+    values as they are now are the stored ones, and the object is no longer among the changed).  The
+    public steps for the same (taking each object out of the session and adding it back as the row it
+    now is) cost a twentieth of a move (bench/movepath.py); value by value (``set_committed_value``)
+    would leave the objects marked changed, for the flush to sort out again.  Were the objects still
+    taken for changed, the commit's flush would write the game again under the version already raised,
+    and fail (StaleDataError): every move's test would.
     """
     game_state = inspect(game)
-    saved: list[Game | Seat] = []
+    identity_map = uow.session.identity_map
     changed = game_state.committed_state
     if (changed and changed.keys() <= _GAME_COLUMNS.keys() and "version" in game_state.dict
             and not game_state.expired_attributes):
@@ -171,7 +173,7 @@ def _write_back(uow: UnitOfWork, game: Game) -> None:
         # (Inside the sweep's batches the UPDATEs are sent, and their rows checked, with the batch's others.)
         uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
-        saved.append(game)
+        game_state._commit_all(game_state.dict, identity_map)
     for seat in game.seats:
         seat_state = inspect(seat)
         changed = seat_state.committed_state
@@ -179,12 +181,7 @@ def _write_back(uow: UnitOfWork, game: Game) -> None:
             continue
         values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
         uow.write(_UPDATE_SEAT, {**values, "seat_id": seat.id})
-        saved.append(seat)
-    for written in saved:
-        make_transient(written)  # (Out of the session, this object alone: no cascade.)
-        make_transient_to_detached(written)
-    if saved:
-        uow.session.add(game)  # With its seats.
+        seat_state._commit_all(seat_state.dict, identity_map)
 
 
 # The statements of :func:`_read_locked`, built once: building them per move cost a tenth of a move.
