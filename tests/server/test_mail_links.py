@@ -7,6 +7,7 @@ import re
 
 from flask import Flask
 from flask.testing import FlaskClient
+from itsdangerous import URLSafeSerializer
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User
@@ -188,3 +189,22 @@ def notify_url(game: Game) -> str:
     from pbem.mailout import notify
 
     return notify.game_url(game)
+
+
+def test_a_link_is_signed_as_itsdangerous_signs_it(ctx: Flask, players) -> None:
+    """Move links are written without itsdangerous's per-call set-up (tokens.move_link_token), byte for
+    byte as its serializer writes them: links already mailed read as before, and every link it reads back
+    (tokens.load_move_link) says what was signed; a claim of another secret is refused."""
+    alice, _bob, _ = players
+    serializer = URLSafeSerializer(ctx.config["SECRET_KEY"], salt="move-link")
+    claims = [(1, 0, None, 1), (12345678, 7, "c3", 42), (5, 1, "a1-b2", 3), (9, 0, "é5" * 3, 2),
+              (3, 1, "x" * 150, 8)]  # (The last one compresses: itsdangerous writes it.)
+    for game_id, seat, move, number in claims:
+        token = tokens.move_link_token(game_id, seat, alice, number, move)
+        data = {"g": game_id, "s": seat, "u": alice.id, "n": number, "t": alice.token_secret[:8]}
+        if move is not None:
+            data["m"] = move
+        assert token == serializer.dumps(data)
+        assert tokens.load_move_link(token) == data
+    forged = URLSafeSerializer("another-secret", salt="move-link").dumps({"g": 1, "s": 0, "u": alice.id})
+    assert tokens.load_move_link(forged) is None
