@@ -45,7 +45,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite, is_postgresql
+from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite
 from pbem.core.extensions import db
 
 # The unit of work open in this thread (or task), if any: the one a nested unit_of_work() joins.
@@ -62,7 +62,6 @@ class UnitOfWork:
         self._reads: dict[str, dict[Any, Any]] = {}
         self._batch: dict[tuple[Any, ...], _Pending] | None = None  # Kept writes, inside batched().
         self._hooks: list[Callable[[], None]] = []
-        self._ending_reads = False  # Inside _end_reads: a commit of reads, not of this unit of work.
 
     # The transaction ---------------------------------------------------------------------------------
 
@@ -73,34 +72,9 @@ class UnitOfWork:
         session = self.session
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
-        if session.in_transaction() and is_postgresql():
-            self._end_reads()
-        else:
-            session.rollback()
+        session.rollback()
         session.connection(execution_options={BEGIN_IMMEDIATE: True})
         self.in_transaction = True
-
-    def _end_reads(self) -> None:
-        """End the session's read transaction (the caller's reads before this unit of work's transaction)
-        with a COMMIT rather than a ROLLBACK, which for a transaction that wrote nothing is the same.
-
-        On PostgreSQL a ROLLBACK makes psycopg forget (and deallocate) every statement it had prepared
-        on the connection, so that each statement of the move path was parsed and planned afresh on
-        every move: 1.6 of the server's 2.6 ms of CPU a move (bench/movepath.py).  A transaction the
-        session holds here wrote nothing: every write happens in a unit of work's own transaction
-        (``test_every_write_takes_the_lock_first``), and unsaved changes were refused above.  The commit
-        runs none of this unit of work's hooks (it commits nothing of it), and objects loaded in the
-        read transaction are expired as a rollback would, so they are read again under the lock."""
-        session = self.session
-        self._ending_reads = True
-        try:
-            session.commit()
-        except Exception:
-            session.rollback()  # (An aborted read transaction: the server rolls it back either way.)
-        finally:
-            self._ending_reads = False
-        if not session.expire_on_commit:
-            session.expire_all()
 
     def commit(self) -> None:
         """Commit the transaction: the kept writes are sent and the hooks run first."""
@@ -188,8 +162,6 @@ class UnitOfWork:
             self.send_batch()
 
     def _before_commit(self) -> None:
-        if self._ending_reads:
-            return
         self.send_batch()
         for hook in list(self._hooks):
             hook()
