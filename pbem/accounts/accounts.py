@@ -215,8 +215,8 @@ def _tell_owner_of_sign_up(owner: User) -> None:
         owner,
         outbox.subject("Someone tried to sign up with your address"),
         compose("mail/signup_taken.txt", user=owner, reset_url=_reset_url(owner),
-                        hours=RESET_LINK_SECONDS // 3600, login_url=absolute_url("/login"),
-                        when=clock.format_time(utcnow(), owner.time_zone)),
+                hours=RESET_LINK_SECONDS // 3600, login_url=absolute_url("/login"),
+                when=clock.format_time(utcnow(), owner.time_zone)),
         kind="signup-taken",
     )
 
@@ -233,7 +233,7 @@ def _mail_confirmation(to: User | str, user: User, token: str) -> None:
         to,
         outbox.subject("Confirm your address"),
         compose("mail/verify.txt", user=user, url=absolute_url(f"/verify/{token}"),
-                        days=VERIFY_LINK_SECONDS // 86400),
+                days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
     )
 
@@ -395,7 +395,7 @@ def request_reset(login: str) -> None:
             user,
             outbox.subject("Reset your password"),
             compose("mail/reset.txt", user=user, url=_reset_url(user),
-                            hours=RESET_LINK_SECONDS // 3600),
+                    hours=RESET_LINK_SECONDS // 3600),
             kind="reset",
         )
         uow.commit()
@@ -448,8 +448,8 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
         user,
         outbox.subject("Your password was changed"),
         compose("mail/password_changed.txt", user=user, reset_url=absolute_url("/reset"),
-                        when=clock.format_time(utcnow(), user.time_zone),
-                        cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
+                when=clock.format_time(utcnow(), user.time_zone),
+                cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
         kind="password-changed",
     )
 
@@ -542,7 +542,7 @@ def mail_new_key(user: User, occasion: str) -> str:
         user,
         outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
         compose("mail/mail_key.txt", user=user, key=key, occasion=occasion,
-                        settings_url=absolute_url("/settings")),
+                settings_url=absolute_url("/settings")),
         kind="mail-key",
     )
     return key
@@ -611,7 +611,7 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
             new_email,
             outbox.subject("Confirm your new address"),
             compose("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
-                            url=absolute_url(f"/settings/email/{token}")),
+                    url=absolute_url(f"/settings/email/{token}")),
             kind="email-change",
         )
         outbox.enqueue(
@@ -672,7 +672,7 @@ def confirm_email_change(token: str) -> tuple[User, int]:
             old_email,
             outbox.subject("Your address was changed"),
             compose("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
-                            when=clock.format_time(utcnow(), user.time_zone)),
+                    when=clock.format_time(utcnow(), user.time_zone)),
             kind="email-changed",
         )
         uow.commit()
