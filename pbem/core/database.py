@@ -68,10 +68,8 @@ def _install_postgresql_hooks(engine: Engine) -> None:
     on every move, 1.6 of the database server's 2.6 ms of CPU a move (bench/movepath.py).  A
     transaction that sent anything else (a write, a savepoint, a ``WITH``), or that failed, is rolled
     back as asked."""
-    from psycopg.pq import TransactionStatus  # (Only where the database is PostgreSQL.)
-
     dialect = engine.dialect
-    wrote: WeakSet[Any] = WeakSet()  # The driver connections whose transaction sent more than SELECTs.
+    wrote = _WROTE
     rollback, commit = dialect.do_rollback, dialect.do_commit
 
     @event.listens_for(engine, "before_cursor_execute")
@@ -83,7 +81,7 @@ def _install_postgresql_hooks(engine: Engine) -> None:
     def do_rollback(dbapi_connection: Any) -> None:
         # (SQLAlchemy hands over its pool's proxy of the driver's connection.)
         driver = getattr(dbapi_connection, "dbapi_connection", dbapi_connection)
-        if driver in wrote or driver.info.transaction_status != TransactionStatus.INTRANS:
+        if driver in wrote or not _in_transaction(driver):
             wrote.discard(driver)
             rollback(dbapi_connection)
         else:
@@ -96,6 +94,31 @@ def _install_postgresql_hooks(engine: Engine) -> None:
     # (On this engine's dialect alone, which the engine and its pool both end transactions through.)
     dialect.do_rollback = do_rollback  # type: ignore[method-assign]
     dialect.do_commit = do_commit  # type: ignore[method-assign]
+
+
+# The PostgreSQL driver connections whose transaction sent more than SELECTs (see _install_postgresql_hooks).
+_WROTE: WeakSet[Any] = WeakSet()
+
+
+def _in_transaction(driver: Any) -> bool:
+    """Whether a psycopg connection is inside a transaction that has not failed."""
+    from psycopg.pq import TransactionStatus  # (Only where the database is PostgreSQL.)
+
+    return bool(driver.info.transaction_status == TransactionStatus.INTRANS)
+
+
+def only_read(connection: Connection) -> bool:
+    """Whether ``connection`` (PostgreSQL) is inside a READ COMMITTED transaction that has sent nothing
+    but SELECTs and has not failed: one that a write transaction may carry on instead of ending it and
+    beginning another, since each of its statements sees what was committed before the statement (see
+    :meth:`pbem.core.unit_of_work.UnitOfWork.begin`)."""
+    from psycopg import IsolationLevel
+
+    driver = connection.connection.dbapi_connection
+    level = getattr(driver, "isolation_level", None)
+    read_committed = (connection.dialect.default_isolation_level == "READ COMMITTED" if level is None
+                      else level == IsolationLevel.READ_COMMITTED)
+    return read_committed and driver not in _WROTE and _in_transaction(driver)
 
 
 def is_postgresql() -> bool:
