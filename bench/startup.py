@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scratch import arguments, free_port, routes
+from bench.scratch import arguments, each_database, free_port, routes
 from bench.web import BARE_APP, SECRET, USER_AGENT, fill, route_ids, sign_in
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,32 @@ GUNICORN_CONFIG = '''
 import os, pathlib
 def post_worker_init(worker):
     pathlib.Path(os.environ["BENCH_STARTED"], str(worker.pid)).touch()
+'''
+
+# The floor of the libraries we build on: Flask, SQLAlchemy and the same Flask extensions, bound to the
+# database, answering each request with one query and the bytes of our front page.
+LIBRARIES_APP = '''
+import os, pathlib
+import marshmallow
+from flask import Flask
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_login import LoginManager
+from flask_mail import Mail
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf import CSRFProtect
+from sqlalchemy import text
+app = Flask(__name__)
+app.config.update(SQLALCHEMY_DATABASE_URI=os.environ["PBEM_DATABASE_URL"], SECRET_KEY="floor",
+                  RATELIMIT_STORAGE_URI="memory://")
+db = SQLAlchemy(app)
+LoginManager(app), Mail(app), CSRFProtect(app), Limiter(get_remote_address, app=app)
+BODY = pathlib.Path(os.environ["BENCH_BODY"]).read_bytes()
+@app.get("/<path:anything>")
+@app.get("/")
+def page(anything=""):
+    db.session.execute(text("SELECT 1"))
+    return BODY, 200, {"Content-Type": os.environ["BENCH_TYPE"]}
 '''
 
 BARE_RUN = '''
@@ -132,16 +158,17 @@ class Gunicorn:
         self.process.wait(20)
 
 
-def worker_memory(tmp: Path) -> None:
-    """Print a worker's memory, ours and the floor's, after start and after every read route."""
-    url = f"sqlite:///{tmp}/bench.db"
+def worker_memory(url: str, label: str, tmp: Path) -> None:
+    """Print a worker's memory on the database at ``url``, ours and the floors', after start and after
+    every read route."""
     active, handle = fill(url, str(tmp), finished=12, in_play=6)
     ids = route_ids(url, str(tmp), active, handle)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PBEM_SERVER_SECRET_KEY=SECRET, PBEM_SERVER_INSTANCE_PATH=str(tmp),
                PBEM_DATABASE_URL=url, PBEM_CONFIG=str(ROOT / "config" / "default.toml"),
                PYTHONPATH=str(ROOT), PBEM_RATELIMIT_ENABLED="false")
-    ours = Gunicorn("pbem.wsgi:app", env, tmp, "ours")
+    figures = {}
+    ours = Gunicorn("pbem.wsgi:app", env, tmp, f"{label}-ours")
     try:
         pids = ours.workers()
         at_start = largest(pids)
@@ -151,31 +178,34 @@ def worker_memory(tmp: Path) -> None:
         paths = [(route.format(**ids), headers[reader]) for reader, route in routes()]
         for path, header in paths:
             ours.served_by_each(path, header, pids)
-        served = largest(pids)
+        figures["ours"] = at_start, largest(pids)
         with urllib.request.urlopen(f"http://127.0.0.1:{ours.port}/", timeout=10) as answer:
             (tmp / "body").write_bytes(answer.read())
     finally:
         ours.stop()
     (tmp / "bare.py").write_text(BARE_APP)
-    bare = Gunicorn("bare:app", dict(env, BENCH_BODY=str(tmp / "body"), BENCH_TYPE="text/html",
-                                     PYTHONPATH=str(tmp)), tmp, "bare")
-    try:
-        bare_pids = bare.workers()
-        bare_start = largest(bare_pids)
-        for path, _header in paths:
-            bare.served_by_each(path.split("?")[0], None, bare_pids)
-        bare_served = largest(bare_pids)
-    finally:
-        bare.stop()
-    print(f"\nA gunicorn worker (2 sync workers), MB: the larger worker's RSS / PSS / USS; "
-          f"{len(paths)} routes")
-    print(f"{'':<34} {'ours':>20} {'bare Flask':>20} {'RSS ratio':>10}")
-    for label, mine, floor in (("after start", at_start, bare_start),
-                               ("after every route, on each worker", served, bare_served)):
-        print(f"{label:<34} {mine[0]:6.1f} /{mine[1]:5.1f} /{mine[2]:5.1f} "
-              f"{floor[0]:6.1f} /{floor[1]:5.1f} /{floor[2]:5.1f} {mine[0] / floor[0]:9.2f}x")
-    verdict = "ok" if at_start[0] <= 60 else "MISSES"
-    print(f"target: RSS at most 60 MB after start: {at_start[0]:.1f} MB, {verdict}")
+    (tmp / "libraries.py").write_text(LIBRARIES_APP)
+    for name in ("bare", "libraries"):
+        floor = Gunicorn(f"{name}:app", dict(env, BENCH_BODY=str(tmp / "body"), BENCH_TYPE="text/html",
+                                             PYTHONPATH=str(tmp)), tmp, f"{label}-{name}")
+        try:
+            pids = floor.workers()
+            at_start = largest(pids)
+            for path in sorted({path.split("?")[0] for path, _header in paths}):
+                floor.served_by_each(path, None, pids)
+            figures[name] = at_start, largest(pids)
+        finally:
+            floor.stop()
+    print(f"\n{label}: a gunicorn worker (2 sync workers), MB: the larger worker's RSS / PSS / USS; "
+          f"{len(paths)} routes", flush=True)
+    print(f"{'':<34} {'ours':>20} {'bare Flask':>20} {'RSS ratio':>10} {'Flask, SQLAlchemy':>20}")
+    for i, moment in enumerate(("after start", "after every route, on each worker")):
+        mine, bare, libraries = (figures[name][i] for name in ("ours", "bare", "libraries"))
+        print(f"{moment:<34} {mine[0]:6.1f} /{mine[1]:5.1f} /{mine[2]:5.1f} "
+              f"{bare[0]:6.1f} /{bare[1]:5.1f} /{bare[2]:5.1f} {mine[0] / bare[0]:9.2f}x "
+              f"{libraries[0]:6.1f} /{libraries[1]:5.1f} /{libraries[2]:5.1f}")
+    rss = figures["ours"][0][0]
+    print(f"target: RSS at most 60 MB after start: {rss:.1f} MB, {'ok' if rss <= 60 else 'MISSES'}")
 
 
 def children_cpu() -> float:
@@ -273,10 +303,12 @@ def main() -> None:
     parser.add_argument("--only", choices=("memory", "start"), help="one of the two figures")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.only != "start":
-            worker_memory(Path(tmp))
-        if args.only != "memory":
+    if args.only != "start":
+        for url, label in each_database(args.pg):
+            with tempfile.TemporaryDirectory() as tmp:
+                worker_memory(url, label, Path(tmp))
+    if args.only != "memory":
+        with tempfile.TemporaryDirectory() as tmp:
             start_time(Path(tmp), args.starts)
     print(f"load average after {os.getloadavg()[0]:.1f}")
 

@@ -692,18 +692,20 @@ def sink_path(app: Flask) -> Path:
 def _start_bots(settings: dict, server: str) -> threading.Event:
     """The bots of the tokens file, playing on ``server`` in a thread of their own (as `pbem bots` does
     in its process); the event that stops them.  Without tokens nothing starts."""
-    from pbem.bots import runner
-
     stop = threading.Event()
     path = _tokens_file(settings)
-    tokens = runner.read_tokens(path)
-    if tokens:
-        thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
-            server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
-        thread.start()
-        click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
-    else:
-        click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
+    if path.exists():
+        # Imported only when there may be bots to run: the runner loads the computer players' search.
+        from pbem.bots import runner
+
+        tokens = runner.read_tokens(path)
+        if tokens:
+            thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
+                server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
+            thread.start()
+            click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
+            return stop
+    click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
     return stop
 
 

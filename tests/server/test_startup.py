@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 # What a web worker never runs, each a megabyte or more of its memory, or a part of another process.
 NOT_IN_A_WEB_WORKER = (
     "aiosmtpd", "apscheduler", "pbem.mailin.smtpd", "pbem.schedule.scheduler", "pbem.bots",
-    "games.players", "alembic", "flask_migrate", "networkx", "feedgen", "prometheus_client",
+    "games.players", "alembic", "flask_migrate", "networkx", "feedgen", "prometheus_client", "apispec",
 )
 
 
