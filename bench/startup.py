@@ -1,23 +1,26 @@
 """A web worker's memory and `make run`'s start, each beside a bare Flask app's.
 
-Run: ``.venv/bin/python bench/startup.py`` (SQLite only: neither figure depends on the database).
+Run: ``.venv/bin/python bench/startup.py`` (SQLite; add ``--pg ADMIN_URL``, or set
+``PBEM_TEST_DATABASE_URL``, for the memory on PostgreSQL too).
 
 Memory: a small database is filled through the move path (as ``bench/web.py`` fills its own, with fewer
-games); the server runs under gunicorn with 2 sync workers, as docs/DEPLOY.md runs it, and beside it a
-bare Flask app (one route returning the front page's bytes) under the same settings.  Each worker's
-memory is read from ``/proc`` once it has started (gunicorn's ``post_worker_init``), then again once
-both workers have served every read route of ``bench/scale.py`` (for a visitor, a signed-in player and
-an API client).  Printed per server: RSS (what ``ps`` shows, the target's figure: at most 60 MB), PSS
-and USS (the pages a worker shares with the other and with the arbiter count in its RSS, in its PSS
-split between them, in its USS not at all), the largest of the two workers.
+games); the server runs under gunicorn with 2 sync workers, as docs/DEPLOY.md runs it, and then, under
+the same settings, two floors answering every path with the front page's bytes: a bare Flask app, and
+Flask with SQLAlchemy and the Flask extensions we use, bound to the same database (one query a request:
+what our libraries alone take).  Each worker's memory is read from ``/proc`` once it has started
+(gunicorn's ``post_worker_init``), then again once both workers have served every read route of
+``bench/scale.py`` (for a visitor, a signed-in player and an API client).  Printed per server: RSS (what
+``ps`` shows, the target's figure: at most 60 MB), PSS and USS (the pages a worker shares with the other
+and with the arbiter count in its RSS, in its PSS split between them, in its USS not at all), each the
+largest of the two workers.
 
 Start: ``make run`` on a fresh instance directory and free ports, timed from the command to the first
 200 on its web port, then stopped; the first start makes the database (reported apart), the next
 ``--starts`` find it at its head, as a developer's daily ``make run`` does (the target: within 1 s on
 a warm venv).  The floor: a bare Flask app started by ``python -c`` on Werkzeug's server, as ``pbem run``
 serves, timed the same way, interleaved start by start.  Printed: min and median of ours, of the floor,
-and their ratio.  CPU figures are the process's user+system time from ``/proc``; wall time is also
-printed, being what the target names (and what a loaded machine stretches).
+and their ratio, in wall time (what the target names, and what a loaded machine stretches) and in CPU
+(user and system time of every process of the run, its stop included).
 
 Figures are in docs/PERFORMANCE.md ("Start-up and memory").
 """
