@@ -63,11 +63,11 @@ def _install_postgresql_hooks(engine: Engine) -> None:
 
     For a transaction that wrote nothing the two are the same, but a ROLLBACK makes psycopg forget, and
     deallocate, every statement it had prepared on the connection (psycopg prepares a statement sent five
-    times).  Every unit of work begins by ending the reads before it, and every request ends its own, so
+    times).  Every request ends its reads, and a unit of work began by ending the reads before it, so
     with rollbacks no statement of the move path ever stayed prepared: each was parsed and planned afresh
-    on every move, 1.6 of the database server's 2.6 ms of CPU a move (bench/movepath.py).  A
-    transaction that sent anything else (a write, a savepoint, a ``WITH``), or that failed, is rolled
-    back as asked."""
+    on every move, about half of the database server's CPU a move (bench/movepath.py).  A transaction
+    that sent anything else (a write, a savepoint, a ``WITH``; every statement goes through the engine,
+    none to the driver by hand), or that failed, is rolled back as asked."""
     dialect = engine.dialect
     wrote = _WROTE
     rollback, commit = dialect.do_rollback, dialect.do_commit
