@@ -43,6 +43,7 @@ from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, User
 from pbem.game import play
+from pbem.mailin import receive
 from pbem.mailout import outbox, tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,7 +140,7 @@ class Bench:
         return found
 
     def send(self, sender: str, to: str, move: str) -> str:
-        """Send one reply; returns its Message-ID."""
+        """Send one reply; returns the key it is stored under."""
         message = EmailMessage()
         message_id = f"<{uuid.uuid4().hex}@example.org>"
         message["From"], message["To"], message["Subject"] = sender, to, "Re: your move"
@@ -147,7 +148,7 @@ class Bench:
         message.set_content(f"{move}\n\n> the board as mailed\n")
         with smtplib.SMTP("127.0.0.1", self.smtp_port) as smtp:
             smtp.send_message(message)
-        return message_id
+        return receive.message_key(bytes(message))  # The row's key: the Message-ID with its sender.
 
     def wait_processed(self, engine: sa.Engine, message_id: str, seconds: float = 60.0) -> float:
         """Return once the message is marked done: the time (``time.time()``) its outcome was recorded.

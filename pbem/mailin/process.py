@@ -577,7 +577,8 @@ def _reply(mail: parse.Incoming, token_text: str, address: str, keys: KeysFound)
     reply_to = tokens.reply_address(game.id, token.seat, user)
     # The player's own words; the 'if' lines (conditional moves) come out first, so that none can reach a
     # comment; then the move as a person reads it.
-    ifs, words = reading.take_conditionals(quotes.own_words(mail.text, answered.texts(mail, user, game)))
+    ifs, words = reading.take_conditionals(quotes.own_words(
+        mail.text, lambda: answered.texts(mail, user, game)))
     said = reading.read_reply(words, reading.Position.in_game(game, token.seat))
     line, comment = said.command, keys.blank(said.comment)
     try:
@@ -602,7 +603,7 @@ def _former_address(user: User, address: str) -> bool:
 def _subject_command(mail: parse.Incoming, keys: KeysFound) -> Handling:
     """A pbmserv-style command in the subject, or else on the body's first line."""
     line = mail.subject
-    ifs, words = reading.take_conditionals(quotes.own_words(mail.text, answered.texts(mail)))
+    ifs, words = reading.take_conditionals(quotes.own_words(mail.text, lambda: answered.texts(mail)))
     body_line, comment = reading.first_line_and_rest(words)
     if looks_like_command(line):
         # The body under a command in the subject is the comment, read as a reply's is (without quotes
