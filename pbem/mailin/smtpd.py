@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from aiosmtpd.controller import Controller
@@ -62,7 +63,7 @@ class StoreHandler:
 
     def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
         """Store the message (or find it stored before); its row's id."""
-        with self.app.app_context():
+        with self.app.app_context(), self.runner.writing if self.runner is not None else nullcontext():
             try:
                 return receive.store_message(raw, mail_from, rcpt_tos)[0]
             finally:
