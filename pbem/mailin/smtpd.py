@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from aiosmtpd.controller import Controller
@@ -63,9 +62,10 @@ class StoreHandler:
 
     def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
         """Store the message (or find it stored before); its row's id."""
-        with self.app.app_context(), self.runner.writing if self.runner is not None else nullcontext():
+        with self.app.app_context():
             try:
-                return receive.store_message(raw, mail_from, rcpt_tos)[0]
+                return receive.store_message(
+                    raw, mail_from, rcpt_tos, self.runner.writing if self.runner is not None else None)[0]
             finally:
                 db.session.remove()
 
