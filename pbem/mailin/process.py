@@ -58,6 +58,7 @@ from pbem.mailin.commands import (
     run_subject,
 )
 from pbem.mailout import bouncing, digest, notify, outbox, tokens
+from pbem.mailout.compose import compose
 
 log = logging.getLogger(__name__)
 
@@ -724,7 +725,6 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         kept = answer.state if isinstance(answer, Answer) else None
         state = kept if kept is not None else engine.load(game.state)
         context["position"] = notify.position(game, engine, state, seat)
-    text = notify.render_mail("mail/answer.txt", **context)
     subject = _answer_subject(mail, outcome.keys)
     headers = {}
     if mail.message_id:
@@ -733,9 +733,8 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
     outbox.enqueue(
         to_user if to_user is not None else mail.from_addr,
         subject,
-        text,
+        compose("mail/answer.txt", html=True, **context),
         kind="answer" if ok else "answer-error",
-        body_html=notify.html_part("mail/answer.txt", text, **context),
         game=game,
         reply_to=outcome.reply_to,
         headers=headers,
