@@ -24,8 +24,7 @@ INSTANCE ?=
 RUN_ENV := $(if $(INSTANCE),PBEM_SERVER_INSTANCE_PATH=$(INSTANCE))
 
 run: $(STAMP)
-	$(RUN_ENV) $(BIN)/pbem db upgrade
-	$(RUN_ENV) $(BIN)/pbem run $(if $(PORT),--port $(PORT)) $(if $(MAIL_PORT),--mail-port $(MAIL_PORT))
+	$(RUN_ENV) $(BIN)/pbem run --upgrade $(if $(PORT),--port $(PORT)) $(if $(MAIL_PORT),--mail-port $(MAIL_PORT))
 
 # The suite runs on every core (pytest-xdist): most of its time is one process's CPU.
 test: $(STAMP)
@@ -48,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/mail.py
 	$(BIN)/python bench/pagecpu.py
 	$(BIN)/python bench/tournament.py
+	$(BIN)/python bench/startup.py
 	command -v wrk >/dev/null || { echo 'bench/web.py needs wrk: apt-get install wrk'; exit 1; }
 	$(BIN)/python bench/web.py
 

@@ -74,9 +74,10 @@ PASSWORD = "bench web password"
 USER_AGENT = "bench-web/1"
 
 
-def fill(url: str, tmp: str) -> tuple[int, str]:
-    """Players and games of every kind, played through the move path; returns an active game's id and
-    the handle of its player to move (who can sign in with :data:`PASSWORD`)."""
+def fill(url: str, tmp: str, finished: int = FINISHED, in_play: int = ACTIVE) -> tuple[int, str]:
+    """Players and games of every kind (``finished`` and ``in_play`` of them), played through the move
+    path; returns an active game's id and the handle of its player to move (who can sign in with
+    :data:`PASSWORD`)."""
     app = create_app({"server": {"secret_key": SECRET, "instance_path": tmp}, "database": {"url": url}})
     rng = random.Random(5)
     with app.app_context():
@@ -86,13 +87,13 @@ def fill(url: str, tmp: str) -> tuple[int, str]:
         db.session.add_all(users)
         db.session.commit()
         ids = []
-        for n in range(FINISHED + ACTIVE):
+        for n in range(finished + in_play):
             slug = ("cambio", "truchet", "carreaux")[n % 3]
             a, b = rng.sample(users, 2)
             game = play.create_game(slug, [a, b], {}, created_by=a, seed=n)
             db.session.commit()
             ids.append(game.id)
-            moves = 40 if n < FINISHED else rng.randrange(4, 16)
+            moves = 40 if n < finished else rng.randrange(4, 16)
             for _ in range(moves):
                 game = db.session.get(Game, game.id)
                 if game.status != "active":
@@ -104,7 +105,7 @@ def fill(url: str, tmp: str) -> tuple[int, str]:
                 move = rng.choice(engine.moves(state, seat))
                 db.session.rollback()
                 play.submit(game.id, user, move, "web")
-            if n < FINISHED and db.session.get(Game, game.id).status == "active":
+            if n < finished and db.session.get(Game, game.id).status == "active":
                 play.resign(game.id, a, "web")
         db.session.execute(sa.text("DELETE FROM outbox_mail"))
         db.session.commit()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -50,6 +51,9 @@ def _logging(verbose: bool = False) -> None:
     # APScheduler logs every run of every job at INFO (the outbox every few seconds); our jobs log what
     # they did, and APScheduler still logs a job that fails or is missed.
     logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
+    # Alembic (`pbem run --upgrade` on a database behind) logs each of its plugins at INFO; the migrations
+    # it runs are what matters.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 @click.group()
@@ -68,12 +72,48 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Create or upgrade the database schema to the latest migration."""
+    _upgrade(_app())
+    click.echo("The database is up to date.")
+
+
+def _upgrade(app: Flask) -> None:
+    """Bring the database's schema to the latest migration."""
     import flask_migrate
 
-    app = _app()
     with app.app_context():
         flask_migrate.upgrade()
-    click.echo("The database is up to date.")
+
+
+# A migration file's own revision and the one it follows (several for a merge), as Alembic writes them.
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=(.*)$", re.MULTILINE)
+
+
+def schema_at_head(app: Flask) -> bool:
+    """Whether the database's schema is at the latest migration, told without loading Alembic (a seventh
+    of a start): one read of ``alembic_version`` beside the revisions the migration files name.  What it
+    cannot read (no such table, a file it does not understand) says no, and the upgrade runs."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from pbem import PROJECT_ROOT
+    from pbem.core.extensions import db as database
+
+    revisions: set[str] = set()
+    followed: set[str] = set()
+    for path in (PROJECT_ROOT / "migrations" / "versions").glob("*.py"):
+        named = {name: re.findall(r"""['"]([^'"]+)['"]""", value)
+                 for name, value in _REVISION_LINE.findall(path.read_text())}
+        if len(named.get("revision", ())) != 1 or "down_revision" not in named:
+            return False
+        revisions.update(named["revision"])
+        followed.update(named["down_revision"])
+    with app.app_context():
+        try:
+            with database.engine.connect() as connection:
+                stamped = set(connection.scalars(text("SELECT version_num FROM alembic_version")))
+        except SQLAlchemyError:
+            return False
+    return bool(stamped) and stamped == revisions - followed
 
 
 # Accounts ---------------------------------------------------------------------------
@@ -589,7 +629,9 @@ def _listen(controller: Any, what: str) -> None:
 @click.option("--port", default=5000, show_default=True, type=int, help="The web server's port.")
 @click.option("--mail-port", type=int,
               help="The mail listener's port (default: smtpd.port); the dev mailbox takes the next one.")
-def run(host: str, port: int, mail_port: int | None) -> None:
+@click.option("--upgrade", is_flag=True,
+              help="Create or upgrade the database schema first, as `pbem db upgrade` does (`make run`).")
+def run(host: str, port: int, mail_port: int | None, upgrade: bool) -> None:
     """Everything on one machine: web, mail listener, scheduler and the dev mailbox, in one process."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -599,6 +641,18 @@ def run(host: str, port: int, mail_port: int | None) -> None:
 
     _logging()
     app = _app(_run_overrides(host, port, mail_port))
+    if upgrade:
+        # In this process, and only when the schema is behind: a process of its own for it took most of
+        # `make run`'s start.
+        if not schema_at_head(app):
+            # Alembic's env.py sets the root logger up its own way (warnings only, its format): the
+            # server's log goes on as configured above.
+            root = logging.getLogger()
+            handlers, level = list(root.handlers), root.level
+            _upgrade(app)
+            root.handlers[:] = handlers
+            root.setLevel(level)
+        click.echo("The database is up to date.")
     settings = app.config["PBEM"]
     started = []
     if settings["mailbox"]["enabled"]:
@@ -638,18 +692,20 @@ def sink_path(app: Flask) -> Path:
 def _start_bots(settings: dict, server: str) -> threading.Event:
     """The bots of the tokens file, playing on ``server`` in a thread of their own (as `pbem bots` does
     in its process); the event that stops them.  Without tokens nothing starts."""
-    from pbem.bots import runner
-
     stop = threading.Event()
     path = _tokens_file(settings)
-    tokens = runner.read_tokens(path)
-    if tokens:
-        thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
-            server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
-        thread.start()
-        click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
-    else:
-        click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
+    if path.exists():
+        # Imported only when there may be bots to run: the runner loads the computer players' search.
+        from pbem.bots import runner
+
+        tokens = runner.read_tokens(path)
+        if tokens:
+            thread = threading.Thread(target=runner.run, name="pbem bots", daemon=True, args=(
+                server, tokens, settings["bots"]["poll_seconds"], settings["bots"]["max_games"], stop))
+            thread.start()
+            click.echo(f"Bots: {len(tokens)} playing through the API ({path})")
+            return stop
+    click.echo(f"Bots: none (`pbem bot add NAME --game SLUG --tokens-file {path}` makes one)")
     return stop
 
 

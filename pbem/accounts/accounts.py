@@ -13,7 +13,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from flask import current_app, render_template
+from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import delete, exists, func, or_, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -37,6 +37,7 @@ from pbem.core.site import absolute_url
 from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import clock
 from pbem.mailout import outbox, sendagain, tokens
+from pbem.mailout.compose import compose
 
 HANDLE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,31}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@localhost$|^[^@\s]+@[^@\s]+\.localhost$")
@@ -213,9 +214,9 @@ def _tell_owner_of_sign_up(owner: User) -> None:
     outbox.enqueue(
         owner,
         outbox.subject("Someone tried to sign up with your address"),
-        render_template("mail/signup_taken.txt", user=owner, reset_url=_reset_url(owner),
-                        hours=RESET_LINK_SECONDS // 3600, login_url=absolute_url("/login"),
-                        when=clock.format_time(utcnow(), owner.time_zone)),
+        compose("mail/signup_taken.txt", user=owner, reset_url=_reset_url(owner),
+                hours=RESET_LINK_SECONDS // 3600, login_url=absolute_url("/login"),
+                when=clock.format_time(utcnow(), owner.time_zone)),
         kind="signup-taken",
     )
 
@@ -231,8 +232,8 @@ def _mail_confirmation(to: User | str, user: User, token: str) -> None:
     outbox.enqueue(
         to,
         outbox.subject("Confirm your address"),
-        render_template("mail/verify.txt", user=user, url=absolute_url(f"/verify/{token}"),
-                        days=VERIFY_LINK_SECONDS // 86400),
+        compose("mail/verify.txt", user=user, url=absolute_url(f"/verify/{token}"),
+                days=VERIFY_LINK_SECONDS // 86400),
         kind="verify",
     )
 
@@ -393,8 +394,8 @@ def request_reset(login: str) -> None:
         outbox.enqueue(
             user,
             outbox.subject("Reset your password"),
-            render_template("mail/reset.txt", user=user, url=_reset_url(user),
-                            hours=RESET_LINK_SECONDS // 3600),
+            compose("mail/reset.txt", user=user, url=_reset_url(user),
+                    hours=RESET_LINK_SECONDS // 3600),
             kind="reset",
         )
         uow.commit()
@@ -446,9 +447,9 @@ def _tell_password_changed(user: User, cancelled_email: str | None) -> None:
     outbox.enqueue(
         user,
         outbox.subject("Your password was changed"),
-        render_template("mail/password_changed.txt", user=user, reset_url=absolute_url("/reset"),
-                        when=clock.format_time(utcnow(), user.time_zone),
-                        cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
+        compose("mail/password_changed.txt", user=user, reset_url=absolute_url("/reset"),
+                when=clock.format_time(utcnow(), user.time_zone),
+                cancelled_email=mask_address(cancelled_email) if cancelled_email else None),
         kind="password-changed",
     )
 
@@ -540,8 +541,8 @@ def mail_new_key(user: User, occasion: str) -> str:
     outbox.enqueue(
         user,
         outbox.subject("Welcome: your mail key" if occasion == "welcome" else "Your new mail key"),
-        render_template("mail/mail_key.txt", user=user, key=key, occasion=occasion,
-                        settings_url=absolute_url("/settings")),
+        compose("mail/mail_key.txt", user=user, key=key, occasion=occasion,
+                settings_url=absolute_url("/settings")),
         kind="mail-key",
     )
     return key
@@ -609,14 +610,14 @@ def request_email_change(user: User, new_email: str, password: str) -> str:
         outbox.enqueue(
             new_email,
             outbox.subject("Confirm your new address"),
-            render_template("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
-                            url=absolute_url(f"/settings/email/{token}")),
+            compose("mail/email_change.txt", user=fresh, new_email=new_email, days=days,
+                    url=absolute_url(f"/settings/email/{token}")),
             kind="email-change",
         )
         outbox.enqueue(
             fresh,
             outbox.subject("Your address is about to change"),
-            render_template("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
+            compose("mail/email_change_notice.txt", user=fresh, new_email=new_email, days=days),
             kind="email-change-notice",
         )
         uow.commit()
@@ -670,8 +671,8 @@ def confirm_email_change(token: str) -> tuple[User, int]:
         outbox.enqueue(
             old_email,
             outbox.subject("Your address was changed"),
-            render_template("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
-                            when=clock.format_time(utcnow(), user.time_zone)),
+            compose("mail/email_changed.txt", user=user, new_email=mask_address(new_email),
+                    when=clock.format_time(utcnow(), user.time_zone)),
             kind="email-changed",
         )
         uow.commit()

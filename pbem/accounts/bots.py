@@ -11,7 +11,6 @@ from __future__ import annotations
 from sqlalchemy import select
 
 import games
-from games import players
 from pbem.accounts import apitokens
 from pbem.accounts.accounts import AccountError, create_user, handle_key
 from pbem.core.extensions import db
@@ -29,6 +28,10 @@ def address(handle: str) -> str:
 def check_games(slugs: list[str]) -> list[str]:
     """The games' slugs as the registry names them; AccountError for one unknown or that no computer
     player plays."""
+    # The computer players are imported where they are asked about, here and below: their search and
+    # the solitaire engines it imports are 6 MB of memory that most web workers never need.
+    from games import players
+
     found = []
     for slug in slugs:
         try:
@@ -47,6 +50,8 @@ def add(handle: str, slugs: list[str], strength: str) -> tuple[User, str]:
     """Make a bot account playing ``slugs`` at ``strength``, with an API token for ``pbem bots``; returns
     the account and the token (shown once: only its hash is kept).  Commits; AccountError for a handle
     that cannot be had, an unknown game or strength."""
+    from games import players
+
     if strength not in players.STRENGTHS:
         raise AccountError(f"There is no strength {strength!r}: the strengths are "
                            f"{', '.join(players.STRENGTHS)}.")
@@ -71,6 +76,8 @@ def all_bots() -> list[User]:
 
 def strengths_for(slug: str) -> list[str]:
     """The strengths at which some bot plays the game ``slug``, weakest first."""
+    from games import players
+
     have = {bot.bot_strength for bot in all_bots() if slug in games_of(bot)}
     return [strength for strength in players.STRENGTHS if strength in have]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from flask import current_app, render_template
+from flask import current_app
 from limits import parse
 from sqlalchemy import func, select
 
@@ -22,6 +22,7 @@ from pbem.core.site import absolute_url
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.game import clock
 from pbem.mailout import outbox
+from pbem.mailout.compose import compose
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def record_failure(user: User, sender: str) -> None:
             outbox.enqueue(
                 user,
                 outbox.subject("Mail commands for your account are paused"),
-                render_template(
+                compose(
                     "mail/key_paused.txt", user=user, failures=failures, sender=sender[:200],
                     until=clock.format_time(user.mail_key_paused_until),
                     settings_url=absolute_url("/settings"),

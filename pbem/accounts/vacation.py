@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from flask import current_app, render_template
+from flask import current_app
 from sqlalchemy import select
 
 from pbem.core.database import is_postgresql
@@ -23,6 +23,7 @@ from pbem.core.models import User, utcnow
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock
 from pbem.mailout import outbox
+from pbem.mailout.compose import compose
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def end_expired() -> int:
             outbox.enqueue(
                 user,
                 outbox.subject("your vacation is over"),
-                render_template(
+                compose(
                     "mail/vacation_over.txt", user=user, away=_days(away), year=run_out.year,
                     allowance=allowance_days(), ended=clock.format_time(run_out, user.time_zone),
                 ),

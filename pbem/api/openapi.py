@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
 
-from apispec import APISpec
-from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Response, current_app, jsonify, render_template, request
 from marshmallow import EXCLUDE, Schema
 
@@ -182,6 +180,11 @@ def build_spec() -> dict[str, Any]:
 
 
 def _build_spec() -> dict[str, Any]:
+    # Imported here: only a request for the document builds it, and a worker that is never asked for it
+    # need not carry apispec.
+    from apispec import APISpec
+    from apispec.ext.marshmallow import MarshmallowPlugin
+
     spec = APISpec(
         title="pbem API", version=VERSION, openapi_version="3.1.0",
         plugins=[MarshmallowPlugin()],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from feedgen.feed import FeedGenerator
 from flask import Response, current_app, url_for
 
 import games
@@ -29,6 +28,9 @@ def entry_title(game: Game) -> str:
 
 def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
     """An Atom feed of ``found`` (newest first): each entry links the game's page."""
+    # Imported here: feedgen brings lxml and dateutil (5 MB), which a worker needs only for a feed.
+    from feedgen.feed import FeedGenerator
+
     feed = FeedGenerator()
     feed.id(self_url)
     feed.title(f"{title} · pbem")

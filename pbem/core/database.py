@@ -6,12 +6,14 @@ would let two writers both read a game and then fail when the second tries to wr
 therefore begins its transaction with ``BEGIN IMMEDIATE`` (every unit of work does: see
 :mod:`pbem.core.unit_of_work`), so that writers queue for the lock and the second one reads the game as
 the first left it.  On PostgreSQL the same
-guarantee comes from ``SELECT … FOR UPDATE`` on the game row.
+guarantee comes from ``SELECT … FOR UPDATE`` on the game row, and a transaction that only read is ended
+by a COMMIT where SQLAlchemy asks for a rollback (see :func:`_install_postgresql_hooks`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakSet
 
 from flask import Flask
 from sqlalchemy import event
@@ -31,6 +33,8 @@ def init_app(app: Flask) -> None:
         if engine.dialect.name == "sqlite":
             settings = app.config["PBEM"]["database"]
             _install_sqlite_hooks(engine, settings["sqlite_busy_timeout_ms"], settings["sqlite_synchronous"])
+        elif engine.dialect.name == "postgresql":
+            _install_postgresql_hooks(engine)
 
 
 def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str) -> None:
@@ -54,6 +58,69 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _install_postgresql_hooks(engine: Engine) -> None:
+    """End a transaction that sent nothing but SELECTs with a COMMIT where SQLAlchemy asks for a rollback.
+
+    For a transaction that wrote nothing the two are the same, but a ROLLBACK makes psycopg forget, and
+    deallocate, every statement it had prepared on the connection (psycopg prepares a statement sent five
+    times).  Every request ends its reads, and a unit of work began by ending the reads before it, so
+    with rollbacks no statement of the move path ever stayed prepared: each was parsed and planned afresh
+    on every move, about half of the database server's CPU a move (bench/movepath.py).  A transaction
+    that sent anything else (a write, a savepoint, a ``WITH``; every statement goes through the engine,
+    none to the driver by hand), or that failed, is rolled back as asked."""
+    dialect = engine.dialect
+    wrote = _WROTE
+    rollback, commit = dialect.do_rollback, dialect.do_commit
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _note_writes(_conn: Connection, cursor: Any, statement: str, _parameters: Any, _context: Any,
+                     _executemany: bool) -> None:
+        if not statement.startswith(("SELECT ", ";")):  # (";" is the pool's ping.)
+            wrote.add(cursor.connection)
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        # (SQLAlchemy hands over its pool's proxy of the driver's connection.)
+        driver = getattr(dbapi_connection, "dbapi_connection", dbapi_connection)
+        if driver in wrote or not _in_transaction(driver):
+            wrote.discard(driver)
+            rollback(dbapi_connection)
+        else:
+            driver.commit()
+
+    def do_commit(dbapi_connection: Any) -> None:
+        wrote.discard(getattr(dbapi_connection, "dbapi_connection", dbapi_connection))
+        commit(dbapi_connection)
+
+    # (On this engine's dialect alone, which the engine and its pool both end transactions through.)
+    dialect.do_rollback = do_rollback  # type: ignore[method-assign]
+    dialect.do_commit = do_commit  # type: ignore[method-assign]
+
+
+# The PostgreSQL driver connections whose transaction sent more than SELECTs (see _install_postgresql_hooks).
+_WROTE: WeakSet[Any] = WeakSet()
+
+
+def _in_transaction(driver: Any) -> bool:
+    """Whether a psycopg connection is inside a transaction that has not failed."""
+    from psycopg.pq import TransactionStatus  # (Only where the database is PostgreSQL.)
+
+    return bool(driver.info.transaction_status == TransactionStatus.INTRANS)
+
+
+def only_read(connection: Connection) -> bool:
+    """Whether ``connection`` (PostgreSQL) is inside a READ COMMITTED transaction that has sent nothing
+    but SELECTs and has not failed: one that a write transaction may carry on instead of ending it and
+    beginning another, since each of its statements sees what was committed before the statement (see
+    :meth:`pbem.core.unit_of_work.UnitOfWork.begin`)."""
+    from psycopg import IsolationLevel
+
+    driver = connection.connection.dbapi_connection
+    level = getattr(driver, "isolation_level", None)
+    read_committed = (connection.dialect.default_isolation_level == "READ COMMITTED" if level is None
+                      else level == IsolationLevel.READ_COMMITTED)
+    return read_committed and driver not in _WROTE and _in_transaction(driver)
+
+
 def is_postgresql() -> bool:
     """Whether the app's database is PostgreSQL."""
     return db.engine.dialect.name == "postgresql"
@@ -61,7 +128,8 @@ def is_postgresql() -> bool:
 
 class DirectWrite:
     """An INSERT or UPDATE built once, compiled once per database and set of columns, and sent to the
-    driver as its SQL text with its parameters already converted (``exec_driver_sql``).
+    driver as its SQL text with its parameters already converted (``exec_driver_sql``); also a SELECT of
+    plain columns sent as often (the move path's lock on PostgreSQL).
 
     SQLAlchemy's execution of a Core statement spends more Python than the database spends on a small
     write (finding the compiled form in its cache, converting the parameters through an execution

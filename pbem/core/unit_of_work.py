@@ -9,7 +9,8 @@ Every piece of work that writes opens one, and whoever opens it ends it::
 Opening it begins a write transaction: ``BEGIN IMMEDIATE`` on SQLite, so that writers queue for the
 database's one write lock instead of failing halfway (see :mod:`pbem.core.database`); on PostgreSQL the
 move path adds ``SELECT … FOR UPDATE`` on the game row.  Any transaction the session had open is ended
-first, so the session must hold no unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
+first (on PostgreSQL one that only read, at READ COMMITTED, is carried on: :meth:`UnitOfWork.begin`), so
+the session must hold no unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
 or by an exception, rolls back what was not committed.
 
 Inside an open unit of work, :func:`unit_of_work` joins it rather than begin another: the mail processor
@@ -45,7 +46,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite
+from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite, is_postgresql, only_read
 from pbem.core.extensions import db
 
 # The unit of work open in this thread (or task), if any: the one a nested unit_of_work() joins.
@@ -68,12 +69,21 @@ class UnitOfWork:
     def begin(self) -> None:
         """Start a fresh write transaction: ``BEGIN IMMEDIATE`` on SQLite.  Whatever transaction the
         session had open is ended first (objects loaded in it are read again in the new one), so the
-        session must hold no unsaved changes."""
+        session must hold no unsaved changes.
+
+        On PostgreSQL a transaction that has only read, at READ COMMITTED, is carried on instead
+        (:func:`pbem.core.database.only_read`), its objects expired all the same: there each statement
+        sees what was committed before it, so ending it would change nothing that the write transaction
+        reads, and cost three round trips (its COMMIT, the pool's ping, the next BEGIN), a tenth of a
+        move's CPU (bench/movepath.py).  One that wrote, failed, or reads a snapshot is ended as ever."""
         session = self.session
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
-        session.rollback()
-        session.connection(execution_options={BEGIN_IMMEDIATE: True})
+        if session.in_transaction() and is_postgresql() and only_read(session.connection()):
+            session.expire_all()
+        else:
+            session.rollback()
+            session.connection(execution_options={BEGIN_IMMEDIATE: True})
         self.in_transaction = True
 
     def commit(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # Only the first MAX_LINES lines are read (a reply's own words are never further down), and each line is
 # examined up to MAX_LINE characters.
@@ -148,7 +148,7 @@ def _attribution_part(view: str) -> bool:
 class _Reading:
     """The lines of one reply and what each is."""
 
-    def __init__(self, text: str, answered: Sequence[str]) -> None:
+    def __init__(self, text: str, answered: Sequence[str] | Callable[[], Sequence[str]]) -> None:
         self.lines = text.split("\n", MAX_LINES)[:MAX_LINES]
         self.views = [_view(line) for line in self.lines]
         n = len(self.lines)
@@ -217,19 +217,48 @@ class _Reading:
         return start
 
 
-def _repeated_runs(views: list[str], quoted: list[bool], answered: Sequence[str]) -> list[tuple[int, int]]:
-    """The runs of unquoted lines (start, end) that repeat the mails answered, white space aside."""
+# With at most this many distinct first pieces among a reply's lines, each is looked for in the mails
+# answered by itself (a search in C); with more, every piece of those mails is indexed once.  Either way
+# the work is linear in the mails answered: a reply that is a line or two (a move, an attribution) costs
+# a search or two, not an index of the whole move request.
+_LOOKED_FOR_AT_MOST = 64
+
+
+def _places_of(reference: str, grams: set[str]) -> dict[str, list[int]]:
+    """For each of ``grams``, the first _PLACES places it stands at in ``reference`` (overlapping ones
+    too); those it is not found at are left out."""
+    places: dict[str, list[int]] = {}
+    if len(grams) > _LOOKED_FOR_AT_MOST:
+        for p in range(len(reference) - _GRAM + 1):
+            found = places.setdefault(reference[p : p + _GRAM], [])
+            if len(found) < _PLACES:
+                found.append(p)
+        return places
+    for gram in grams:
+        found = places[gram] = []
+        p = reference.find(gram)
+        while p >= 0 and len(found) < _PLACES:
+            found.append(p)
+            p = reference.find(gram, p + 1)
+    return places
+
+
+def _repeated_runs(views: list[str], quoted: list[bool],
+                   answered: Sequence[str] | Callable[[], Sequence[str]]) -> list[tuple[int, int]]:
+    """The runs of unquoted lines (start, end) that repeat the mails answered, white space aside.
+    ``answered`` may be a function giving them, called only when a line could start a run."""
+    bare = [_bare(v) if not q else "" for v, q in zip(views, quoted, strict=True)]
+    # Only a line of at least _GRAM characters starts a run: without one, the mails answered are not read.
+    grams = {line[:_GRAM] for line in bare if len(line) >= _GRAM}
+    if not grams:
+        return []
+    texts = answered() if callable(answered) else answered
     reference = "\x00".join(
-        "".join(_bare(_view(line)) for line in text.split("\n")) for text in answered
+        "".join(_bare(_view(line)) for line in text.split("\n")) for text in texts
     )[:MAX_ANSWERED]
     if len(reference) < _REPEATED_AT_LEAST:
         return []
-    places: dict[str, list[int]] = {}
-    for p in range(len(reference) - _GRAM + 1):
-        found = places.setdefault(reference[p : p + _GRAM], [])
-        if len(found) < _PLACES:
-            found.append(p)
-    bare = [_bare(v) if not q else "" for v, q in zip(views, quoted, strict=True)]
+    places = _places_of(reference, grams)
     runs: list[tuple[int, int]] = []
     i, n = 0, len(views)
     while i < n:
@@ -270,10 +299,12 @@ def _repeated_runs(views: list[str], quoted: list[bool], answered: Sequence[str]
     return runs
 
 
-def own_words(text: str, answered: Sequence[str] = ()) -> list[str]:
+def own_words(text: str, answered: Sequence[str] | Callable[[], Sequence[str]] = ()) -> list[str]:
     """The lines the player wrote in ``text`` (a reply's text, HTML turned into text with its quotes
     marked ``>``), in order, right-stripped; ``answered`` are the texts of the mails it may answer (the
-    server's own), whose copies in it are left out wherever they stand.
+    server's own), whose copies in it are left out wherever they stand: a list, or a function that gives
+    it, called only when some line of ``text`` is long enough to be part of a copy (a reply that is a
+    move over quoted lines reads none).
 
     Left out: quoted lines, copies of the mail answered, the attribution, separator or header block over
     a quote, a pasted mail under a header block or separator (the rest of the mail, when the player wrote

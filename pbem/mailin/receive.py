@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from contextlib import AbstractContextManager, nullcontext
 from email.parser import BytesHeaderParser
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -140,8 +142,11 @@ _INSERTS = {
 _FIND = select(_TABLE.c.id).where(_TABLE.c.message_id == bindparam("key"))
 
 
-def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> tuple[int, bool]:
-    """Store ``raw`` unless it is already stored; returns the row's id and whether it is new.
+def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None,
+                  writing: AbstractContextManager[Any] | None = None) -> tuple[int, bool]:
+    """Store ``raw`` unless it is already stored; returns the row's id and whether it is new.  ``writing``
+    (the listener's turn among its writers on SQLite) is held for the write only, not while the message's
+    key is read.
 
     Raises :class:`MalformedMessage` for bytes that have no header block at all.
     """
@@ -152,7 +157,7 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
     mail_from = inputs.clean_line(mail_from or "")
     rcpt_to = [inputs.clean_line(address) for address in rcpt_to or []]
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
-    with unit_of_work() as uow:
+    with writing or nullcontext(), unit_of_work() as uow:
         connection = db.session.connection()
         row_id = connection.execute(_INSERTS[connection.dialect.name], {
             "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),

@@ -64,7 +64,8 @@ class StoreHandler:
         """Store the message (or find it stored before); its row's id."""
         with self.app.app_context():
             try:
-                return receive.store_message(raw, mail_from, rcpt_tos)[0]
+                return receive.store_message(
+                    raw, mail_from, rcpt_tos, self.runner.writing if self.runner is not None else None)[0]
             finally:
                 db.session.remove()
 

@@ -15,7 +15,7 @@ import logging
 from datetime import UTC, datetime, time, timedelta
 from typing import Any, cast
 
-from flask import current_app, render_template
+from flask import current_app
 from sqlalchemy import CursorResult, or_, select, update
 
 from pbem.core.extensions import db
@@ -23,6 +23,7 @@ from pbem.core.models import Game, Seat, User, utcnow
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock, queries
 from pbem.mailout import notify, outbox, tokens
+from pbem.mailout.compose import compose
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def send_due() -> int:
                     outbox.enqueue(
                         user,
                         outbox.subject(f"daily digest: {len(games)} game{plural} awaiting your move"),
-                        render_template("mail/digest.txt", user=user, games=games),
+                        compose("mail/digest.txt", user=user, games=games),
                         kind="digest",
                         # With one game, answering the digest is answering that game.
                         reply_to=games[0]["reply_address"] if len(games) == 1 else None,

@@ -2,9 +2,9 @@
 
 Each function is called inside the move path's transaction and only writes outbox rows; the words are
 in ``templates/mail/`` (a ``.txt`` template per mail, and an ``.html`` one where the mail has more than
-text to show).  Every mail to a player carries a Reply-To of ``play+TOKEN@<mail domain>`` naming the
-game, the seat and the player, so that answering the mail is how one plays.  A player who chose the
-daily digest gets no per-move request.
+text to show), composed by :func:`pbem.mailout.compose.compose`.  Every mail to a player carries a
+Reply-To of ``play+TOKEN@<mail domain>`` naming the game, the seat and the player, so that answering the
+mail is how one plays.  A player who chose the daily digest gets no per-move request.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import functools
 from typing import Any
 from urllib.parse import quote
 
-from flask import current_app
 from markupsafe import Markup, escape
 from sqlalchemy import select
 
@@ -25,6 +24,7 @@ from pbem.core.site import base_url
 from pbem.game import clock, conditional, events, queries, ratings, results
 from pbem.game.watching import watchers
 from pbem.mailout import outbox, tokens
+from pbem.mailout.compose import compose, kind_of
 
 # Legal moves are listed in a move request only when there are this few; longer lists help nobody.
 MAX_LISTED_MOVES = 30
@@ -150,34 +150,6 @@ def _move_link_tail(move: str) -> str:
 
 
 
-def render_mail(template: str, **context: Any) -> str:
-    """The words of a mail from ``template`` and ``context``, rendered by Jinja alone.
-
-    Flask's ``render_template`` adds what pages use (its context processors' ``g``, ``request`` and
-    ``session``, and the signals page tests listen to), which no mail template reads; for the two mails
-    of a move it cost about a fifth of their rendering.  The environment's globals are still there.
-    """
-    return current_app.jinja_env.get_template(template).render(context)
-
-
-def html_part(template: str, text: str, **context: Any) -> str:
-    """The HTML alternative of a mail: ``template`` with ``.html`` for ``.txt`` when there is one, else
-    the text as preformatted HTML (mail clients drop SVG, so boards stay text either way)."""
-    html = template.removesuffix(".txt") + ".html"
-    if html not in _mail_templates():
-        html = "mail/plain.html"
-    return render_mail(html, text=text, **context)
-
-
-def _mail_templates() -> frozenset[str]:
-    """The names of the templates there are, listed once per app: looking for a missing template costs a
-    search of the template folders every time, and most mails have no HTML template of their own."""
-    names = current_app.extensions.get("pbem_templates")
-    if names is None:
-        names = current_app.extensions["pbem_templates"] = frozenset(current_app.jinja_env.list_templates())
-    return names
-
-
 def _reply_address(game: Game, user: User) -> str | None:
     """``play+TOKEN@…`` for ``user``'s seat in ``game``, or the seat they are challenged to."""
     seat = game.seat_of(user)
@@ -197,13 +169,11 @@ def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **contex
     context.setdefault("url", game_url(game))
     context.setdefault("time_zone", to.time_zone)  # Times in the mail in the reader's zone.
     reply_to = _reply_address(game, to)
-    text = render_mail(template, game=game, engine=engine, reply_to=reply_to, **context)
     outbox.enqueue(
         to,
         subject(game, engine, what),
-        text,
+        compose(template, html=True, game=game, engine=engine, reply_to=reply_to, **context),
         kind=kind,
-        body_html=html_part(template, text, game=game, engine=engine, reply_to=reply_to, **context),
         game=game,
         reply_to=reply_to,
     )
@@ -346,8 +316,7 @@ def send(to: User, game: Game, what: str, template: str, **context: Any) -> None
     """A mail about ``game`` to one player: the subject says ``what``, the words come from ``template``
     (whose name, e.g. ``mail/draw_offered.txt``, also names the kind of mail).  Its Reply-To carries the
     player's token for the game, so it can be answered (``accept``, ``draw decline``…) by mail."""
-    kind = template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-")
-    _mail(to, game, what, template, kind, **context)
+    _mail(to, game, what, template, kind_of(template), **context)
 
 
 def _tell_opponents(game: Game, actor: Seat, what: str, template: str, **context: Any) -> None:

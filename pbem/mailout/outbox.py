@@ -38,6 +38,7 @@ from pbem.core.models import SUBJECT_TAG, Game, OutboxMail, User, utcnow, wall_c
 from pbem.core.site import base_url
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.mailout import bouncing, tokens
+from pbem.mailout.compose import Body, compose
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def subject(words: str) -> str:
 def enqueue(
     to: User | str,
     subject: str,
-    body_text: str,
+    body: Body | str,
     *,
     kind: str,
     body_html: str | None = None,
@@ -82,9 +83,17 @@ def enqueue(
     """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
     None inside a batch of the unit of work (:meth:`pbem.core.unit_of_work.UnitOfWork.batched`), where
     the row is written with the batch's others.  A bot is written no mail (None): it learns everything
-    through the API."""
+    through the API.
+
+    ``body`` is what :func:`pbem.mailout.compose.compose` made of the mail's templates; every mail of the
+    server is written so (``tests/test_mail_composition.py`` holds to it).  A bare text, with
+    ``body_html``, is taken too, for the tests of delivery itself."""
     if isinstance(to, User) and to.is_bot:
         return None
+    if isinstance(body, Body):
+        body_text, body_html = body
+    else:
+        body_text = body
     to_addr = to.email if isinstance(to, User) else to
     # The last guard before a header: whatever a caller quotes of a mail or a player (a subject, a
     # Message-ID) goes out on one line, without what no header may carry (PostgreSQL refuses a NUL).
@@ -553,22 +562,14 @@ def _reset(smtp: smtplib.SMTP, code: int) -> None:
             smtp.rset()
 
 
-TEST_TEXT = """\
-This is a test mail from the play-by-email server at {base_url}, sent by an operator's
-`pbem mail test` to see that its mail goes out.  It went the way every mail of the server goes:
-through its outbound mail server, from the address players see, with an envelope sender of its own.
-
-Nothing needs doing; you may delete it.
-"""
-
-
 def send_test(to_addr: str) -> tuple[bool, str, str]:
     """Write a test mail to ``to_addr`` into the outbox and send it now, as the deliverer sends every
     mail (settings, envelope sender, headers); whether the MTA took it, what it said, and the mail's
     Message-ID.  The row stays in the outbox, sent or given up, like any other."""
     cfg = settings()
     with unit_of_work() as uow:
-        row_id = enqueue(to_addr, "pbem test mail", TEST_TEXT.format(base_url=base_url()), kind="test")
+        body = compose("mail/test.txt", base_url=base_url())
+        row_id = enqueue(to_addr, "pbem test mail", body, kind="test")
         # Claimed by this command at once: no deliverer takes it while it is sent here.
         db.session.execute(update(_TABLE).where(_C.id == row_id)
                            .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))

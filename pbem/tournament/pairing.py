@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 Pair = tuple[int, int]
 
 # A Swiss round is matched in blocks of about this many players in ranking order: networkx's
@@ -118,6 +116,10 @@ def _block_end(total: int, start: int) -> int:
 
 def _match(block: list[SwissPlayer]) -> list[Pair] | None:
     """The best pairing of ``block``, everyone paired; None if the rematches forbid it."""
+    # Imported here: networkx is 12 MB, which every process that loads the tournaments (each web worker,
+    # for a game's end) would carry, and only a Swiss round's pairing uses it.
+    import networkx as nx
+
     graph = nx.Graph()
     half = len(block) / 2
     for i, a in enumerate(block):

@@ -25,6 +25,7 @@ from pbem.core.models import Game, Tournament, TournamentGame, TournamentPlayer,
 from pbem.game import events, play, ratings
 from pbem.lobby import challenges
 from pbem.mailout import notify, outbox
+from pbem.mailout.compose import compose, kind_of
 from pbem.tournament import pairing, standings
 from pbem.tournament.standings import DRAW, LOSS, WIN
 
@@ -423,10 +424,8 @@ def _tell(user: User, tournament: Tournament, what: str, template: str, **contex
     context.update(tournament=tournament, engine=engine, url=tournament_url(tournament), user=user,
                    time_zone=user.time_zone, format_name=standings.FORMATS[tournament.format],
                    points_words=standings.points_words)
-    text = notify.render_mail(template, **context)
-    outbox.enqueue(user, outbox.subject(f"{title(tournament)}: {what}"), text,
-                   kind=template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-"),
-                   body_html=notify.html_part(template, text, **context))
+    outbox.enqueue(user, outbox.subject(f"{title(tournament)}: {what}"),
+                   compose(template, html=True, **context), kind=kind_of(template))
 
 
 def _mail_round(tournament: Tournament, made: Iterable[TournamentGame], replay: bool = False) -> None:

@@ -10,16 +10,18 @@ mode.  Each is switched by ``[monitoring]``: ``healthz`` on by default, ``metric
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from flask import Blueprint, abort, current_app
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from sqlalchemy import func, select, text
 from werkzeug.wrappers import Response
 
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail, Move, OutboxMail
 from pbem.schedule import status
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 bp = Blueprint("monitoring", __name__)
 
@@ -47,6 +49,10 @@ def healthz() -> Response:
 def metrics() -> Response:
     """The figures, in Prometheus's text format."""
     _enabled("metrics")
+    # Imported here, as in the collector: prometheus-client is a megabyte that a worker whose metrics are
+    # off (the default) never needs.
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Figures())
     return Response(generate_latest(registry), 200, content_type=CONTENT_TYPE_LATEST)
@@ -57,6 +63,8 @@ class _Figures:
 
     def collect(self) -> Iterator[Metric]:
         """The metrics, as of now."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
         moves = CounterMetricFamily("pbem_moves", "Moves played, by how they were made.", labels=["via"])
         for via, count in db.session.execute(
             select(Move.via, func.count(Move.id)).where(Move.kind == "move").group_by(Move.via)

@@ -69,9 +69,9 @@ def _two_free_ports() -> int:
 
 
 def test_pbem_run_on_its_own_ports_mails_links_to_itself(tmp_path: Path) -> None:
-    """What `make run PORT=… MAIL_PORT=…` does for a second server: upgrade its database, start everything
+    """What `make run PORT=… MAIL_PORT=…` does for a second server: make its database, start everything
     on those ports, answer HTTP 200, and mail a confirmation link that leads to this server, through the
-    dev mailbox on the port after the listener's (no other setting given).  Real processes, since a
+    dev mailbox on the port after the listener's (no other setting given).  A real process, since a
     server that starts and answers on its ports is what is tested."""
     env = dict(os.environ)
     env.update(
@@ -81,12 +81,10 @@ def test_pbem_run_on_its_own_ports_mails_links_to_itself(tmp_path: Path) -> None
     )
     for name in ("PBEM_MAIL_SMTP_PORT", "PBEM_MAIL_SMTP_HOST", "PBEM_SERVER_BASE_URL", "PBEM_MAILBOX_PORT"):
         env.pop(name, None)
-    upgrade = subprocess.run([sys.executable, "-m", "pbem", "db", "upgrade"], env=env, capture_output=True,
-                             text=True, timeout=120)
-    assert upgrade.returncode == 0, upgrade.stderr
     port, mail_port = free_port(), _two_free_ports()
-    server = subprocess.Popen([sys.executable, "-m", "pbem", "run", "--port", str(port), "--mail-port",
-                               str(mail_port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = subprocess.Popen([sys.executable, "-m", "pbem", "run", "--upgrade", "--port", str(port),
+                               "--mail-port", str(mail_port)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     site = f"http://127.0.0.1:{port}"
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     try:

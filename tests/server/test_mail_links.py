@@ -3,10 +3,15 @@ and move number, and a link from an old mail says the game has moved on."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
+import struct
 
 from flask import Flask
 from flask.testing import FlaskClient
+from itsdangerous import URLSafeSerializer
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User
@@ -188,3 +193,42 @@ def notify_url(game: Game) -> str:
     from pbem.mailout import notify
 
     return notify.game_url(game)
+
+
+def test_a_link_is_signed_as_itsdangerous_signs_it(ctx: Flask, players) -> None:
+    """Move links are written without itsdangerous's per-call set-up (tokens.move_link_token), byte for
+    byte as its serializer writes them: links already mailed read as before, and every link it reads back
+    (tokens.load_move_link) says what was signed; a claim of another secret is refused."""
+    alice, _bob, _ = players
+    serializer = URLSafeSerializer(ctx.config["SECRET_KEY"], salt="move-link")
+    claims = [(1, 0, None, 1), (12345678, 7, "c3", 42), (5, 1, "a1-b2", 3), (9, 0, "é5" * 3, 2),
+              (3, 1, "x" * 150, 8)]  # (The last one compresses: itsdangerous writes it.)
+    for game_id, seat, move, number in claims:
+        token = tokens.move_link_token(game_id, seat, alice, number, move)
+        data = {"g": game_id, "s": seat, "u": alice.id, "n": number, "t": alice.token_secret[:8]}
+        if move is not None:
+            data["m"] = move
+        assert token == serializer.dumps(data)
+        assert tokens.load_move_link(token) == data
+    forged = URLSafeSerializer("another-secret", salt="move-link").dumps({"g": 1, "s": 0, "u": alice.id})
+    assert tokens.load_move_link(forged) is None
+
+
+def test_a_reply_address_is_the_one_mailed_before(ctx: Flask, players) -> None:
+    """A reply token is the game, seat and player with their HMAC-SHA256 under the server secret and the
+    player's token secret (tokens, its MAC made from a keyed HMAC kept per key): the address of a mail
+    sent earlier, or by another process, still names its player; a renewed secret gives another."""
+    alice, bob, _ = players
+
+    def mailed(game_id: int, seat: int, user: User) -> str:
+        payload = struct.pack(">IBI", game_id, seat, user.id)
+        key = f"{ctx.config['SECRET_KEY']}:{user.token_secret}".encode()
+        mac = hmac.new(key, b"reply:" + payload, hashlib.sha256).digest()[:10]
+        token = base64.b32encode(payload + mac).decode().rstrip("=").lower()
+        return f"play+{token}@{ctx.config['PBEM']['mail']['domain']}"
+
+    for game_id, seat, user in [(1, 0, alice), (1, 1, bob), (4242, 3, alice), (1, 0, alice)]:
+        assert tokens.reply_address(game_id, seat, user) == mailed(game_id, seat, user)
+    before = tokens.reply_address(1, 0, alice)
+    tokens.renew(alice)
+    assert tokens.reply_address(1, 0, alice) == mailed(1, 0, alice) != before

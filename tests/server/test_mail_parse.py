@@ -202,6 +202,29 @@ def test_a_copy_is_judged_by_the_mail_answered_not_by_a_move_or_a_word_in_it() -
     assert words("Legal moves: a3, b1, b2, b3, c1, c2, c3\nb3") == ["b3"]
 
 
+def test_a_copy_is_found_under_a_long_reply_as_under_a_short_one() -> None:
+    """The copy of the mail answered is left out whether the player wrote a line or a page (the pieces
+    of many lines are looked up in an index of the mail answered, of a few by a search)."""
+    page = [f"{n:03d}: a thought of mine on this game" for n in range(100)]
+    for mine in (page[:1], page[:3], page):
+        assert words("\n".join([*mine, "", SENT])) == mine
+        assert words("\n".join([REWRAPPED, "", *mine])) == mine
+
+
+def test_the_mails_answered_are_read_only_for_a_line_that_could_copy_them() -> None:
+    """A move over quoted lines needs nothing of the mails answered (they are read from the database):
+    they are asked for only when a line is long enough to be part of a copy, and then left out."""
+    asked: list[int] = []
+
+    def answered() -> tuple[str, ...]:
+        asked.append(1)
+        return (SENT,)
+
+    assert own_words(f"b3\n\n{QUOTED}", answered) == ["b3", ""] and not asked
+    assert own_words(f"b3\n\n{SENT}", answered)[:1] == ["b3"] and asked
+    assert len(own_words(f"b3\n\n{SENT}", answered)) < 3
+
+
 def test_signatures_and_only_signatures() -> None:
     assert words("-- \nBob Example\nExample Ltd.\n\nSent from my iPhone") == []
     assert words("\n--\nBob Example\n\nOn Mon, pbem wrote:\n> It is your move") == []

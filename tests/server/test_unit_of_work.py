@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from flask import Flask
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
+from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move
 from pbem.core.unit_of_work import current, unit_of_work
@@ -60,3 +61,76 @@ def test_an_error_or_a_missing_commit_keeps_nothing(ctx: Flask, players) -> None
     # Alone (a script), the move path opens a unit of work of its own and commits it.
     play.submit(game_id, bob, "a2", "web")
     assert _record(game_id) == ["b3", "a2"]
+
+
+def test_reads_end_without_forgetting_prepared_statements_and_writes_are_still_undone(
+        ctx: Flask, players) -> None:
+    """On PostgreSQL a transaction that only read is ended by a COMMIT where a rollback is asked for
+    (pbem.core.database), so that psycopg keeps the statements it has prepared (a ROLLBACK deallocates
+    them all, and every move was planned afresh); one that wrote is rolled back, its writes undone."""
+    if not is_postgresql():
+        pytest.skip("PostgreSQL only: SQLite prepares no statements on the server")
+    game_id = _cambio(players)
+    alice, bob, _ = players
+    with unit_of_work() as uow:
+        play.submit(game_id, alice, "b3", "web")
+        uow.commit()
+
+    def prepared() -> int:
+        return db.session.scalar(text("SELECT count(*) FROM pg_prepared_statements")) or 0
+
+    read = select(Game.version).where(Game.id == game_id)
+    for _ in range(6):  # (psycopg prepares a statement the fifth time it is sent.)
+        db.session.scalar(read)
+    assert prepared() >= 1
+    db.session.rollback()  # Reads only: kept.
+    assert prepared() >= 1
+    db.session.execute(update(Game).where(Game.id == game_id).values(draw_offered_by=1))
+    db.session.rollback()  # A write: undone, as asked.
+    assert db.session.scalar(select(Game.draw_offered_by).where(Game.id == game_id)) is None
+    # A unit of work begun after reads keeps them too, and a move in it is planned from what was kept.
+    for _ in range(6):
+        db.session.scalar(read)
+    before = prepared()
+    with unit_of_work() as uow:
+        play.submit(game_id, bob, "a2", "web")
+        uow.commit()
+    assert prepared() >= before and _record(game_id) == ["b3", "a2"]
+
+
+def test_a_unit_of_work_begun_after_reads_sees_what_was_committed_meanwhile(ctx: Flask, players) -> None:
+    """A unit of work begun while the session holds reads (a request that read before it moves) sees
+    every change committed since those reads, whether it ends their transaction (SQLite; one that read a
+    snapshot) or carries it on (PostgreSQL at READ COMMITTED, pbem.core.unit_of_work.UnitOfWork.begin);
+    a transaction that wrote is never carried on: what it wrote is undone."""
+    alice, _bob, _ = players
+    game_id = _cambio(players)
+
+    def another_writer(**values: object) -> None:
+        with db.engine.begin() as other:
+            other.execute(update(Game).where(Game.id == game_id).values(version=Game.version + 1, **values))
+
+    def offered_under_the_lock() -> int | None:
+        with unit_of_work() as uow:
+            offered = play.lock_game(game_id).draw_offered_by
+            uow.rollback()
+        return offered
+
+    assert db.session.get(Game, game_id).draw_offered_by is None  # The request's reads, still open.
+    another_writer(draw_offered_by=1)
+    assert offered_under_the_lock() == 1
+    if is_postgresql():  # A snapshot: REPEATABLE READ (as the page cache reads a stamp and its page).
+        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        assert db.session.get(Game, game_id).draw_offered_by == 1
+        another_writer(draw_offered_by=0)
+        assert offered_under_the_lock() == 0
+    db.session.execute(update(Game).where(Game.id == game_id).values(draw_offered_by=None))  # Not committed.
+    assert offered_under_the_lock() in (0, 1)
+    # And a move in a unit of work begun after reads is played on the game as it now is.
+    db.session.get(Game, game_id)
+    another_writer(draw_offered_by=None)
+    with unit_of_work() as uow:
+        played = play.submit(game_id, alice, "b3", "web", expect=1)
+        uow.commit()
+    assert played.game.draw_offered_by is None and _record(game_id) == ["b3"]
+    assert db.session.get(Game, game_id).version == played.game.version

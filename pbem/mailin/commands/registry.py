@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from flask import render_template
-
 import games
 from games.words import quoted
 from pbem.mailin.commands.base import (
@@ -24,6 +22,7 @@ from pbem.mailin.commands.ingame import Accept, Conditionals, Decline, Draw, Mov
 from pbem.mailin.commands.lobby import Challenge, Join, options_help
 from pbem.mailin.commands.tournament import Tournament
 from pbem.mailin.commands.watch import Unwatch, Watch
+from pbem.mailout.compose import compose
 
 
 class Help(MailCommand):
@@ -107,7 +106,7 @@ def _all_usages(reply: bool) -> Iterable[Usage]:
 
 def help_mail() -> str:
     """The text of the help mail: the commands of a reply and by subject, made from the registry."""
-    return render_template(
+    return compose(
         "mail/help.txt", games=games.all(), reply_commands=usage_table(_all_usages(reply=True)),
         subject_commands=usage_table(_all_usages(reply=False)), commenting=commenting(),
-    )
+    ).text
