@@ -27,8 +27,8 @@ import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskClient
 
-from bench.scratch import arguments, each_database
-from bench.web import PASSWORD, SECRET, fill
+from bench.scratch import arguments, each_database, routes
+from bench.web import PASSWORD, SECRET, fill, route_ids
 from pbem import create_app
 from pbem.web.pagecache import cache_of
 
@@ -90,10 +90,23 @@ def bare_ms(body: bytes, requests: int) -> float:
     return cpu_ms(bare.test_client(), "/", requests)
 
 
-def measure(url: str, label: str, requests: int) -> None:
+def pages(ids: dict[str, object], every: bool, only: str) -> list[tuple[str, str, str]]:
+    """(name, reader, path) of the pages measured: the game page, ``/`` and the archive for both readers,
+    or with ``every`` each page of ``bench/scratch.py``'s routes (a visitor's and a player's), those
+    whose route holds ``only``."""
+    if not every:
+        core = (("game page", "/games/{act}"), ("/", "/"), ("/archive", "/archive"))
+        chosen = [(name, who, path) for name, path in core for who in ("visitor", "player")]
+    else:
+        chosen = [(path, who, path) for who, path in routes() if who != "client"]
+    return [(name[:34], who, path.format(**ids)) for name, who, path in chosen if only in path]
+
+
+def measure(url: str, label: str, requests: int, every: bool = False, only: str = "") -> None:
     """Fill the database at ``url``, then each page's CPU for a visitor and a player, kept and not."""
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
+        ids = route_ids(url, tmp, active, handle)
         app = create_app({"server": {"secret_key": SECRET, "instance_path": tmp}, "database": {"url": url},
                           "ratelimit": {"enabled": False}})
         visitor, player = app.test_client(), app.test_client()
@@ -104,30 +117,35 @@ def measure(url: str, label: str, requests: int) -> None:
         player.get("/")
         cache = cache_of(app)
         server = DatabaseCpu(url)
-        for name, path in (("game page", f"/games/{active}"), ("/", "/"), ("/archive", "/archive")):
-            for who, client in (("visitor", visitor), ("player", player)):
-                body = client.get(path).get_data()
-                if who == "player" and b"Sign out" not in body:
-                    raise RuntimeError(f"the player is not signed in on {path}")
-                cache.max_bytes = 0
-                cache.clear()
-                rendered = cpu_ms(client, path, requests)
-                cache.max_bytes = 32 * 2**20
-                kept, database = kept_ms(client, path, requests, server)
-                print(f"{label:<11} {name:<10} {who:<8} {len(body):>7} {rendered:>9.2f} {kept:>9.2f} "
-                      f"{'' if database is None else f'{database:.2f}':>9} "
-                      f"{bare_ms(body, requests):>7.2f}", flush=True)
+        clients = {"visitor": visitor, "player": player}
+        for name, who, path in pages(ids, every, only):
+            client = clients[who]
+            answer = client.get(path)
+            body = answer.get_data()
+            if who == "player" and answer.mimetype == "text/html" and b"Sign out" not in body:
+                raise RuntimeError(f"the player is not signed in on {path}")
+            cache.max_bytes = 0
+            cache.clear()
+            rendered = cpu_ms(client, path, requests)
+            cache.max_bytes = 32 * 2**20
+            kept, database = kept_ms(client, path, requests, server)
+            print(f"{label:<11} {name:<34} {who:<8} {len(body):>7} {rendered:>9.2f} {kept:>9.2f} "
+                  f"{'' if database is None else f'{database:.2f}':>9} "
+                  f"{bare_ms(body, requests):>7.2f}", flush=True)
 
 
 def main() -> None:
     """SQLite, and PostgreSQL when given an admin URL."""
     parser = arguments(__doc__)
     parser.add_argument("--requests", type=int, default=300, help="requests measured per figure")
+    parser.add_argument("--every", action="store_true",
+                        help="every page of bench/scratch.py's routes (else the game page, /, the archive)")
+    parser.add_argument("--only", default="", help="only the pages whose route holds this text")
     args = parser.parse_args()
-    print(f"{'database':<11} {'page':<10} {'reader':<8} {'bytes':>7} {'rendered':>9} {'kept':>9} "
+    print(f"{'database':<11} {'page':<34} {'reader':<8} {'bytes':>7} {'rendered':>9} {'kept':>9} "
           f"{'db, kept':>9} {'bare':>7}   (ms of CPU per request)")
     for url, label in each_database(args.pg):
-        measure(url, label, args.requests)
+        measure(url, label, args.requests, args.every, args.only)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from types import TracebackType
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -78,16 +79,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def tournament(organiser: Any, entrants: list[Any]) -> int:
+    """A round-robin of Cambio taking entries, made by ``organiser`` and joined by ``entrants``, for the
+    tournament pages of :func:`routes`; its id."""
+    from pbem.tournament import organise
+
+    made = organise.create(organiser, "Bench cup", "cambio", "round_robin", max_players=16)
+    for user in entrants:
+        organise.join(made.id, user)
+    return made.id
+
+
 def routes() -> list[tuple[str, str]]:
     """(reader, path) of every read route: "visitor", "player" (signed in) or "client" (API token); the
-    path names a finished game ``{fin}``, a game in play ``{act}`` and a player ``{other}``."""
+    path names a finished game ``{fin}``, a game in play ``{act}``, a player ``{other}`` and a tournament
+    taking entries ``{tour}``."""
     visitor = ["/", "/archive", "/archive?player={other}", "/archive.atom", "/standings",
                "/standings/cambio", "/players", "/players?q=p1", "/players/{other}",
                "/players/{other}.atom", "/games/{fin}", "/games/{fin}.json", "/games/{fin}.txt",
                "/games/{fin}/replay/3", "/games/{fin}/analysis", "/games/{act}",
                "/games/{act}/live", "/games/{act}/version", "/lobby", "/rules", "/rules/cambio",
-               "/healthz"]
-    player = ["/", "/dashboard", "/games/{act}", "/players/{player}", "/settings", "/games/new"]
+               "/tournaments", "/tournaments/{tour}", "/tournaments/{tour}/crosstable",
+               "/tournaments/{tour}.atom", "/login", "/signup", "/reset", "/healthz"]
+    player = ["/", "/dashboard", "/games/{act}", "/players/{player}", "/settings", "/games/new", "/lobby",
+              "/archive", "/standings", "/standings/cambio", "/players", "/players/{other}",
+              "/games/{fin}", "/games/{fin}.json", "/rules", "/tournaments", "/tournaments/{tour}",
+              "/tournaments/new"]
     client = ["/api/v1/games", "/api/v1/games?player={other}", "/api/v1/games/{fin}", "/api/v1/games/{act}",
               "/api/v1/players/{other}", "/api/v1/players?q=p1", "/api/v1/lobby", "/api/v1/me/turn",
               "/api/v1/me/challenges", "/api/v1/games/{act}/conditionals", "/api/v1/games/{act}/note",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, bindparam, func, or_, select
 
 from pbem.core.extensions import db
 from pbem.core.models import Rating, User
@@ -44,6 +44,22 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def page_query(limit: int = PAGE_SIZE) -> Select[int, str]:
+    """The ids and handles of a page of players, one more than ``limit`` (whether there are more): those
+    whose folded handle is LIKE the bound ``pattern`` and sorts after the bound ``after`` (see
+    :func:`page_parameters`)."""
+    name = func.lower(User.handle)
+    return (select(User.id, User.handle)
+            .where(or_(User.verified_at.is_not(None), User.placeholder.is_(True)))
+            .where(name.like(bindparam("pattern"), escape="\\"), name > bindparam("after"))
+            .order_by(name).limit(limit + 1))
+
+
+def page_parameters(prefix: str, after: str | None) -> dict[str, str]:
+    """The values :func:`page_query` binds for a search of ``prefix``, after the handle ``after``."""
+    return {"pattern": _like_prefix(prefix.lower()), "after": (after or "").lower()}
+
+
 def search(prefix: str = "", after: str | None = None, limit: int | None = None) -> DirectoryPage:
     """Players whose handle begins with ``prefix`` (any case), in handle order, after the handle
     ``after``, ``limit`` to a page (:data:`PAGE_SIZE`); a player must have confirmed their address (or
@@ -54,13 +70,7 @@ def search(prefix: str = "", after: str | None = None, limit: int | None = None)
         if not SEARCH.match(value):
             raise DirectoryError("A handle has only letters, digits, '-' and '_' (at most 32): search by "
                                  "how it begins.")
-    name = func.lower(User.handle)
-    query = select(User.id, User.handle).where(or_(User.verified_at.is_not(None), User.placeholder.is_(True)))
-    if prefix:
-        query = query.where(name.like(_like_prefix(prefix.lower()), escape="\\"))
-    if after:
-        query = query.where(name > after.lower())
-    found = db.session.execute(query.order_by(name).limit(limit + 1)).all()
+    found = db.session.execute(page_query(limit), page_parameters(prefix, after)).all()
     page = found[:limit]
     ids = [user_id for user_id, _handle in page]
     rated: dict[int, list[tuple[str, str]]] = {}

@@ -13,7 +13,7 @@ checked against the paper's worked example.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -145,6 +145,26 @@ def deviation_now(row: Rating, at: datetime | None = None) -> float:
         phi = deviation / GLICKO2_SCALE
         deviation = math.sqrt(phi * phi + periods * row.volatility * row.volatility) * GLICKO2_SCALE
     return min(deviation, settings["max_deviation"])
+
+
+def shown_now(rows: Iterable[tuple[float, float, datetime | None]],
+              at: datetime | None = None) -> list[tuple[bool, int]]:
+    """For ratings given as (deviation, volatility, last game), what a page writes of them that changes
+    with the clock alone: whether each is provisional at ``at`` (now by default) and its deviation then,
+    in whole points; as :func:`is_provisional` and :func:`deviation_now` give them, the settings read once."""
+    settings = _settings()
+    at = at or utcnow()
+    line, cap = settings["provisional_deviation"], settings["max_deviation"]
+    per_day = settings["periods_per_day"]
+    shown = []
+    for deviation, volatility, last_game_at in rows:
+        if last_game_at is not None:
+            periods = max(0.0, (at - last_game_at).total_seconds() / 86400.0) * per_day
+            phi = deviation / GLICKO2_SCALE
+            deviation = math.sqrt(phi * phi + periods * volatility * volatility) * GLICKO2_SCALE
+        deviation = min(deviation, cap)
+        shown.append((deviation > line, round(deviation)))
+    return shown
 
 
 def is_provisional(row: Rating, at: datetime | None = None) -> bool:

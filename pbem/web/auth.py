@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import cast
 from urllib.parse import urlsplit
 
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
+from sqlalchemy import and_, bindparam, select
 from werkzeug.wrappers import Response
 
 from pbem.accounts import accounts, apitokens, vacation
 from pbem.accounts.accounts import AccountError
 from pbem.core.extensions import limiter
-from pbem.core.models import User, utcnow
+from pbem.core.models import ApiToken, User, utcnow
 from pbem.game import clock
 from pbem.mailout import sendagain
+from pbem.web import pagecache
 from pbem.web.limits import MAIL_LINK_SCOPE, answered, per_account, per_ip_and, setting
 
 bp = Blueprint("auth", __name__)
@@ -130,7 +134,34 @@ def reset(token: str) -> str | Response | tuple[str, int]:
     return render_template("auth/reset.html", user=user)
 
 
+# What the settings page shows of the reader's row besides :data:`pagecache.READER_COLUMNS`, and their
+# API tokens that still work (a row each); one statement, built once.
+_SETTINGS = pagecache.with_reader(
+    select(User.email, User.notify, User.digest_hour, User.pending_email, User.mail_bounce_reason,
+           User.vacation_since, User.vacation_year, User.vacation_days_used, ApiToken.created_at,
+           ApiToken.id, ApiToken.name, ApiToken.prefix, ApiToken.last_used_at)
+    .outerjoin(ApiToken, and_(ApiToken.user_id == User.id, ApiToken.revoked_at.is_(None)))
+    .where(User.id == bindparam("reader_id"))
+)
+
+
+def _settings_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's settings page shows: their row and their tokens (see :data:`_SETTINGS`), and the
+    words the clock changes: the time now, to the minute, and the vacation days left; None (not kept)
+    for a visitor, who is sent to sign in."""
+    if reader_id is None:
+        return None
+    rows, reader = pagecache.rows_stamp(_SETTINGS, {}, reader_id)
+    if reader is None or not rows:
+        return rows, reader
+    since, year, used = rows[0][5:8]
+    away = cast(User, SimpleNamespace(vacation_since=since, vacation_year=year, vacation_days_used=used))
+    words = (clock.format_time(utcnow(), reader[2]), round(vacation.days_left(away), 1))
+    return (rows, words), reader
+
+
 @bp.route("/settings", methods=["GET", "POST"])
+@pagecache.kept(_settings_stamp)
 @login_required
 def settings() -> str | Response | tuple[str, int]:
     """Notification choice, vacation, mail key and password."""

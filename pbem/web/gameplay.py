@@ -5,21 +5,23 @@ move, draw and resign posts.  Every change is made by :mod:`pbem.game.play` or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_limiter.util import get_remote_address
 from flask_login import current_user, login_required
+from sqlalchemy import and_, bindparam, exists, select, union, union_all
 from sqlalchemy.orm.interfaces import ORMOption
 from werkzeug.wrappers import Response
 
 import games
-from pbem.accounts import bots
+from pbem.accounts import bots, vacation
 from pbem.core.extensions import db, limiter
-from pbem.core.models import MAX_COMMENT, MAX_NOTE, Game, User
+from pbem.core.models import MAX_COMMENT, MAX_NOTE, Challenge, Game, Rating, Seat, User, Watch
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, watching
+from pbem.game import analysis, clock, conditional, notes, play, queries, queueing, ratings, watching
 from pbem.game.play import PlayError
 from pbem.lobby import challenges
 from pbem.present import dashboard as dashboard_service
@@ -94,24 +96,52 @@ def live(game_id: int) -> str:
 
 
 @bp.get("/games/<int:game_id>/version")
+@pagecache.kept(pagecache.game_stamp)
 def version(game_id: int) -> Response:
     """The game's change counter, which the page polls to learn that someone else has moved."""
     return jsonify(version=_visible_game(game_id).version)
 
 
 @bp.get("/rules")
+@pagecache.kept(pagecache.static_stamp)
 def rules_index() -> str:
     """Every game in a line: its title, how many play it, what it is about, and a link to its rules."""
     return render_template("games/rules_index.html", engines=games.all(), count_words=play.count_words)
 
 
 @bp.get("/rules/<slug>")
+@pagecache.kept(pagecache.static_stamp)
 def rules(slug: str) -> str:
     """A game's rules, notation and rulings."""
     return render_template("games/rules.html", engine=engine_or_404(slug))
 
 
+# What the lobby shows, for its stamp: the latest waiting public games as challenges.open_games reads
+# them, each with its seats' players and whether a challenge is pending on each seat (a waiting game's
+# seats and challenges change without its version), and its creator's rating in its game.
+_WAITING = select(Game.id).where(Game.status == "waiting", Game.public.is_(True)) \
+    .order_by(Game.created_at.desc()).limit(50).subquery()
+_LOBBY = pagecache.with_reader(
+    select(Game.id, Seat.number, Game.version, Seat.user_id,
+           exists().where(Challenge.game_id == Game.id, Challenge.seat == Seat.number,
+                          Challenge.status == "pending"),
+           Rating.rating, Rating.deviation, Rating.volatility, Rating.last_game_at)
+    .join(_WAITING, _WAITING.c.id == Game.id).join(Seat, Seat.game_id == Game.id)
+    .outerjoin(Rating, and_(Rating.user_id == Game.created_by_id, Rating.engine == Game.engine)),
+    ordered_by=2,
+)
+
+
+def _lobby_stamp(reader_id: int | None) -> pagecache.Stamp:
+    """What the lobby shows (see :data:`_LOBBY`), each creator's rating as it is written now."""
+    rows, reader = pagecache.rows_stamp(_LOBBY, {}, reader_id)
+    now = ratings.shown_now((row[6], row[7], row[8]) if row[5] is not None else (0.0, 0.0, None)
+                            for row in rows)
+    return tuple(zip(rows, now, strict=True)), reader
+
+
 @bp.get("/lobby")
+@pagecache.kept(_lobby_stamp)
 def lobby() -> str:
     """Public games with open seats anyone may take (``?bots=hide``: none with a computer player)."""
     hide_bots = request.args.get("bots") == "hide"
@@ -120,7 +150,64 @@ def lobby() -> str:
     return render_template("games/lobby.html", entries=entries, gameview=gameview, hide_bots=hide_bots)
 
 
+# What My games shows, for its stamp (see pbem.web.pagecache), read as pbem.present.dashboard reads it:
+# the games it may list (the reader's unfinished seats' games, their latest finished and the games they
+# watch: a superset of those listed, each list's choice following from the versions read), each with its
+# seats, their clocks and their players' vacations, which change without the game's version; and the
+# challenges of those games and those sent to the reader (a game gathering players fills its seats and
+# its challenges change without its version).
+_READER_ID: Any = bindparam("reader_id")
+_MY_GAME_IDS = union(
+    select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_(None)),
+    select(select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_not(None))
+           .order_by(Seat.finished_at.desc(), Seat.game_id.desc()).limit(dashboard_service.FINISHED_SHOWN)
+           .subquery().c.game_id),
+    select(select(Watch.game_id).join(Game, Game.id == Watch.game_id).where(Watch.user_id == _READER_ID)
+           .order_by(Game.status != "active", Game.updated_at.desc(), Game.id.desc())
+           .limit(dashboard_service.WATCHED_SHOWN).subquery().c.game_id),
+)
+_MY_GAMES = pagecache.with_reader(
+    select(Game.id, Seat.number, Game.version, Game.status, Game.time_control, Seat.user_id, Seat.deadline,
+           User.vacation_since, User.vacation_year, User.vacation_days_used)
+    .join(Seat, Seat.game_id == Game.id).outerjoin(User, User.id == Seat.user_id)
+    .where(Game.id.in_(_MY_GAME_IDS)),
+    ordered_by=2,
+)
+_CHALLENGE_COLUMNS = (Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status,
+                      Challenge.challenged_id, Challenge.challenger_id)
+# Two statements in one, not one with OR: PostgreSQL would read every challenge to test it.
+_MY_CHALLENGES = union_all(
+    select(*_CHALLENGE_COLUMNS).where(Challenge.game_id.in_(
+        select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_(None)))),
+    select(*_CHALLENGE_COLUMNS).where(Challenge.challenged_id == _READER_ID, Challenge.status == "pending"),
+).order_by("id")
+
+
+def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's My games shows (see :data:`_MY_GAMES`), with the words the clock changes: each
+    running clock's time left, and until when each player away is away, in the reader's zone.  None (not
+    kept) for a visitor, who is sent to sign in."""
+    if reader_id is None:
+        return None
+    with pagecache.reads_together():
+        rows, reader = pagecache.rows_stamp(_MY_GAMES, {}, reader_id)
+        challenge_rows = pagecache.read_rows(_MY_CHALLENGES, {"reader_id": reader_id})
+    if reader is None:
+        return rows, reader
+    zone = reader[2] or "UTC"
+    words = []
+    for _id, _number, _version, status, control, _user, deadline, since, year, used in rows:
+        player = SimpleNamespace(vacation_since=since, vacation_year=year, vacation_days_used=used)
+        if status == "active" and deadline is not None:
+            seat = SimpleNamespace(deadline=deadline, user=player, game=SimpleNamespace(time_control=control))
+            words.append(clock.describe(clock.time_left(cast(Seat, seat))))
+        if since is not None:
+            words.append(clock.format_day(vacation.ends_at(cast(User, player)), zone))
+    return (rows, challenge_rows, words), reader
+
+
 @bp.get("/dashboard")
+@pagecache.kept(_dashboard_stamp)
 @login_required
 def dashboard() -> str:
     """My challenges and games, those waiting for my move first."""
@@ -130,7 +217,23 @@ def dashboard() -> str:
 # Starting games ---------------------------------------------------------------------------
 
 
+# What the new-game form shows from the database besides its reader: the computer players, whose games
+# and strengths it offers; one statement, built once.
+_NEW_GAME = pagecache.with_reader(
+    select(User.id, User.bot_games, User.bot_strength).where(User.is_bot.is_(True)))
+
+
+def _new_game_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's new-game form shows (see :data:`_NEW_GAME`); the game it is for and its options
+    come from the URL, the time controls from the settings.  None (not kept) for a visitor, who is sent
+    to sign in."""
+    if reader_id is None:
+        return None
+    return pagecache.rows_stamp(_NEW_GAME, {}, reader_id)
+
+
 @bp.route("/games/new", methods=["GET", "POST"])
+@pagecache.kept(_new_game_stamp)
 @login_required
 def new() -> str | Response | tuple[str, int]:
     """The new-game form: the game, its options, the players in seat order, public or private, time."""
@@ -438,6 +541,7 @@ def _reader_key() -> str:
 
 @bp.get("/games/<int:game_id>/analysis")
 @limiter.limit(setting("analysis_per_reader"), key_func=_reader_key, scope="analysis")
+@pagecache.kept(pagecache.game_stamp)
 def analyse(game_id: int) -> tuple[Response, int] | Response:
     """Where a tried line leads from a position of the record (``at``; the position as it stands when
     left out): the board there, the legal moves, whose move it is; ``move`` once per move of the line,

@@ -37,7 +37,12 @@ What a stamp must hold, and why the stamps below hold enough:
 - the game page shows, of the seats, the players' vacations and the clocks too: its stamp reads the
   seats and their players' columns;
 - time: the only words that change with the clock alone are a running clock's ("2 days 5 hours left"),
-  and the game page's stamp holds those very words, in the reader's time zone;
+  and the game page's stamp holds those very words, in the reader's time zone; a page showing ratings
+  (whether each is provisional, its deviation now), vacations (until when) or the time itself holds
+  those words as the page writes them (:func:`pbem.game.ratings.shown_now`, and the views' stamps);
+- the other pages (standings, the directory, a player's page, My games, settings, the lobby, the
+  tournaments') read, in their stamps beside their views, the very rows they show, as tuples
+  (:func:`with_reader`, :func:`rows_stamp`), or a row whose version covers them (a tournament's);
 - a signed-in player's page shows, besides, what is theirs: their handle, time zone and since when
   their mail bounces (the layout's notice) from their user row (:data:`READER_COLUMNS`), and on the
   game page their own seats' conditional lines, whether they watch the game and their private note on
@@ -75,7 +80,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from types import SimpleNamespace
@@ -201,7 +207,15 @@ def cache_of(app: Any = None) -> PageCache:
 
 def _visitor() -> bool:
     """Whether the request is a visitor's that every other visitor would be answered alike."""
-    return request.method in ("GET", "HEAD") and not session and not current_user.is_authenticated
+    if request.method not in ("GET", "HEAD") or session:
+        return False
+    # With nothing in the session and no remember-me cookie, Flask-Login loads nobody (pbem gives it no
+    # loader by request): not asking it spares the session-protection digest it makes for every
+    # visitor, a tenth of a kept page.
+    remember = current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token")
+    if g.get("_login_user") is None and remember not in request.cookies:
+        return True
+    return not current_user.is_authenticated
 
 
 def _signed_in_as() -> tuple[int, str] | None:
@@ -461,6 +475,29 @@ _READERS_GAME = _GAME.add_columns(
 _IN_SNAPSHOT = "pbem_stamp_in_snapshot"
 
 
+# Set in ``g`` while a stamp's statements share one connection (see :func:`reads_together`).
+_SHARED = "pbem_stamp_connection"
+
+
+@contextmanager
+def reads_together() -> Iterator[None]:
+    """A stamp of several statements reads them on one connection (as :func:`_read` reads one): a
+    connection taken from the pool and, on SQLite, a transaction begun and ended once, not once a
+    statement.  Within the snapshot a page is rendered in, the session's transaction is read, as ever."""
+    if g.get(_IN_SNAPSHOT) or g.get(_SHARED) is not None:
+        yield
+        return
+    connection = db.engine.connect()
+    if is_postgresql():
+        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+    with connection:
+        setattr(g, _SHARED, connection)
+        try:
+            yield
+        finally:
+            g.pop(_SHARED, None)
+
+
 def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None = None) -> list[Any]:
     """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
     model object is made.
@@ -472,6 +509,9 @@ def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None 
     again, for a page to be rendered, in the session's transaction (see :func:`_in_snapshot`)."""
     if g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
+    shared = g.get(_SHARED)
+    if shared is not None:
+        return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
     if is_postgresql():
         with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
@@ -539,13 +579,54 @@ def list_statement(*queries: Select) -> CompoundSelect:
     return union_all(*parts)
 
 
-def list_stamp(statement: CompoundSelect, reader_id: int | None = None) -> Stamp:
-    """What lists of games are made of, read by their :func:`list_statement`, and the row of the reader
-    ``reader_id`` (None for a visitor, or if there is no such user).  The games are put in one fixed
-    order (list, then game): a list's own order follows from the versions of its games, since whatever
-    orders it (a move, a game's end) raises them."""
-    rows = _read(statement, {"reader_id": reader_id})
+def list_stamp(statement: CompoundSelect, reader_id: int | None = None,
+               parameters: dict[str, Any] | None = None) -> Stamp:
+    """What lists of games are made of, read by their :func:`list_statement` (with ``parameters`` bound
+    besides the reader's id), and the row of the reader ``reader_id`` (None for a visitor, or if there is
+    no such user).  The games are put in one fixed order (list, then game): a list's own order follows
+    from the versions of its games, since whatever orders it (a move, a game's end) raises them."""
+    rows = _read(statement, {**(parameters or {}), "reader_id": reader_id})
     reader_part = len(statement.selects) - 1
     listed = sorted(row[:3] for row in rows if row[0] != reader_part)
     reader = next((row[3:] for row in rows if row[0] == reader_part), None)
     return tuple(listed), reader
+
+
+def with_reader(statement: Select, ordered_by: int | None = None) -> Select:
+    """``statement`` with the row of the reader whose id is bound as ``reader_id`` beside each of its
+    rows, for :func:`rows_stamp`: the reader's columns first (all None for a visitor or no such user),
+    on one row even when the statement gives none.  Build it once: the result is a statement of its
+    own, its rows in the order of their first ``ordered_by`` columns (every column by default; PostgreSQL
+    cannot order JSON, so a statement reading some names the leading columns that tell its rows apart)."""
+    reader = select(*(column.label(f"reader_{i}") for i, column in enumerate(_READER_ROW))).subquery()
+    rows = statement.add_columns(literal(1).label("present")).subquery()
+    return (select(*reader.c, *rows.c).select_from(reader.outerjoin(rows, literal(True)))
+            .order_by(*list(rows.c)[:-1][:ordered_by]))
+
+
+def rows_stamp(statement: Select, parameters: dict[str, Any],
+               reader_id: int | None) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]:
+    """What a page made of the rows of a :func:`with_reader` statement shows (the rows as tuples, in
+    its order), and the reader's row (None for a visitor, or if there is no such user)."""
+    rows = _read(statement, {**parameters, "reader_id": reader_id})
+    width = len(READER_COLUMNS)
+    reader = rows[0][:width] if rows and reader_id is not None and rows[0][0] is not None else None
+    return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
+
+
+def read_rows(statement: Select | CompoundSelect, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of a stamp's statement of its own, as tuples (read as every stamp's statement is: on a
+    connection of its own, or in the snapshot a page is rendered in)."""
+    return _read(statement, parameters)
+
+
+_READER_ONLY = select(*_READER_ROW)
+
+
+def static_stamp(reader_id: int | None, **_arguments: Any) -> Stamp:
+    """The stamp of a page that shows nothing from the database but, for a signed-in reader, their own
+    row (the rules, say): nothing read for a visitor."""
+    if reader_id is None:
+        return (), None
+    (row,) = _read(_READER_ONLY, {"reader_id": reader_id})
+    return (), (row if row[0] is not None else None)

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 from marshmallow import ValidationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, case, select
 
 import games
 from pbem.archive import archive, feeds
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
-from pbem.core.models import Tournament, User
+from pbem.core.models import Game, Tournament, User
 from pbem.game import clock
 from pbem.present import newgame, tournamentview
 from pbem.tournament import organise, standings
@@ -42,14 +42,36 @@ def _tournament_or_404(tournament_id: int) -> Tournament:
     return found
 
 
+# The tournaments the index lists, as organise.listing orders them, for its stamp: their ids and
+# versions, which rise with every change of a tournament and its entries (see :func:`_stamp`).
+_LISTED = pagecache.list_statement(
+    select(Tournament.id, Tournament.version)
+    .order_by(case((Tournament.status.in_(("open", "running", "paused")), 0), else_=1), Tournament.id.desc())
+    .limit(100))
+
+
+def _index_stamp(reader_id: int | None) -> pagecache.Stamp:
+    """What the tournaments' index shows: the tournaments listed (see :data:`_LISTED`), and the reader's
+    row (a signed-in reader is offered to organise one)."""
+    return pagecache.list_stamp(_LISTED, reader_id)
+
+
 @bp.get("/tournaments")
+@pagecache.kept(_index_stamp)
 def index() -> str:
     """Tournaments taking entries or running, then those over."""
     return render_template("tournaments/index.html", tournaments=organise.listing(),
                            format_names=standings.FORMATS, status_words=organise.status_words)
 
 
+def _new_stamp(reader_id: int | None) -> pagecache.Stamp | None:
+    """What a player's form to organise a tournament shows: nothing from the database but their row (the
+    game and its options come from the URL); None (not kept) for a visitor, who is sent to sign in."""
+    return None if reader_id is None else pagecache.static_stamp(reader_id)
+
+
 @bp.route("/tournaments/new", methods=["GET", "POST"])
+@pagecache.kept(_new_stamp)
 @login_required
 def new() -> ResponseReturnValue:
     """The organiser's form: game, options, time, format and its settings, field, start, rating range."""
@@ -150,6 +172,7 @@ def page(tournament_id: int) -> str:
 
 
 @bp.get("/tournaments/<int:tournament_id>/crosstable")
+@pagecache.kept(_stamp)
 def crosstable(tournament_id: int) -> str:
     """The crosstable: a grid of results (round-robin), a line per round (Swiss), the bracket (knockout)."""
     view = tournamentview.build(_tournament_or_404(tournament_id))
@@ -159,7 +182,25 @@ def crosstable(tournament_id: int) -> str:
                            lines=lines, points_words=standings.points_words)
 
 
+# A tournament's feed: the tournament and its finished games as the archive lists them (bound by id).
+_FEED = pagecache.list_statement(
+    select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id")),
+    archive.page_query(archive.Filters(tournament=cast(int, bindparam("tournament_id"))))[0]
+    .with_only_columns(Game.id, Game.version),
+)
+
+
+def _feed_stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
+    """What a tournament's feed is made of: the tournament and its games listed; None (not kept) for a
+    feed of no game, whose time of update is the time asked."""
+    made_of, reader = pagecache.list_stamp(_FEED, reader_id, {"tournament_id": tournament_id})
+    if not any(row[0] == 1 for row in cast(tuple[tuple[Any, ...], ...], made_of)):
+        return None
+    return made_of, reader
+
+
 @bp.get("/tournaments/<int:tournament_id>.atom")
+@pagecache.kept(_feed_stamp)
 def feed(tournament_id: int) -> ResponseReturnValue:
     """An Atom feed of the tournament's finished games, newest first."""
     tournament = _tournament_or_404(tournament_id)
