@@ -42,7 +42,7 @@ from werkzeug.security import generate_password_hash
 
 from bench.archive import USERS, fill, play_some
 from bench.pagecpu import DatabaseCpu
-from bench.scratch import ScratchDatabases, analyse, arguments, routes
+from bench.scratch import ScratchDatabases, a_tournament, analyse, arguments, routes
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.core.extensions import db
@@ -98,6 +98,7 @@ def build(url: str, tmp: str, size: int) -> dict[str, Any]:
         db.session.execute(sa.text("DELETE FROM outbox_mail"))
         db.session.commit()
         _row, token = apitokens.create(db.session.get(User, 1), "bench")
+        tournament = a_tournament(1)
         tallies.rebuild()
         if db.engine.dialect.name == "sqlite":
             db.session.execute(sa.text("ANALYZE"))
@@ -106,7 +107,8 @@ def build(url: str, tmp: str, size: int) -> dict[str, Any]:
         print(f"  {size:>9,} games filled in {time.perf_counter() - started:.0f} s", flush=True)
         db.session.remove()
         db.engine.dispose()
-    return {"fin": finished[0], "act": active[0], "player": "p0", "other": "p5", "token": token}
+    return {"fin": finished[0], "act": active[0], "player": "p0", "other": "p5", "token": token,
+            "tour": tournament}
 
 
 class Reader:

@@ -80,7 +80,8 @@ def free_port() -> int:
 
 def routes() -> list[tuple[str, str]]:
     """(reader, path) of every read route: "visitor", "player" (signed in) or "client" (API token); the
-    path names a finished game ``{fin}``, a game in play ``{act}`` and a player ``{other}``."""
+    path names a finished game ``{fin}``, a game in play ``{act}``, a player ``{other}`` and a tournament
+    ``{tour}`` (see :func:`a_tournament`)."""
     visitor = ["/", "/archive", "/archive?player={other}", "/archive.atom", "/standings",
                "/standings/cambio", "/players", "/players?q=p1", "/players/{other}",
                "/players/{other}.atom", "/games/{fin}", "/games/{fin}.json", "/games/{fin}.txt",
@@ -91,6 +92,22 @@ def routes() -> list[tuple[str, str]]:
     client = ["/api/v1/games", "/api/v1/games?player={other}", "/api/v1/games/{fin}", "/api/v1/games/{act}",
               "/api/v1/players/{other}", "/api/v1/players?q=p1", "/api/v1/lobby", "/api/v1/me/turn",
               "/api/v1/me/challenges", "/api/v1/games/{act}/conditionals", "/api/v1/games/{act}/note",
-              "/api/openapi.json", "/api/"]
+              "/api/openapi.json", "/api/", "/api/v1/me", "/api/v1/bots",
+              # The bot runner's poll of its games in play.
+              "/api/v1/games?status=active&player={player}&limit=100",
+              "/api/v1/tournaments", "/api/v1/tournaments/{tour}"]
     return ([("visitor", p) for p in visitor] + [("player", p) for p in player]
             + [("client", p) for p in client])
+
+
+def a_tournament(organiser_id: int) -> int:
+    """A round-robin tournament of Cambio taking entries, organised and entered by the (confirmed) player
+    ``organiser_id``, for the tournament routes of :func:`routes`; its id.  In an app context."""
+    from pbem.core.extensions import db
+    from pbem.core.models import User
+    from pbem.tournament import organise
+
+    organiser = db.session.get(User, organiser_id)
+    made = organise.create(organiser, "Bench cup", "cambio", "round_robin", max_players=8)
+    organise.join(made.id, organiser)
+    return made.id

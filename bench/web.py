@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
-from bench.scratch import analyse, arguments, each_database, free_port, routes
+from bench.scratch import a_tournament, analyse, arguments, each_database, free_port, routes
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.core.extensions import db
@@ -211,16 +211,19 @@ def route_ids(url: str, tmp: str, active: int, handle: str) -> dict[str, Any]:
         finished = db.session.scalar(sa.select(Game.id).where(Game.status == "finished").order_by(Game.id))
         player = db.session.scalar(sa.select(User).where(User.handle == handle))
         _row, token = apitokens.create(player, "bench")
+        tournament = a_tournament(player.id)
         db.session.remove()
         db.engine.dispose()
     # The players of this database have no confirmed address but the one signed in: the pages of a
     # player are read of them.
-    return {"fin": finished, "act": active, "player": handle, "other": handle, "token": token}
+    return {"fin": finished, "act": active, "player": handle, "other": handle, "token": token,
+            "tour": tournament}
 
 
-def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool) -> None:
+def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool, only: str = "") -> None:
     """Fill the database at ``url``, then load each route of ours and its floor: the game page, ``/``
-    and the archive, for a visitor and the player, or with ``every`` every read route."""
+    and the archive, for a visitor and the player, or with ``every`` every read route; with ``only``,
+    those whose reader and path (``client /api/v1/me``) contain it."""
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
         ids = route_ids(url, tmp, active, handle)
@@ -231,7 +234,7 @@ def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool) -
         server = gunicorn("pbem.wsgi:app", port, env)
         core = ["/games/{act}", "/", "/archive"]
         pages = [(reader, path) for reader, path in routes()
-                 if every or (reader != "client" and path in core)]
+                 if (every or (reader != "client" and path in core)) and only in f"{reader} {path}"]
         headers = {"visitor": None, "player": f"Cookie: {sign_in(f'http://127.0.0.1:{port}', handle)}",
                    "client": f"Authorization: Bearer {ids['token']}"}
         try:
@@ -275,11 +278,15 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=4, help="slices of each side, taken in turns")
     parser.add_argument("--core", action="store_true",
                         help="only the game page, / and the archive (by default: every read route)")
+    parser.add_argument("--only", default="",
+                        help="only the routes whose reader and path contain this (such as 'client')")
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     print(f"{'database':<11} {'reader':<8} {'route':<34} {'bytes':>7} {'req/s':>7} {'p99 ms':>7} "
           f"{'floor/s':>7} {'p99 ms':>7} {'ratio':>7} {'a turn':>11}")
     for url, label in each_database(args.pg):
-        measure(url, label, args.slice, args.turns, not args.core)
+        measure(url, label, args.slice, args.turns, not args.core, args.only)
+        print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

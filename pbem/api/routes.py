@@ -6,22 +6,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import or_, select
-from sqlalchemy.orm import selectinload
+from flask import request
+from marshmallow import EXCLUDE, ValidationError
+from sqlalchemy import Select, bindparam, case, func, or_, select
+from sqlalchemy.orm import defer, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 
 import games
 from pbem.accounts import accounts, bots
-from pbem.api import present
+from pbem.api import kept, present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
 from pbem.api.openapi import operation
 from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Seat, Tournament, User
+from pbem.core.models import Challenge, Game, GameNote, Rating, Seat, Tally, Tournament, User
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import clock, conditional, notes, play, queueing, results
 from pbem.lobby import challenges
@@ -47,13 +50,10 @@ def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, 
 # Reading ---------------------------------------------------------------------------
 
 
-@operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
-           errors=(422,), public=True)
-def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
-    """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
-    games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
-    archive, newest finish first; other statuses list public games and private ones you play in.  Page
-    with after (the previous page's next).  Needs no token: without one, public games only."""
+def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, bool]:
+    """The SELECT of the games a list answers (one more than the page, to tell whether there are more),
+    the page's size, and whether it reads the archive (finished games, newest finish first); raises
+    ApiError for filters in error."""
     params = {name: str(query[key]) for name, key in _ARCHIVE_PARAMS.items() if key in query}
     try:
         filters = archive.parse_filters(params)
@@ -63,17 +63,17 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     status = query.get("status", "finished" if finished_only else None)
     if status == "finished":
         try:
-            archived = archive.search(filters, after=query.get("after"), limit=query["limit"])
+            found, limit = archive.page_query(filters, after=query.get("after"), limit=query["limit"])
         except archive.ArchiveError as exc:
             raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
-        return {"games": [present.summary(g, user) for g in archived.games], "next": archived.older}
+        return found, limit, True
     if finished_only:
         message = f"Only finished games can be filtered by {', '.join(finished_only)}."
         raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})
-    if user is None:
+    if user_id is None:
         wanted = select(Game).where(Game.public.is_(True))
     else:
-        seated = select(Seat.game_id).where(Seat.user_id == user.id)
+        seated = select(Seat.game_id).where(Seat.user_id == user_id)
         wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
     if status is not None:
         wanted = wanted.where(Game.status == status)
@@ -86,10 +86,32 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     if "after" in query:
         wanted = wanted.where(Game.id < query["after"])
     limit = query["limit"]
-    found = db.session.scalars(
-        wanted.order_by(Game.id.desc()).limit(limit + 1)
-        .options(selectinload(Game.seats).joinedload(Seat.user))
-    ).all()
+    return wanted.order_by(Game.id.desc()).limit(limit + 1), limit, False
+
+
+def _list_stamp(caller: kept.Caller | None) -> object | None:
+    """What a list of games is made of: the games its query lists (see :func:`kept.games`); None for a
+    query in error, answered afresh."""
+    try:
+        query = s.GameQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
+        found, _limit, _archived = _listing(caller.user_id if caller else None, query)
+    except (ValidationError, ApiError):
+        return None
+    return kept.games(found.with_only_columns(Game.id, Game.version), {}, caller.zone if caller else None)
+
+
+@operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
+           errors=(422,), public=True, keep=_list_stamp)
+def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
+    """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
+    games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
+    archive, newest finish first; other statuses list public games and private ones you play in.  Page
+    with after (the previous page's next).  Needs no token: without one, public games only."""
+    found_query, limit, archived = _listing(user.id if user else None, query)
+    if archived:
+        # A list shows no boards: the stored states (the biggest column) stay unread.
+        found_query = found_query.options(defer(Game.state))
+    found = db.session.scalars(found_query.options(selectinload(Game.seats).joinedload(Seat.user))).all()
     page = found[:limit]
     return {"games": [present.summary(g, user) for g in page],
             "next": page[-1].id if len(found) > limit else None}
@@ -102,7 +124,8 @@ _ARCHIVE_PARAMS = {"game": "game", "player": "player", "opponent": "opponent", "
 _FINISHED_ONLY = ("result", "ending", "from", "to", "min_moves", "max_moves")
 
 
-@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,), public=True)
+@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,), public=True,
+           keep=kept.game)
 def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     """The game as you see it: players, whose turn, the move number to confirm, the board as text, your
     legal moves when it is your turn, clocks, the record and the result.  Needs no token for a public
@@ -132,7 +155,48 @@ def _challenge_stamp(user: User) -> str:
         .order_by(Challenge.id)).all())
 
 
-@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me")
+# A player as /players/{handle} and /me show them: their row with their ratings (one row per rating),
+# then their public record per game (from the tallies), each row marked by its part.
+_PLAYER_COLUMNS = (User.id, User.handle, User.verified_at, User.is_bot, User.bot_games, User.bot_strength,
+                   User.created_at, User.vacation_since)
+_RATING_COLUMNS = (Rating.engine, Rating.rating, Rating.deviation, Rating.volatility, Rating.games,
+                   Rating.last_game_at)
+_PLAYER = {
+    by: select(*_PLAYER_COLUMNS, *_RATING_COLUMNS).outerjoin(Rating, Rating.user_id == User.id)
+    .where(where).order_by(Rating.engine)
+    for by, where in (("handle", User.handle_key == bindparam("key")), ("id", User.id == bindparam("key")))
+}
+_RECORD = select(Tally.engine, Tally.user_id, func.sum(Tally.wins), func.sum(Tally.draws),
+                 func.sum(Tally.losses)).where(Tally.public.is_(True)).group_by(Tally.engine, Tally.user_id)
+
+
+def _player_stamp(by: str, key: object) -> object | None:
+    """What a player's answer is made of: their row, their ratings with the deviations as of now (as the
+    answer rounds them), and their public record; None for no such confirmed player."""
+    rows = kept.read(_PLAYER[by], {"key": key})
+    if not rows or rows[0][2] is None:
+        return None
+    width = len(_PLAYER_COLUMNS)
+    names = [column.key for column in _RATING_COLUMNS]
+    rated = [SimpleNamespace(**dict(zip(names, row[width:], strict=True))) for row in rows
+             if row[width] is not None]
+    record = kept.read(_RECORD.where(Tally.user_id == rows[0][0]), {})
+    return rows, present.rated(rated), record
+
+
+def _kept_me(caller: kept.Caller | None) -> object | None:
+    """What /me is made of (see :func:`_player_stamp`)."""
+    return None if caller is None else _player_stamp("id", caller.user_id)
+
+
+def _kept_player(caller: kept.Caller | None, handle: str) -> object | None:
+    """What /players/{handle} is made of (see :func:`_player_stamp`)."""
+    if not accounts.HANDLE.match(handle):
+        return None
+    return _player_stamp("handle", accounts.handle_key(handle.strip()))
+
+
+@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me", keep=_kept_me)
 def me(user: User) -> dict[str, Any]:
     """The player the token acts for, as /players/{handle} shows them (a computer player learns here what
     it plays)."""
@@ -146,8 +210,18 @@ def list_bots(user: User | None) -> dict[str, Any]:
     return {"bots": [{"handle": bot.handle, **(present.bot(bot) or {})} for bot in bots.all_bots()]}
 
 
+# The caller's games in play, of which /me/turn lists those awaiting their move.
+_IN_PLAY = select(Game.id, Game.version).where(
+    Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"))), Game.status == "active")
+
+
+def _kept_turn(caller: kept.Caller | None) -> object | None:
+    """What /me/turn is made of: the caller's games in play (see :func:`kept.games`)."""
+    return None if caller is None else kept.games(_IN_PLAY, {"user_id": caller.user_id}, caller.zone)
+
+
 @operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me",
-           stamp=_turn_stamp)
+           stamp=_turn_stamp, keep=_kept_turn)
 def my_turn(user: User) -> dict[str, Any]:
     """The games where it is your move, the soonest deadline first. The answer carries an ETag: send it
     back as If-None-Match and, while nothing has changed, the answer is 304 with no body, so a program
@@ -155,8 +229,25 @@ def my_turn(user: User) -> dict[str, Any]:
     return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
 
 
+# The challenges awaiting the caller, and their games.
+_PENDING = (Challenge.challenged_id == bindparam("user_id"), Challenge.status == "pending")
+_CHALLENGES = select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.challenger_id,
+                     Challenge.created_at).where(*_PENDING).order_by(Challenge.id)
+_CHALLENGED = select(Game.id, Game.version).where(Game.id.in_(select(Challenge.game_id).where(*_PENDING)))
+
+
+def _kept_challenges(caller: kept.Caller | None) -> object | None:
+    """What /me/challenges is made of: the challenges awaiting the caller and their games (see
+    :func:`kept.games`)."""
+    if caller is None:
+        return None
+    parameters = {"user_id": caller.user_id}
+    listed = kept.games(_CHALLENGED, parameters, caller.zone)
+    return None if listed is None else (kept.read(_CHALLENGES, parameters), listed)
+
+
 @operation("/v1/me/challenges", "GET", "Challenges awaiting my answer", response=s.ChallengeListSchema,
-           tag="me", stamp=_challenge_stamp)
+           tag="me", stamp=_challenge_stamp, keep=_kept_challenges)
 def my_challenges(user: User) -> dict[str, Any]:
     """The challenges to you that you have not answered: accept or decline each. With an ETag, as
     /me/turn."""
@@ -164,7 +255,7 @@ def my_challenges(user: User) -> dict[str, Any]:
 
 
 @operation("/v1/players/<handle>", "GET", "A player", response=s.PlayerSchema, errors=(404,), tag="players",
-           public=True)
+           public=True, keep=_kept_player)
 def get_player(user: User | None, handle: str) -> dict[str, Any]:
     """A player's Glicko-2 rating in each game (rating, deviation as of now, volatility, provisional)
     and their record of finished public games.  Needs no token."""
@@ -325,8 +416,35 @@ def _lines(user: User, game_id: int, seat: int | None) -> dict[str, Any]:
     return {"lines": [conditional.describe(line) for line in owner.conditionals or []]}
 
 
+# A game's row and seats as its conditional lines and notes are answered from: who holds each seat, and
+# of the caller's own seats their lines (nobody else's are read).
+_SEATS = (
+    select(Game.version, Game.public, Game.status, Seat.number, Seat.user_id,
+           case((Seat.user_id == bindparam("user_id"), Seat.conditionals)))
+    .outerjoin(Seat, Seat.game_id == Game.id).where(Game.id == bindparam("game_id")).order_by(Seat.number)
+)
+_NOTE = select(GameNote.text).where(GameNote.game_id == bindparam("game_id"),
+                                    GameNote.user_id == bindparam("user_id"))
+
+
+def _kept_lines(caller: kept.Caller | None, game_id: int) -> object | None:
+    """What the caller's conditional lines in a game are answered from (see :data:`_SEATS`)."""
+    if caller is None:
+        return None
+    return kept.read(_SEATS, {"game_id": game_id, "user_id": caller.user_id})
+
+
+def _kept_note(caller: kept.Caller | None, game_id: int) -> object | None:
+    """What the caller's note on a game is answered from: the game's seats (see :data:`_SEATS`) and
+    their note."""
+    if caller is None:
+        return None
+    parameters = {"game_id": game_id, "user_id": caller.user_id}
+    return kept.read(_SEATS, parameters), kept.read(_NOTE, parameters)
+
+
 @operation("/v1/games/<int:game_id>/conditionals", "GET", "My conditional lines",
-           response=s.ConditionalLinesSchema, errors=(403, 404))
+           response=s.ConditionalLinesSchema, errors=(403, 404), keep=_kept_lines)
 def my_conditionals(user: User, game_id: int) -> dict[str, Any]:
     """The conditional lines you have queued in this game. Nobody else, your opponent least of all, can
     read them."""
@@ -357,7 +475,7 @@ def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict
 
 
 @operation("/v1/games/<int:game_id>/note", "GET", "My note on a game", response=s.NoteSchema,
-           errors=(403, 404), tag="me")
+           errors=(403, 404), tag="me", keep=_kept_note)
 def my_note(user: User, game_id: int) -> dict[str, Any]:
     """Your private note on a game you play in ("" for none). Nobody else can read it: not your
     opponents, not watchers; it is in no page but yours, no mail, record or export."""
