@@ -18,6 +18,7 @@ from pbem.accounts import accounts, apitokens
 from pbem.api.kept import answers_of
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
+from pbem.game import clock as clock_module
 from pbem.game import play, queries
 from pbem.lobby import challenges
 from tests.server.test_api import server  # noqa: F401
@@ -128,12 +129,19 @@ def test_a_kept_game_follows_every_move_and_each_caller_gets_their_own(ctx: Flas
     assert get(client, path, tokens[other]).json["your_turn"] is True
 
 
-def test_a_kept_game_shows_its_clocks_as_they_are_now(client: Client, players, tokens) -> None:
+def test_a_kept_game_shows_its_clocks_as_they_are_now(client: Client, players, tokens,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     game_id = a_game(players)
     mover, other, seat, _other_seat = seats(game_id)
     path = f"/api/v1/games/{game_id}"
     clock = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
     assert "left (until" in clock and "UTC" in clock
+    # A day on, with nothing else changed: the clock's words say a day less.
+    later = utcnow() + timedelta(days=1, minutes=1)
+    with monkeypatch.context() as patched:
+        patched.setattr(clock_module, "utcnow", lambda: later)
+        a_day_on = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    assert a_day_on != clock and a_day_on.startswith("1 day 23 hours")
     # A deadline moved without the game's row (as a return from vacation moves it).
     mine = (Seat.game_id == game_id, Seat.number == seat - 1)
     deadline = db.session.scalar(select(Seat.deadline).where(*mine))
