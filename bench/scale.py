@@ -45,6 +45,7 @@ from bench.pagecpu import DatabaseCpu
 from bench.scratch import ScratchDatabases, a_tournament, analyse, arguments, routes
 from pbem import create_app
 from pbem.accounts import apitokens
+from pbem.api.kept import answers_of
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, User, utcnow
 from pbem.game import play, queries, tallies
@@ -117,7 +118,8 @@ class Reader:
     def __init__(self, url: str, tmp: str, ids: dict[str, Any]) -> None:
         self.app = _app(url, tmp)
         self.server = DatabaseCpu(url)
-        cache_of(self.app).max_bytes = 0  # Nothing kept: every page rendered.
+        # Nothing kept: every page and every API answer rendered.
+        cache_of(self.app).max_bytes = answers_of(self.app).max_bytes = 0
         self.visitor, self.player, self.client = (self.app.test_client() for _ in range(3))
         token = TOKEN.search(self.player.get("/login").get_data(as_text=True))
         answer = self.player.post("/login", data={"login": ids["player"], "password": PASSWORD,

@@ -14,7 +14,8 @@ from typing import Any
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
-from flask import Response, current_app, jsonify, render_template, request
+from flask import Response, current_app, jsonify, render_template, request, session
+from flask_login import current_user
 from marshmallow import EXCLUDE, Schema
 
 from pbem.api import auth, bp, kept
@@ -259,7 +260,24 @@ def _schema_name(content: dict[str, Any] | None) -> str | None:
 
 @bp.get("/")
 def page() -> str:
-    """The API explained for people: authentication, errors, and each operation with its fields."""
+    """The API explained for people: authentication, errors, and each operation with its fields.
+
+    Rendered once per app (and script root) for visitors signed in nowhere, as the document is built
+    once: what it shows changes only with the code and the settings.  A signed-in player's layout shows
+    them, so their page is rendered each time."""
+    if session or current_user.is_authenticated:
+        return _page()
+    build_spec()
+    pages: dict[str, str] = current_app.extensions[_BUILT].setdefault("pages", {})
+    kept = pages.get(request.script_root)
+    if kept is None:
+        kept = _page()
+        if not session.modified:
+            pages[request.script_root] = kept
+    return kept
+
+
+def _page() -> str:
     spec = build_spec()
     described = []
     for op in OPERATIONS:

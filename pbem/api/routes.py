@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Sequence
 from datetime import UTC
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from flask import request
 from marshmallow import EXCLUDE, ValidationError
@@ -26,7 +26,7 @@ from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Challenge, Game, GameNote, Rating, Seat, Tally, Tournament, User
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import clock, conditional, notes, play, queueing, results
+from pbem.game import clock, conditional, notes, play, queueing, ratings, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame, tournamentview
 from pbem.tournament import organise
@@ -144,7 +144,8 @@ def _turn_stamp(user: User) -> str:
     game, a move, a clock stopped, a seat's deadline, bumps it)."""
     return _stamp(user, db.session.execute(
         select(Game.id, Game.version).join(Seat, Seat.game_id == Game.id)
-        .where(Seat.user_id == user.id, Game.status == "active").order_by(Game.id)).all())
+        .where(Seat.user_id == user.id, Seat.finished_at.is_(None), Game.status == "active")
+        .order_by(Game.id)).all())
 
 
 def _challenge_stamp(user: User) -> str:
@@ -170,6 +171,12 @@ _RECORD = select(Tally.engine, Tally.user_id, func.sum(Tally.wins), func.sum(Tal
                  func.sum(Tally.losses)).where(Tally.public.is_(True)).group_by(Tally.engine, Tally.user_id)
 
 
+def _rating(row: Sequence[Any]) -> Rating:
+    """A rating as read by :data:`_RATING_COLUMNS`, with what :mod:`pbem.game.ratings` reads of one."""
+    return cast(Rating, SimpleNamespace(**{column.key: value
+                                           for column, value in zip(_RATING_COLUMNS, row, strict=True)}))
+
+
 def _player_stamp(by: str, key: object) -> object | None:
     """What a player's answer is made of: their row, their ratings with the deviations as of now (as the
     answer rounds them), and their public record; None for no such confirmed player."""
@@ -177,9 +184,7 @@ def _player_stamp(by: str, key: object) -> object | None:
     if not rows or rows[0][2] is None:
         return None
     width = len(_PLAYER_COLUMNS)
-    names = [column.key for column in _RATING_COLUMNS]
-    rated = [SimpleNamespace(**dict(zip(names, row[width:], strict=True))) for row in rows
-             if row[width] is not None]
+    rated = [_rating(row[width:]) for row in rows if row[width] is not None]
     record = kept.read(_RECORD.where(Tally.user_id == rows[0][0]), {})
     return rows, present.rated(rated), record
 
@@ -203,16 +208,27 @@ def me(user: User) -> dict[str, Any]:
     return present.player(user)
 
 
-@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True)
+_BOTS = select(User.id, User.handle, User.bot_games, User.bot_strength).where(User.is_bot.is_(True))
+
+
+def _kept_bots(caller: kept.Caller | None) -> object | None:
+    """What the list of computer players is made of: each one's row."""
+    return kept.read(_BOTS, {})
+
+
+@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True,
+           keep=_kept_bots)
 def list_bots(user: User | None) -> dict[str, Any]:
     """The computer players (marked BOT): each one's games and strength. Challenge one by its handle
     like anyone.  Needs no token."""
     return {"bots": [{"handle": bot.handle, **(present.bot(bot) or {})} for bot in bots.all_bots()]}
 
 
-# The caller's games in play, of which /me/turn lists those awaiting their move.
+# The caller's games in play, of which /me/turn lists those awaiting their move: read from their seats not
+# finished (ix_seat_archive), so that it costs the same however many games they finished.
 _IN_PLAY = select(Game.id, Game.version).where(
-    Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"))), Game.status == "active")
+    Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"), Seat.finished_at.is_(None))),
+    Game.status == "active")
 
 
 def _kept_turn(caller: kept.Caller | None) -> object | None:
@@ -317,7 +333,30 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
     return _fresh_game(user, created.id)
 
 
-@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True)
+# The lobby's games (see pbem.lobby.challenges.open_games: the newest waiting public games, of which those
+# with an open seat are shown), the challenges to their seats, and their creators' ratings in each game.
+_WAITING = (select(Game.id, Game.version).where(Game.status == "waiting", Game.public.is_(True))
+            .order_by(Game.created_at.desc()).limit(challenges.LOBBY_SIZE).subquery())
+_LOBBY = select(_WAITING.c.id, _WAITING.c.version)
+_LOBBY_CHALLENGES = (select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status)
+                     .where(Challenge.game_id.in_(select(_WAITING.c.id))).order_by(Challenge.id))
+_CREATORS = (select(Game.id, *_RATING_COLUMNS).join(Rating, (Rating.user_id == Game.created_by_id)
+                                                     & (Rating.engine == Game.engine))
+             .where(Game.id.in_(select(_WAITING.c.id))).order_by(Game.id))
+
+
+def _kept_lobby(caller: kept.Caller | None) -> object | None:
+    """What the lobby is made of: its games (see :func:`kept.games`), the challenges to their seats, and
+    their creators' ratings as shown now."""
+    listed = kept.games(_LOBBY, {}, caller.zone if caller else None)
+    if listed is None:
+        return None
+    creators = [(row[0], ratings.display(_rating(row[1:]))) for row in kept.read(_CREATORS, {})]
+    return listed, kept.read(_LOBBY_CHALLENGES, {}), creators
+
+
+@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True,
+           keep=_kept_lobby)
 def lobby(user: User | None) -> dict[str, Any]:
     """Public games waiting for players with an open seat, newest first, each with its creator's rating
     in that game and who may take a seat by rating. Take one with POST /v1/games/{id}/take. Needs no
@@ -505,8 +544,24 @@ def _tournament(tournament_id: int) -> dict[str, Any]:
     return tournamentview.as_dict(tournamentview.build(found))
 
 
+# Every tournament's version, which each change of it, its entries or its pairings' results raises
+# (pbem.tournament.rounds.changed); handles never change.
+_TOURNAMENTS = select(Tournament.id, Tournament.version).order_by(Tournament.id)
+_TOURNAMENT = select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id"))
+
+
+def _kept_tournaments(caller: kept.Caller | None) -> object | None:
+    """What the list of tournaments is made of: every tournament's version."""
+    return kept.read(_TOURNAMENTS, {})
+
+
+def _kept_tournament(caller: kept.Caller | None, tournament_id: int) -> object | None:
+    """What a tournament's answer is made of: its version."""
+    return kept.read(_TOURNAMENT, {"tournament_id": tournament_id})
+
+
 @operation("/v1/tournaments", "GET", "List tournaments", response=s.TournamentListSchema, tag="tournaments",
-           public=True)
+           public=True, keep=_kept_tournaments)
 def list_tournaments(user: User | None) -> dict[str, Any]:
     """Tournaments taking entries or running first, then those over, newest first. Needs no token."""
     return {"tournaments": [tournamentview.as_dict(tournamentview.build(t), with_rounds=False)
@@ -514,7 +569,7 @@ def list_tournaments(user: User | None) -> dict[str, Any]:
 
 
 @operation("/v1/tournaments/<int:tournament_id>", "GET", "A tournament", response=s.TournamentSchema,
-           errors=(404,), tag="tournaments", public=True)
+           errors=(404,), tag="tournaments", public=True, keep=_kept_tournament)
 def get_tournament(user: User | None, tournament_id: int) -> dict[str, Any]:
     """A tournament: its settings, standings with tie-breaks (Sonneborn-Berger in a round-robin, Buchholz
     and median Buchholz in a Swiss) and every round's pairings with their games. Needs no token."""

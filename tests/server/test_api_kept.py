@@ -241,3 +241,48 @@ def test_a_kept_player_follows_their_vacation(client: Client, players, tokens) -
     for path, token in (("/api/v1/players/alice", tokens["bob"]), ("/api/v1/me", tokens["alice"])):
         assert get(client, path, token).json["on_vacation"] is True
     assert get(client, "/api/v1/me", tokens["bob"]).json["handle"] == "bob"
+
+
+def test_the_lobby_follows_its_games_and_seats(client: Client, players, tokens) -> None:
+    alice, bob, carol = players
+    assert get(client, "/api/v1/lobby", tokens["carol"]).json["games"] == []
+    open_game = challenges.new_game(alice, "easyslider", [alice, None, None], {}, public=True)
+    lobby = get(client, "/api/v1/lobby", tokens["carol"]).json["games"]
+    assert [(g["game"]["id"], g["creator"], g["creator_rating"]) for g in lobby] == [
+        (open_game.id, "alice", "1500?")]
+    challenges.take_seat(open_game.id, db.session.get(User, bob.id))
+    lobby = get(client, "/api/v1/lobby").json["games"]
+    assert [p["player"] for p in lobby[0]["game"]["players"]] == ["alice", "bob", None]
+    challenges.take_seat(open_game.id, db.session.get(User, carol.id))  # The last seat: the game starts.
+    assert get(client, "/api/v1/lobby", tokens["carol"]).json["games"] == []
+    assert get(client, "/api/v1/lobby").json["games"] == []
+
+
+def test_bots_and_tournaments_follow_their_changes(client: Client, players, tokens) -> None:
+    from pbem.accounts import bots
+    from pbem.tournament import organise
+
+    assert get(client, "/api/v1/bots").json["bots"] == []
+    assert get(client, "/api/v1/tournaments", tokens["alice"]).json["tournaments"] == []
+    bots.add("easybot", ["cambio"], "easy")
+    assert [b["handle"] for b in get(client, "/api/v1/bots").json["bots"]] == ["easybot"]
+    made = organise.create(db.session.get(User, players[0].id), "Cup", "cambio", "round_robin", max_players=4)
+    listed = get(client, "/api/v1/tournaments", tokens["alice"]).json["tournaments"]
+    assert [(t["id"], t["players"]) for t in listed] == [(made.id, 0)]
+    path = f"/api/v1/tournaments/{made.id}"
+    assert get(client, path).json["standings"] == []
+    organise.join(made.id, db.session.get(User, players[1].id))
+    assert [e["player"] for e in get(client, path).json["standings"]] == ["bob"]
+    assert get(client, "/api/v1/tournaments", tokens["alice"]).json["tournaments"][0]["players"] == 1
+
+
+def test_the_api_page_is_kept_for_visitors_only(app: Flask, client: Client, players) -> None:
+    from tests.server.test_web_games import signed_in
+
+    page = get(client, "/api/")
+    assert page.status_code == 200 and b"Sign in" in page.data and b"Sign out" not in page.data
+    assert get(client, "/api/").data == page.data
+    (alice,) = signed_in(app, players[0])
+    mine = alice.get("/api/")
+    assert "Sign out" in mine.text and "alice" in mine.text
+    assert b"Sign out" not in get(client, "/api/").data
