@@ -35,7 +35,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from flask import Response, current_app, g, request
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Select, and_, bindparam, case, func, select
 from sqlalchemy.engine import Connection
 
 from pbem.accounts import apitokens
@@ -275,23 +275,24 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
 # The statements are built once where they can be: building one costs more than SQLite takes to answer.
 
 
-def _clocks(time_control: dict[str, Any] | None, running: list[tuple[Any, ...]], zone: str | None
-            ) -> tuple[str, ...] | None:
-    """The words of a game's running clocks exactly as an answer gives them in ``zone``, from each running
-    seat's (deadline, vacation_since, handle): each seat is handed to :func:`pbem.game.clock.status` with
-    just what that reads.  None when the answer cannot be kept: a bank's running clock is answered in
-    seconds, which change with every request."""
+def _clocks(time_control: dict[str, Any] | None, running: list[tuple[Any, ...]]
+            ) -> tuple[tuple[int, bool] | None, ...] | None:
+    """What the words of a game's running clocks change with as time passes (see
+    :func:`pbem.game.clock.status_changes`), from each running seat's (deadline, vacation_since,
+    handle): each seat is handed over with just what that reads.  The rest of the words follow from
+    those columns, read with the stamp, and the caller's zone, in its key.  None when the answer cannot
+    be kept: a bank's running clock is answered in seconds, which change with every request."""
     if not running:
         return ()
     if (time_control or {}).get("kind") == "bank":
         return None
     game = SimpleNamespace(time_control=time_control)
-    words = []
+    changes = []
     for deadline, vacation_since, handle in running:
         holder = None if handle is None else SimpleNamespace(vacation_since=vacation_since, handle=handle)
         seat = SimpleNamespace(deadline=deadline, user=holder, game=game)
-        words.append(clock.status(cast(Seat, seat), zone or "UTC"))
-    return tuple(words)
+        changes.append(clock.status_changes(cast(Seat, seat)))
+    return tuple(changes)
 
 
 # A game as GET /v1/games/{id} shows it: its row's version (raised by every change of the row), its
@@ -323,26 +324,34 @@ def game(caller: Caller | None, game_id: int) -> object | None:
     if not public and (caller is None or all(row[7] != caller.user_id for row in rows)):
         return None
     running = [(row[8], row[12], row[11]) for row in rows if status == "active" and row[8] is not None]
-    clocks = _clocks(time_control, running, caller.zone if caller else None)
+    clocks = _clocks(time_control, running)
     if clocks is None:
         return None
     return rows, clocks
 
 
-def games(listed: Select, parameters: dict[str, Any], zone: str | None) -> object | None:
-    """What a list of games is made of: ``listed`` selects the listed games' ids and versions (with the
-    one more a page reads to know there are more), and each listed game is read with its seats: who
-    holds each (a seat of a game gathering players is taken without changing the game's row), and the
-    running clocks, whose words are computed in ``zone``.  None when a listed game's clock is a running
-    bank (see :func:`_clocks`)."""
+def games_statement(listed: Select) -> Select:
+    """The statement of :func:`games` for the games ``listed`` selects (their ids and versions), built
+    once where it can be: building one costs more than reading it."""
     shown = listed.subquery()
-    rows = read(
-        select(shown.c.id, shown.c.version, Game.status, Game.time_control, Seat.number, Seat.user_id,
-               Seat.deadline, Seat.bank_seconds, User.vacation_since, User.handle)
-        .select_from(shown).join(Game, Game.id == shown.c.id)
-        .outerjoin(Seat, Seat.game_id == shown.c.id).outerjoin(User, User.id == Seat.user_id)
-        .order_by(shown.c.id, Seat.number), parameters)
-    clocks: list[tuple[str, ...]] = []
+    running = and_(Game.status == "active", Seat.deadline.is_not(None))
+    # The time control is read only with a running clock (its words depend on it); the rest of what the
+    # answer shows of it follows from the game's version.
+    return (select(shown.c.id, shown.c.version, Game.status, case((running, Game.time_control)), Seat.number,
+                   Seat.user_id, Seat.deadline, Seat.bank_seconds, User.vacation_since, User.handle)
+            .select_from(shown).join(Game, Game.id == shown.c.id)
+            .outerjoin(Seat, Seat.game_id == shown.c.id).outerjoin(User, User.id == Seat.user_id)
+            .order_by(shown.c.id, Seat.number))
+
+
+def games(statement: Select, parameters: dict[str, Any]) -> object | None:
+    """What a list of games is made of, read by its :func:`games_statement`: the listed games' ids and
+    versions (with the one more a page reads to know there are more), each with its seats: who holds
+    each (a seat of a game gathering players is taken without changing the game's row), and what the
+    words of the running clocks change with (the caller's zone is in the key).  None when a listed
+    game's clock is a running bank (see :func:`_clocks`)."""
+    rows = read(statement, parameters)
+    clocks: list[tuple[tuple[int, bool] | None, ...]] = []
     running: dict[int, list[tuple[Any, ...]]] = {}
     controls: dict[int, Any] = {}
     for game_id, _version, status, control, _number, _user, deadline, _bank, away, handle in rows:
@@ -350,7 +359,7 @@ def games(listed: Select, parameters: dict[str, Any], zone: str | None) -> objec
             running.setdefault(game_id, []).append((deadline, away, handle))
             controls[game_id] = control
     for game_id, seats in running.items():
-        words = _clocks(controls[game_id], seats, zone)
+        words = _clocks(controls[game_id], seats)
         if words is None:
             return None
         clocks.append(words)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC
 from types import SimpleNamespace
 from typing import Any, cast
 
-from flask import request
+from flask import current_app, request
 from marshmallow import EXCLUDE, ValidationError
 from sqlalchemy import Select, bindparam, case, func, or_, select
 from sqlalchemy.orm import defer, selectinload
@@ -50,10 +51,10 @@ def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, 
 # Reading ---------------------------------------------------------------------------
 
 
-def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, bool]:
+def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, bool, tuple[User, ...]]:
     """The SELECT of the games a list answers (one more than the page, to tell whether there are more),
-    the page's size, and whether it reads the archive (finished games, newest finish first); raises
-    ApiError for filters in error."""
+    the page's size, whether it reads the archive (finished games, newest finish first), and the players
+    its filters name; raises ApiError for filters in error."""
     params = {name: str(query[key]) for name, key in _ARCHIVE_PARAMS.items() if key in query}
     try:
         filters = archive.parse_filters(params)
@@ -66,7 +67,7 @@ def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, b
             found, limit = archive.page_query(filters, after=query.get("after"), limit=query["limit"])
         except archive.ArchiveError as exc:
             raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
-        return found, limit, True
+        return found, limit, True, filters.players
     if finished_only:
         message = f"Only finished games can be filtered by {', '.join(finished_only)}."
         raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})
@@ -86,18 +87,44 @@ def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, b
     if "after" in query:
         wanted = wanted.where(Game.id < query["after"])
     limit = query["limit"]
-    return wanted.order_by(Game.id.desc()).limit(limit + 1), limit, False
+    return wanted.order_by(Game.id.desc()).limit(limit + 1), limit, False, filters.players
+
+
+# The statements of lists' stamps, kept per app by caller and query string (at most _LISTS_KEPT): building
+# one (its query loaded, its filters' players found) cost more than reading it.
+_LISTS = "pbem_api_list_statements"
+_LISTS_KEPT = 256
+
+
+def _list_statement(caller: kept.Caller | None) -> Select | None:
+    """The statement of the list of games the request asks for (see :func:`kept.games_statement`); None
+    for a query in error, answered afresh."""
+    statements: OrderedDict[tuple[int | None, bytes], Select] = current_app.extensions.setdefault(
+        _LISTS, OrderedDict())
+    key = (caller.user_id if caller else None, request.query_string)
+    statement = statements.get(key)
+    if statement is not None:
+        return statement
+    try:
+        query = s.GameQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
+        found, _limit, _archived, players = _listing(key[0], query)
+    except (ValidationError, ApiError):
+        return None
+    statement = kept.games_statement(found.with_only_columns(Game.id, Game.version))
+    # A filter's player is named by their id: kept only for players holding a seat, whose account is
+    # never deleted (pbem.accounts.accounts.expire_unconfirmed), so their handle always names them.
+    if all(db.session.scalar(select(Seat.id).where(Seat.user_id == p.id).limit(1)) for p in players):
+        statements[key] = statement
+        while len(statements) > _LISTS_KEPT:
+            statements.popitem(last=False)
+    return statement
 
 
 def _list_stamp(caller: kept.Caller | None) -> object | None:
     """What a list of games is made of: the games its query lists (see :func:`kept.games`); None for a
     query in error, answered afresh."""
-    try:
-        query = s.GameQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
-        found, _limit, _archived = _listing(caller.user_id if caller else None, query)
-    except (ValidationError, ApiError):
-        return None
-    return kept.games(found.with_only_columns(Game.id, Game.version), {}, caller.zone if caller else None)
+    statement = _list_statement(caller)
+    return None if statement is None else kept.games(statement, {})
 
 
 @operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
@@ -107,7 +134,7 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
     archive, newest finish first; other statuses list public games and private ones you play in.  Page
     with after (the previous page's next).  Needs no token: without one, public games only."""
-    found_query, limit, archived = _listing(user.id if user else None, query)
+    found_query, limit, archived, _players = _listing(user.id if user else None, query)
     if archived:
         # A list shows no boards: the stored states (the biggest column) stay unread.
         found_query = found_query.options(defer(Game.state))
@@ -226,14 +253,14 @@ def list_bots(user: User | None) -> dict[str, Any]:
 
 # The caller's games in play, of which /me/turn lists those awaiting their move: read from their seats not
 # finished (ix_seat_archive), so that it costs the same however many games they finished.
-_IN_PLAY = select(Game.id, Game.version).where(
+_IN_PLAY = kept.games_statement(select(Game.id, Game.version).where(
     Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"), Seat.finished_at.is_(None))),
-    Game.status == "active")
+    Game.status == "active"))
 
 
 def _kept_turn(caller: kept.Caller | None) -> object | None:
     """What /me/turn is made of: the caller's games in play (see :func:`kept.games`)."""
-    return None if caller is None else kept.games(_IN_PLAY, {"user_id": caller.user_id}, caller.zone)
+    return None if caller is None else kept.games(_IN_PLAY, {"user_id": caller.user_id})
 
 
 @operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me",
@@ -249,7 +276,8 @@ def my_turn(user: User) -> dict[str, Any]:
 _PENDING = (Challenge.challenged_id == bindparam("user_id"), Challenge.status == "pending")
 _CHALLENGES = select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.challenger_id,
                      Challenge.created_at).where(*_PENDING).order_by(Challenge.id)
-_CHALLENGED = select(Game.id, Game.version).where(Game.id.in_(select(Challenge.game_id).where(*_PENDING)))
+_CHALLENGED = kept.games_statement(
+    select(Game.id, Game.version).where(Game.id.in_(select(Challenge.game_id).where(*_PENDING))))
 
 
 def _kept_challenges(caller: kept.Caller | None) -> object | None:
@@ -258,7 +286,7 @@ def _kept_challenges(caller: kept.Caller | None) -> object | None:
     if caller is None:
         return None
     parameters = {"user_id": caller.user_id}
-    listed = kept.games(_CHALLENGED, parameters, caller.zone)
+    listed = kept.games(_CHALLENGED, parameters)
     return None if listed is None else (kept.read(_CHALLENGES, parameters), listed)
 
 
@@ -337,7 +365,7 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
 # with an open seat are shown), the challenges to their seats, and their creators' ratings in each game.
 _WAITING = (select(Game.id, Game.version).where(Game.status == "waiting", Game.public.is_(True))
             .order_by(Game.created_at.desc()).limit(challenges.LOBBY_SIZE).subquery())
-_LOBBY = select(_WAITING.c.id, _WAITING.c.version)
+_LOBBY = kept.games_statement(select(_WAITING.c.id, _WAITING.c.version))
 _LOBBY_CHALLENGES = (select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status)
                      .where(Challenge.game_id.in_(select(_WAITING.c.id))).order_by(Challenge.id))
 _CREATORS = (select(Game.id, *_RATING_COLUMNS).join(Rating, (Rating.user_id == Game.created_by_id)
@@ -348,7 +376,7 @@ _CREATORS = (select(Game.id, *_RATING_COLUMNS).join(Rating, (Rating.user_id == G
 def _kept_lobby(caller: kept.Caller | None) -> object | None:
     """What the lobby is made of: its games (see :func:`kept.games`), the challenges to their seats, and
     their creators' ratings as shown now."""
-    listed = kept.games(_LOBBY, {}, caller.zone if caller else None)
+    listed = kept.games(_LOBBY, {})
     if listed is None:
         return None
     creators = [(row[0], ratings.display(_rating(row[1:]))) for row in kept.read(_CREATORS, {})]

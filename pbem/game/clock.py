@@ -294,6 +294,17 @@ def status(seat: Seat, zone: str | None = None) -> str:
     return text
 
 
+def status_changes(seat: Seat) -> tuple[int, bool] | None:
+    """What the words of :func:`status` change with as time passes alone, for an answer kept while they
+    stay the same: the whole minutes left (as :func:`describe` counts them) and whether the weekend
+    pauses the clock now; None when the seat's clock is not running.  Besides these, the words follow
+    from the seat's deadline, its player's handle and vacation, and the reader's zone."""
+    left = time_left(seat)
+    if left is None:
+        return None
+    return int(left.total_seconds() // 60), weekend_pause(seat.game) and _is_weekend(utcnow().date())
+
+
 def waiting_words(seat: Seat) -> str:
     """The clock of a seat that is not to move, in a game going on: what its bank holds ("6 days 23
     hours in the bank, not running"), or the time each move has ("3 days per move, not running"); it
