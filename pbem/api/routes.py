@@ -194,8 +194,9 @@ _PLAYER = {
     .where(where).order_by(Rating.engine)
     for by, where in (("handle", User.handle_key == bindparam("key")), ("id", User.id == bindparam("key")))
 }
-_RECORD = select(Tally.engine, Tally.user_id, func.sum(Tally.wins), func.sum(Tally.draws),
-                 func.sum(Tally.losses)).where(Tally.public.is_(True)).group_by(Tally.engine, Tally.user_id)
+_RECORD = (select(Tally.engine, func.sum(Tally.wins), func.sum(Tally.draws), func.sum(Tally.losses))
+           .where(Tally.user_id == bindparam("user_id"), Tally.public.is_(True)).group_by(Tally.engine)
+           .order_by(Tally.engine))
 
 
 def _rating(row: Sequence[Any]) -> Rating:
@@ -212,7 +213,7 @@ def _player_stamp(by: str, key: object) -> object | None:
         return None
     width = len(_PLAYER_COLUMNS)
     rated = [_rating(row[width:]) for row in rows if row[width] is not None]
-    record = kept.read(_RECORD.where(Tally.user_id == rows[0][0]), {})
+    record = kept.read(_RECORD, {"user_id": rows[0][0]})
     return rows, present.rated(rated), record
 
 
@@ -309,8 +310,46 @@ def get_player(user: User | None, handle: str) -> dict[str, Any]:
     return present.player(player)
 
 
+# The statements of the directory's stamps, kept per app by query string (at most _LISTS_KEPT).
+_DIRECTORIES = "pbem_api_directory_statements"
+
+
+def _directory_statement() -> Select | None:
+    """What a page of the directory is made of, as one statement: its players (and the one more that
+    tells whether there are more), each with their ratings and the games they have finished; None for a
+    query in error, answered afresh."""
+    statements: OrderedDict[bytes, Select] = current_app.extensions.setdefault(_DIRECTORIES, OrderedDict())
+    statement = statements.get(request.query_string)
+    if statement is not None:
+        return statement
+    try:
+        query = s.DirectoryQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
+        found, _limit = directory.page_query(query["q"], query.get("after"), query["limit"])
+    except (ValidationError, directory.DirectoryError):
+        return None
+    listed = found.subquery()
+    played = (select(func.sum(Tally.wins + Tally.draws + Tally.losses)).where(Tally.user_id == listed.c.id)
+              .scalar_subquery())
+    statement = (select(listed.c.id, listed.c.handle, played, *_RATING_COLUMNS).select_from(listed)
+                 .outerjoin(Rating, Rating.user_id == listed.c.id).order_by(listed.c.id, Rating.engine))
+    statements[request.query_string] = statement
+    while len(statements) > _LISTS_KEPT:
+        statements.popitem(last=False)
+    return statement
+
+
+def _kept_directory(caller: kept.Caller | None) -> object | None:
+    """What a page of the directory is made of (see :func:`_directory_statement`), with the ratings as
+    shown now."""
+    statement = _directory_statement()
+    if statement is None:
+        return None
+    rows = kept.read(statement, {})
+    return rows, [ratings.display(_rating(row[3:])) for row in rows if row[3] is not None]
+
+
 @operation("/v1/players", "GET", "Find players", query=s.DirectoryQuerySchema, response=s.DirectorySchema,
-           errors=(422,), tag="players", public=True)
+           errors=(422,), tag="players", public=True, keep=_kept_directory)
 def find_players(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     """The player directory: players whose handle begins with q (any case), in handle order, each with
     their rating in every game they are rated in and the games they have finished. Page with after (the
@@ -490,8 +529,10 @@ _SEATS = (
            case((Seat.user_id == bindparam("user_id"), Seat.conditionals)))
     .outerjoin(Seat, Seat.game_id == Game.id).where(Game.id == bindparam("game_id")).order_by(Seat.number)
 )
-_NOTE = select(GameNote.text).where(GameNote.game_id == bindparam("game_id"),
-                                    GameNote.user_id == bindparam("user_id"))
+# The same with the caller's note on the game, on every row.
+_NOTE = _SEATS.add_columns(select(GameNote.text).where(GameNote.game_id == Game.id,
+                                                       GameNote.user_id == bindparam("user_id"))
+                           .scalar_subquery())
 
 
 def _kept_lines(caller: kept.Caller | None, game_id: int) -> object | None:
@@ -506,8 +547,7 @@ def _kept_note(caller: kept.Caller | None, game_id: int) -> object | None:
     their note."""
     if caller is None:
         return None
-    parameters = {"game_id": game_id, "user_id": caller.user_id}
-    return kept.read(_SEATS, parameters), kept.read(_NOTE, parameters)
+    return kept.read(_NOTE, {"game_id": game_id, "user_id": caller.user_id})
 
 
 @operation("/v1/games/<int:game_id>/conditionals", "GET", "My conditional lines",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, func, or_, select
 
 from pbem.core.extensions import db
 from pbem.core.models import Rating, User
@@ -44,11 +44,9 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def search(prefix: str = "", after: str | None = None, limit: int | None = None) -> DirectoryPage:
-    """Players whose handle begins with ``prefix`` (any case), in handle order, after the handle
-    ``after``, ``limit`` to a page (:data:`PAGE_SIZE`); a player must have confirmed their address (or
-    be an imported player, who has a page too).  DirectoryError for a prefix or an ``after`` that no
-    handle could begin with."""
+def page_query(prefix: str = "", after: str | None = None, limit: int | None = None) -> tuple[Select, int]:
+    """The SELECT of a page's players (id and handle, in handle order, with one more than the page to
+    tell whether there are more) and the page's size; see :func:`search`."""
     prefix, limit = prefix.strip(), limit or PAGE_SIZE
     for value in (prefix, after or ""):
         if not SEARCH.match(value):
@@ -60,7 +58,16 @@ def search(prefix: str = "", after: str | None = None, limit: int | None = None)
         query = query.where(name.like(_like_prefix(prefix.lower()), escape="\\"))
     if after:
         query = query.where(name > after.lower())
-    found = db.session.execute(query.order_by(name).limit(limit + 1)).all()
+    return query.order_by(name).limit(limit + 1), limit
+
+
+def search(prefix: str = "", after: str | None = None, limit: int | None = None) -> DirectoryPage:
+    """Players whose handle begins with ``prefix`` (any case), in handle order, after the handle
+    ``after``, ``limit`` to a page (:data:`PAGE_SIZE`); a player must have confirmed their address (or
+    be an imported player, who has a page too).  DirectoryError for a prefix or an ``after`` that no
+    handle could begin with."""
+    query, limit = page_query(prefix, after, limit)
+    found = db.session.execute(query).all()
     page = found[:limit]
     ids = [user_id for user_id, _handle in page]
     rated: dict[int, list[tuple[str, str]]] = {}

@@ -286,3 +286,19 @@ def test_the_api_page_is_kept_for_visitors_only(app: Flask, client: Client, play
     mine = alice.get("/api/")
     assert "Sign out" in mine.text and "alice" in mine.text
     assert b"Sign out" not in get(client, "/api/").data
+
+
+def test_the_directory_follows_new_players_and_ratings(client: Client, players, tokens) -> None:
+    from pbem.accounts.accounts import create_user
+    from pbem.core.models import Rating
+
+    found = get(client, "/api/v1/players?q=", tokens["alice"]).json["players"]
+    assert [(p["handle"], p["ratings"]) for p in found] == [("alice", []), ("bob", []), ("carol", [])]
+    create_user("dave", "dave@example.org", verified=True)
+    db.session.add(Rating(user_id=players[1].id, engine="cambio", rating=1612.4, deviation=40.0,
+                          volatility=0.06, games=30, last_game_at=utcnow(), updated_at=utcnow()))
+    db.session.commit()
+    found = get(client, "/api/v1/players?q=", tokens["alice"]).json["players"]
+    assert [(p["handle"], p["ratings"]) for p in found] == [
+        ("alice", []), ("bob", [{"game": "cambio", "display": "1612"}]), ("carol", []), ("dave", [])]
+    assert [p["handle"] for p in get(client, "/api/v1/players?q=b").json["players"]] == ["bob"]
