@@ -147,23 +147,44 @@ _CALLER = (
 
 # Why a request is answered afresh rather than kept: no working token where one is needed.
 _UNKEPT = object()
+# The request's token as last read (see _token_row), in ``g``.
+_TOKEN_ROW = "pbem_api_token_row"
 
 
-def _caller(public: bool) -> Caller | object | None:
+def _token_row(again: bool = False) -> tuple[Any, ...] | None:
+    """The row of the request's Bearer token and its player (see :data:`_CALLER`), if it names one that
+    is not revoked; read once per request unless ``again`` (in the snapshot an answer is rendered in)."""
+    if not again and _TOKEN_ROW in g:
+        return cast(tuple[Any, ...] | None, g.get(_TOKEN_ROW))
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    digest = apitokens.stored_digest(value) if scheme.lower() == "bearer" and value else None
+    rows = read(_CALLER, {"digest": digest}) if digest is not None else []
+    row = rows[0] if rows else None
+    setattr(g, _TOKEN_ROW, row)
+    return row
+
+
+def working_token_id() -> int | None:
+    """The id of the working token the request carries (its player may sign in), or None; one indexed
+    read per request, no model object, nothing written: for the rate limit's key, asked on every
+    request."""
+    if _TOKEN_ROW not in g:
+        with _reading():
+            _token_row()
+    row = _token_row()
+    return row[0] if row is not None and row[3] is not None else None
+
+
+def _caller(public: bool, again: bool = False) -> Caller | object | None:
     """The request's caller: None for a call without any ``Authorization`` to a public operation; or
     :data:`_UNKEPT` when the answer is to be rendered afresh (no token where one is needed, a token that
     does not work, or one whose "last used" is due)."""
-    header = request.headers.get("Authorization")
-    if header is None:
+    if "Authorization" not in request.headers:
         return None if public else _UNKEPT
-    scheme, _, value = header.partition(" ")
-    digest = apitokens.stored_digest(value) if scheme.lower() == "bearer" and value else None
-    if digest is None:
+    row = _token_row(again)
+    if row is None:
         return _UNKEPT
-    rows = read(_CALLER, {"digest": digest})
-    if not rows:
-        return _UNKEPT
-    token_id, user_id, last_used_at, verified_at, zone, *shown = rows[0]
+    token_id, user_id, last_used_at, verified_at, zone, *shown = row
     if verified_at is None or last_used_at is None or utcnow() - last_used_at > _USE_MARGIN:
         return _UNKEPT
     return Caller(token_id, user_id, zone, (zone, *shown))
@@ -219,9 +240,11 @@ def _url() -> str:
     return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
 
 
-def _read_stamp(stamp: Stamp, public: bool, path_args: dict[str, Any]) -> tuple[Caller | None, object] | None:
-    """The caller and what their answer is made of, or None when it is answered afresh."""
-    caller = _caller(public)
+def _read_stamp(stamp: Stamp, public: bool, path_args: dict[str, Any],
+                again: bool = False) -> tuple[Caller | None, object] | None:
+    """The caller and what their answer is made of, or None when it is answered afresh; ``again`` in the
+    snapshot the answer is rendered in (the token is read again too)."""
+    caller = _caller(public, again)
     if caller is _UNKEPT:
         return None
     who = cast(Caller | None, caller)
@@ -254,7 +277,7 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
     kept = answers.get(url, made_of, caller_id)
     if kept is None:
         _in_snapshot()
-        again = _read_stamp(stamp, public, path_args)
+        again = _read_stamp(stamp, public, path_args, again=True)
         if again is None or again[0] != caller:
             return render(True)
         response = render(False)
