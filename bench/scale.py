@@ -167,8 +167,9 @@ def databases(label: str, admin: str, sizes: list[int]) -> Iterator[list[str]]:
             yield [scratch.create() for _ in sizes]
 
 
-def measure(label: str, admin: str, sizes: list[int], requests: int) -> None:
-    """Fill one database per size, then time every route on each, interleaved, and print the table."""
+def measure(label: str, admin: str, sizes: list[int], requests: int, only: str = "") -> None:
+    """Fill one database per size, then time every route on each (with ``only``, those whose reader and
+    path contain it), interleaved, and print the table."""
     print(f"{label}: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     with databases(label, admin, sizes) as urls, tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         readers = []
@@ -177,7 +178,7 @@ def measure(label: str, admin: str, sizes: list[int], requests: int) -> None:
             reader = Reader(url, tmp, ids)
             stack.callback(reader.close)
             readers.append(reader)
-        table = routes()
+        table = [(who, path) for who, path in routes() if only in f"{who} {path}"]
         figures: dict[tuple[str, str], list[list[float]]] = {key: [[] for _ in sizes] for key in table}
         for _turn in range(TURNS):
             for key in table:
@@ -206,12 +207,14 @@ def main() -> None:
                         help="finished games in each database, comma-separated, smallest first")
     parser.add_argument("--requests", type=int, default=30, help="requests per figure")
     parser.add_argument("--no-sqlite", action="store_true", help="only PostgreSQL")
+    parser.add_argument("--only", default="",
+                        help="only the routes whose reader and path contain this (such as 'client')")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if not args.no_sqlite:
-        measure("sqlite", "", sizes, args.requests)
+        measure("sqlite", "", sizes, args.requests, args.only)
     if args.pg:
-        measure("postgresql", args.pg, sizes, args.requests)
+        measure("postgresql", args.pg, sizes, args.requests, args.only)
 
 
 if __name__ == "__main__":
