@@ -31,11 +31,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import SimpleNamespace
+from datetime import datetime
 from typing import Any, cast
 
 from flask import Response, current_app, g, request
-from sqlalchemy import Select, and_, bindparam, case, func, select
+from sqlalchemy import Select, and_, bindparam, case, func, or_, select
 from sqlalchemy.engine import Connection
 
 from pbem.accounts import apitokens
@@ -298,24 +298,18 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
 # The statements are built once where they can be: building one costs more than SQLite takes to answer.
 
 
-def _clocks(time_control: dict[str, Any] | None, running: list[tuple[Any, ...]]
-            ) -> tuple[tuple[int, bool] | None, ...] | None:
-    """What the words of a game's running clocks change with as time passes (see
-    :func:`pbem.game.clock.status_changes`), from each running seat's (deadline, vacation_since,
-    handle): each seat is handed over with just what that reads.  The rest of the words follow from
-    those columns, read with the stamp, and the caller's zone, in its key.  None when the answer cannot
-    be kept: a bank's running clock is answered in seconds, which change with every request."""
+def _clocks(time_control: dict[str, Any] | None, running: list[tuple[Any, ...]], now: datetime
+            ) -> tuple[tuple[int, bool], ...] | None:
+    """What the words of a game's running clocks change with as time passes alone (see
+    :func:`pbem.game.clock.status_changes`), from each running seat's (deadline, vacation_since); the
+    rest of the words follow from the columns read with the stamp and the caller's zone, in its key.
+    None when the answer cannot be kept: a bank's running clock is answered in seconds, which change
+    with every request."""
     if not running:
         return ()
     if (time_control or {}).get("kind") == "bank":
         return None
-    game = SimpleNamespace(time_control=time_control)
-    changes = []
-    for deadline, vacation_since, handle in running:
-        holder = None if handle is None else SimpleNamespace(vacation_since=vacation_since, handle=handle)
-        seat = SimpleNamespace(deadline=deadline, user=holder, game=game)
-        changes.append(clock.status_changes(cast(Seat, seat)))
-    return tuple(changes)
+    return tuple(clock.status_changes(deadline, away, time_control, now) for deadline, away in running)
 
 
 # A game as GET /v1/games/{id} shows it: its row's version (raised by every change of the row), its
@@ -346,8 +340,8 @@ def game(caller: Caller | None, game_id: int) -> object | None:
         return None
     if not public and (caller is None or all(row[7] != caller.user_id for row in rows)):
         return None
-    running = [(row[8], row[12], row[11]) for row in rows if status == "active" and row[8] is not None]
-    clocks = _clocks(time_control, running)
+    running = [(row[8], row[12]) for row in rows if status == "active" and row[8] is not None]
+    clocks = _clocks(time_control, running, utcnow())
     if clocks is None:
         return None
     return rows, clocks
@@ -357,33 +351,35 @@ def games_statement(listed: Select) -> Select:
     """The statement of :func:`games` for the games ``listed`` selects (their ids and versions), built
     once where it can be: building one costs more than reading it."""
     shown = listed.subquery()
-    running = and_(Game.status == "active", Seat.deadline.is_not(None))
-    # The time control is read only with a running clock (its words depend on it); the rest of what the
-    # answer shows of it follows from the game's version.
-    return (select(shown.c.id, shown.c.version, Game.status, case((running, Game.time_control)), Seat.number,
-                   Seat.user_id, Seat.deadline, Seat.bank_seconds, User.vacation_since, User.handle)
+    # Of the seats, those a game's version does not cover: of a game gathering players, who holds each
+    # (a seat is taken without changing the game's row); of a game in play, the running clocks, whose
+    # words change with time, their deadlines (moved by a return from vacation) and their players'
+    # vacations, with the time control their words depend on.
+    read = or_(Game.status == "waiting", and_(Game.status == "active", Seat.deadline.is_not(None)))
+    return (select(shown.c.id, shown.c.version, Game.status, Seat.number, Seat.user_id, Seat.deadline,
+                   User.vacation_since, case((Seat.deadline.is_not(None), Game.time_control)))
             .select_from(shown).join(Game, Game.id == shown.c.id)
-            .outerjoin(Seat, Seat.game_id == shown.c.id).outerjoin(User, User.id == Seat.user_id)
+            .outerjoin(Seat, and_(Seat.game_id == shown.c.id, read)).outerjoin(User, User.id == Seat.user_id)
             .order_by(shown.c.id, Seat.number))
 
 
 def games(statement: Select, parameters: dict[str, Any]) -> object | None:
     """What a list of games is made of, read by its :func:`games_statement`: the listed games' ids and
-    versions (with the one more a page reads to know there are more), each with its seats: who holds
-    each (a seat of a game gathering players is taken without changing the game's row), and what the
-    words of the running clocks change with (the caller's zone is in the key).  None when a listed
-    game's clock is a running bank (see :func:`_clocks`)."""
+    versions (with the one more a page reads to know there are more), the seats of those gathering
+    players, and what the words of the running clocks change with (the caller's zone is in the key).
+    None when a listed game's clock is a running bank (see :func:`_clocks`)."""
     rows = read(statement, parameters)
-    clocks: list[tuple[tuple[int, bool] | None, ...]] = []
+    now = utcnow()
     running: dict[int, list[tuple[Any, ...]]] = {}
     controls: dict[int, Any] = {}
-    for game_id, _version, status, control, _number, _user, deadline, _bank, away, handle in rows:
+    for game_id, _version, status, _number, _user, deadline, away, control in rows:
         if status == "active" and deadline is not None:
-            running.setdefault(game_id, []).append((deadline, away, handle))
+            running.setdefault(game_id, []).append((deadline, away))
             controls[game_id] = control
+    clocks = []
     for game_id, seats in running.items():
-        words = _clocks(controls[game_id], seats)
-        if words is None:
+        changes = _clocks(controls[game_id], seats, now)
+        if changes is None:
             return None
-        clocks.append(words)
+        clocks.append(changes)
     return rows, clocks

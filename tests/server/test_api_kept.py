@@ -15,6 +15,7 @@ from flask import Flask
 from sqlalchemy import select, update
 
 from pbem.accounts import accounts, apitokens
+from pbem.api import kept
 from pbem.api.kept import answers_of
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User, utcnow
@@ -134,22 +135,27 @@ def test_a_kept_game_shows_its_clocks_as_they_are_now(client: Client, players, t
     game_id = a_game(players)
     mover, other, seat, _other_seat = seats(game_id)
     path = f"/api/v1/games/{game_id}"
-    clock = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
-    assert "left (until" in clock and "UTC" in clock
-    # A day on, with nothing else changed: the clock's words say a day less.
-    later = utcnow() + timedelta(days=1, minutes=1)
-    with monkeypatch.context() as patched:
-        patched.setattr(clock_module, "utcnow", lambda: later)
-        a_day_on = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
-    assert a_day_on != clock and a_day_on.startswith("1 day 23 hours")
-    # A deadline moved without the game's row (as a return from vacation moves it).
     mine = (Seat.game_id == game_id, Seat.number == seat - 1)
+    # Half an hour left; then five minutes on, with nothing else changed: the words say so.
+    soon = utcnow() + timedelta(minutes=30, seconds=30)
+    db.session.execute(update(Seat).where(*mine).values(deadline=soon))
+    db.session.commit()
+    clock = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    assert clock.startswith("30 minutes left (until") and "UTC" in clock
+    later = utcnow() + timedelta(minutes=5)
+    with monkeypatch.context() as patched:
+        # The time the clock's words are written at, and the time the stamp reads what they change with.
+        patched.setattr(clock_module, "utcnow", lambda: later)
+        patched.setattr(kept, "utcnow", lambda: later)
+        five_on = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    assert five_on.startswith("25 minutes left")
+    # A deadline moved without the game's row (as a return from vacation moves it).
     deadline = db.session.scalar(select(Seat.deadline).where(*mine))
     db.session.execute(update(Seat).where(*mine)
                        .values(deadline=deadline + timedelta(days=2)))
     db.session.commit()
     later = get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
-    assert later != clock and "4 days" in later
+    assert later != clock and later.startswith("2 days")
     # Times in the caller's own zone, once they change it.
     accounts.set_time_zone(db.session.scalar(select(User).where(User.handle == mover)), "Asia/Tokyo")
     db.session.commit()
