@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from flask import current_app, request
 from marshmallow import EXCLUDE, ValidationError
-from sqlalchemy import Select, bindparam, case, func, or_, select
+from sqlalchemy import Select, bindparam, case, exists, func, or_, select
 from sqlalchemy.orm import defer, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 
@@ -404,22 +404,26 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
 # with an open seat are shown), the challenges to their seats, and their creators' ratings in each game.
 _WAITING = (select(Game.id, Game.version).where(Game.status == "waiting", Game.public.is_(True))
             .order_by(Game.created_at.desc()).limit(challenges.LOBBY_SIZE).subquery())
-_LOBBY = kept.games_statement(select(_WAITING.c.id, _WAITING.c.version))
-_LOBBY_CHALLENGES = (select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status)
-                     .where(Challenge.game_id.in_(select(_WAITING.c.id))).order_by(Challenge.id))
-_CREATORS = (select(Game.id, *_RATING_COLUMNS).join(Rating, (Rating.user_id == Game.created_by_id)
-                                                     & (Rating.engine == Game.engine))
-             .where(Game.id.in_(select(_WAITING.c.id))).order_by(Game.id))
+# With each seat whether a challenge to it is pending (a seat so asked is not open), and with each game its
+# creator's rating in it (the columns of _RATING_COLUMNS but the engine).
+_CREATOR_RATING = (Rating.user_id == Game.created_by_id, Rating.engine == Game.engine)
+_LOBBY = kept.games_statement(
+    select(_WAITING.c.id, _WAITING.c.version),
+    exists().where(Challenge.game_id == Game.id, Challenge.seat == Seat.number,
+                   Challenge.status == "pending"),
+    *(select(column).where(*_CREATOR_RATING).scalar_subquery() for column in _RATING_COLUMNS[1:]))
 
 
 def _kept_lobby(caller: kept.Caller | None) -> object | None:
-    """What the lobby is made of: its games (see :func:`kept.games`), the challenges to their seats, and
-    their creators' ratings as shown now."""
+    """What the lobby is made of: its games (see :func:`kept.games`), the challenges pending to their
+    seats, and their creators' ratings as shown now."""
     listed = kept.games(_LOBBY, {})
     if listed is None:
         return None
-    creators = [(row[0], ratings.display(_rating(row[1:]))) for row in kept.read(_CREATORS, {})]
-    return listed, kept.read(_LOBBY_CHALLENGES, {}), creators
+    rows, _clocks = cast(tuple[list[tuple[Any, ...]], Any], listed)
+    creators = {row[0]: ratings.display(_rating(("", *row[9:])) if row[9] is not None else None)
+                for row in rows}
+    return listed, sorted(creators.items())
 
 
 @operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True,

@@ -256,6 +256,13 @@ def test_the_lobby_follows_its_games_and_seats(client: Client, players, tokens) 
     lobby = get(client, "/api/v1/lobby", tokens["carol"]).json["games"]
     assert [(g["game"]["id"], g["creator"], g["creator_rating"]) for g in lobby] == [
         (open_game.id, "alice", "1500?")]
+    # The creator's rating as shown, once they have one.
+    from pbem.core.models import Rating
+
+    db.session.add(Rating(user_id=alice.id, engine="easyslider", rating=1612.4, deviation=40.0,
+                          volatility=0.06, games=30, last_game_at=utcnow(), updated_at=utcnow()))
+    db.session.commit()
+    assert get(client, "/api/v1/lobby", tokens["carol"]).json["games"][0]["creator_rating"] == "1612"
     challenges.take_seat(open_game.id, db.session.get(User, bob.id))
     lobby = get(client, "/api/v1/lobby").json["games"]
     assert [p["player"] for p in lobby[0]["game"]["players"]] == ["alice", "bob", None]
