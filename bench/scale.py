@@ -45,6 +45,7 @@ from bench.pagecpu import DatabaseCpu
 from bench.scratch import ScratchDatabases, analyse, arguments, routes, tournament
 from pbem import create_app
 from pbem.accounts import apitokens
+from pbem.api.kept import answers_of
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, User, utcnow
 from pbem.game import play, queries, tallies
@@ -116,7 +117,8 @@ class Reader:
     def __init__(self, url: str, tmp: str, ids: dict[str, Any]) -> None:
         self.app = _app(url, tmp)
         self.server = DatabaseCpu(url)
-        cache_of(self.app).max_bytes = 0  # Nothing kept: every page rendered.
+        # Nothing kept: every page and every API answer rendered.
+        cache_of(self.app).max_bytes = answers_of(self.app).max_bytes = 0
         self.visitor, self.player, self.client = (self.app.test_client() for _ in range(3))
         token = TOKEN.search(self.player.get("/login").get_data(as_text=True))
         answer = self.player.post("/login", data={"login": ids["player"], "password": PASSWORD,
@@ -164,8 +166,9 @@ def databases(label: str, admin: str, sizes: list[int]) -> Iterator[list[str]]:
             yield [scratch.create() for _ in sizes]
 
 
-def measure(label: str, admin: str, sizes: list[int], requests: int) -> None:
-    """Fill one database per size, then time every route on each, interleaved, and print the table."""
+def measure(label: str, admin: str, sizes: list[int], requests: int, only: str = "") -> None:
+    """Fill one database per size, then time every route on each (with ``only``, those whose reader and
+    path contain it), interleaved, and print the table."""
     print(f"{label}: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     with databases(label, admin, sizes) as urls, tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         readers = []
@@ -174,7 +177,7 @@ def measure(label: str, admin: str, sizes: list[int], requests: int) -> None:
             reader = Reader(url, tmp, ids)
             stack.callback(reader.close)
             readers.append(reader)
-        table = routes()
+        table = [(who, path) for who, path in routes() if only in f"{who} {path}"]
         figures: dict[tuple[str, str], list[list[float]]] = {key: [[] for _ in sizes] for key in table}
         for _turn in range(TURNS):
             for key in table:
@@ -203,12 +206,14 @@ def main() -> None:
                         help="finished games in each database, comma-separated, smallest first")
     parser.add_argument("--requests", type=int, default=30, help="requests per figure")
     parser.add_argument("--no-sqlite", action="store_true", help="only PostgreSQL")
+    parser.add_argument("--only", default="",
+                        help="only the routes whose reader and path contain this (such as 'client')")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if not args.no_sqlite:
-        measure("sqlite", "", sizes, args.requests)
+        measure("sqlite", "", sizes, args.requests, args.only)
     if args.pg:
-        measure("postgresql", args.pg, sizes, args.requests)
+        measure("postgresql", args.pg, sizes, args.requests, args.only)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,10 @@ def routes() -> list[tuple[str, str]]:
     client = ["/api/v1/games", "/api/v1/games?player={other}", "/api/v1/games/{fin}", "/api/v1/games/{act}",
               "/api/v1/players/{other}", "/api/v1/players?q=p1", "/api/v1/lobby", "/api/v1/me/turn",
               "/api/v1/me/challenges", "/api/v1/games/{act}/conditionals", "/api/v1/games/{act}/note",
-              "/api/openapi.json", "/api/"]
+              "/api/openapi.json", "/api/", "/api/v1/me", "/api/v1/bots",
+              # The bot runner's poll of its games in play.
+              "/api/v1/games?status=active&player={player}&limit=100",
+              "/api/v1/tournaments", "/api/v1/tournaments/{tour}"]
     return ([("visitor", p) for p in visitor] + [("player", p) for p in player]
             + [("client", p) for p in client])
+

@@ -43,6 +43,7 @@ from werkzeug.security import generate_password_hash
 from bench.scratch import analyse, arguments, each_database, free_port, routes, tournament
 from pbem import create_app
 from pbem.accounts import apitokens
+from pbem.accounts.accounts import handle_key
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
 from pbem.game import play, queries
@@ -82,7 +83,8 @@ def fill(url: str, tmp: str, finished: int = FINISHED, in_play: int = ACTIVE) ->
     rng = random.Random(5)
     with app.app_context():
         db.create_all()
-        users = [User(handle=f"player{i}", handle_key=f"player{i}", email=f"p{i}@example.org")
+        # The key folded as sign-up folds it (player10's is "playerlo"): handles are looked up by it.
+        users = [User(handle=f"player{i}", handle_key=handle_key(f"player{i}"), email=f"p{i}@example.org")
                  for i in range(PLAYERS)]
         db.session.add_all(users)
         db.session.commit()
@@ -222,7 +224,8 @@ def route_ids(url: str, tmp: str, active: int, handle: str) -> dict[str, Any]:
 
 def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool, only: str = "") -> None:
     """Fill the database at ``url``, then load each route of ours and its floor: the game page, ``/``
-    and the archive, for a visitor and the player, or with ``every`` every read route."""
+    and the archive, for a visitor and the player, or with ``every`` every read route; with ``only``,
+    those whose reader and path (``client /api/v1/me``) contain it."""
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
         ids = route_ids(url, tmp, active, handle)
@@ -280,10 +283,12 @@ def main() -> None:
     parser.add_argument("--only", default="",
                         help="only the routes whose reader and path (\"player /settings\") hold this text")
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     print(f"{'database':<11} {'reader':<8} {'route':<34} {'bytes':>7} {'req/s':>7} {'p99 ms':>7} "
           f"{'floor/s':>7} {'p99 ms':>7} {'ratio':>7} {'a turn':>11}")
     for url, label in each_database(args.pg):
         measure(url, label, args.slice, args.turns, not args.core, args.only)
+        print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import secrets
 from datetime import timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import joinedload
 
 from pbem.accounts.accounts import AccountError
 from pbem.core.extensions import db
@@ -25,7 +26,7 @@ MAX_NAME = 64
 MAX_TOKEN = 100
 MAX_TOKENS_PER_USER = 20
 # How stale "last used" may get: recording every request would make each one a write.
-_USE_GRANULARITY = timedelta(hours=1)
+USE_GRANULARITY = timedelta(hours=1)
 
 
 def _digest(token: str) -> str:
@@ -73,17 +74,28 @@ def revoke(user: User, token_id: int) -> ApiToken:
     return row
 
 
-def authenticate(token: str) -> ApiToken | None:
-    """The working token ``token`` is, with its player, or None: unknown, revoked, or its player can no
-    longer sign in.  Notes when it was used (to the hour)."""
+def stored_digest(token: str) -> str | None:
+    """What is stored of ``token`` (its SHA-256), to be looked up by; None for a text that cannot be a
+    token, which is refused unread."""
     token = token.strip()
     if not token.startswith(PREFIX) or len(token) > MAX_TOKEN:
         return None
-    row = db.session.scalar(select(ApiToken).where(ApiToken.token_hash == _digest(token)))
+    return _digest(token)
+
+
+def authenticate(token: str) -> ApiToken | None:
+    """The working token ``token`` is, with its player, or None: unknown, revoked, or its player can no
+    longer sign in.  Notes when it was used (to the hour)."""
+    digest = stored_digest(token)
+    if digest is None:
+        return None
+    # The player with the token, in the same read: every request asks whether they may still sign in.
+    row = db.session.scalar(select(ApiToken).where(ApiToken.token_hash == digest)
+                            .options(joinedload(ApiToken.user)))
     if row is None or row.revoked_at is not None or not row.user.is_active:
         return None
     now = utcnow()
-    if row.last_used_at is None or now - row.last_used_at > _USE_GRANULARITY:
+    if row.last_used_at is None or now - row.last_used_at > USE_GRANULARITY:
         token_id = row.id
         with unit_of_work() as uow:
             db.session.get_one(ApiToken, token_id).last_used_at = now

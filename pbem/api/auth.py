@@ -6,6 +6,7 @@ from flask import current_app, g, request
 from flask_limiter.util import get_remote_address
 
 from pbem.accounts import apitokens
+from pbem.api import kept
 from pbem.api.errors import ApiError
 from pbem.core.models import ApiToken, User
 
@@ -44,6 +45,8 @@ def limit() -> str:
 
 
 def limit_key() -> str:
-    """Counts are kept per token; requests without a working token count against their address."""
-    token = current_token()
-    return f"token:{token.id}" if token is not None else f"ip:{get_remote_address()}"
+    """Counts are kept per token; requests without a working token count against their address.  Asked on
+    every request, so the token is read without loading it (see :func:`pbem.api.kept.working_token_id`):
+    an answer served kept then loads nothing."""
+    token_id = kept.working_token_id()
+    return f"token:{token_id}" if token_id is not None else f"ip:{get_remote_address()}"

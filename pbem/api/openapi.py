@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any
 
-from flask import Response, current_app, jsonify, render_template, request
+from flask import Response, current_app, jsonify, render_template, request, session
+from flask_login import current_user
 from marshmallow import EXCLUDE, Schema
 
-from pbem.api import auth, bp
+from pbem.api import auth, bp, kept
 from pbem.api.errors import ApiError
 from pbem.api.schemas import ErrorSchema
 from pbem.core import inputs
@@ -116,7 +117,8 @@ def _bounded_request() -> None:
 def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None = None,
               query: type[Schema] | None = None, response: type[Schema] | None = None, status: int = 200,
               errors: tuple[int, ...] = (), tag: str = "games", body_required: bool = True,
-              public: bool = False, stamp: Callable[[Any], str] | None = None) -> Callable:
+              public: bool = False, stamp: Callable[[Any], str] | None = None,
+              keep: kept.Stamp | None = None) -> Callable:
     """Declare an API view: ``rule`` under ``/api``, the schemas of its body, query and answer.
 
     The view is called with the caller (a :class:`~pbem.core.models.User`; None for a call without a token
@@ -127,7 +129,11 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
     With a ``stamp`` (a function of the caller reading, in one cheap statement, everything the answer
     depends on), the answer carries it as a weak ETag, and a request whose ``If-None-Match`` names the
     stamp still in force is answered 304 with no body and without running the view: a program polling
-    for news costs the server that one statement."""
+    for news costs the server that one statement.
+
+    With ``keep`` (a GET's stamp for :mod:`pbem.api.kept`: called with the caller and the path's
+    arguments, it reads what the answer is made of), each caller's answer is kept in the process and
+    served again while that read is equal."""
 
     def decorate(view: Callable) -> Callable:
         # The docstring is the operation's description; people read it without reST's quotes.
@@ -135,12 +141,12 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
         OPERATIONS.append(Operation(rule, method, view.__name__, summary, description, body, query, response,
                                     status, errors, [tag], body_required, public, stamp is not None))
 
-        @wraps(view)
-        def endpoint(**path_args: Any) -> Response:
+        def respond(path_args: dict[str, Any], conditional: bool = True) -> Response:
+            """The operation's answer; ``conditional``: 304 to a request naming its ETag."""
             kwargs: dict[str, Any] = dict(path_args)
             kwargs["user"] = auth.caller(optional=public)
             etag = stamp(kwargs["user"]) if stamp is not None else None
-            if etag is not None and request.if_none_match.contains_weak(etag):
+            if conditional and etag is not None and request.if_none_match.contains_weak(etag):
                 unchanged = Response(status=304)
                 unchanged.set_etag(etag, weak=True)
                 return unchanged
@@ -159,6 +165,12 @@ def operation(rule: str, method: str, summary: str, *, body: type[Schema] | None
                 # Each caller's own answer: a cache may keep it only to ask again with the tag.
                 answer.headers["Cache-Control"] = "private, no-cache"
             return answer
+
+        @wraps(view)
+        def endpoint(**path_args: Any) -> Response:
+            if keep is not None:
+                return kept.serve(keep, public, path_args, lambda fresh: respond(path_args, fresh))
+            return respond(path_args)
 
         bp.add_url_rule(rule, endpoint=view.__name__, view_func=endpoint, methods=[method])
         return endpoint
@@ -251,7 +263,24 @@ def _schema_name(content: dict[str, Any] | None) -> str | None:
 
 @bp.get("/")
 def page() -> str:
-    """The API explained for people: authentication, errors, and each operation with its fields."""
+    """The API explained for people: authentication, errors, and each operation with its fields.
+
+    Rendered once per app (and script root) for visitors signed in nowhere, as the document is built
+    once: what it shows changes only with the code and the settings.  A signed-in player's layout shows
+    them, so their page is rendered each time."""
+    if session or current_user.is_authenticated:
+        return _page()
+    build_spec()
+    pages: dict[str, str] = current_app.extensions[_BUILT].setdefault("pages", {})
+    kept = pages.get(request.script_root)
+    if kept is None:
+        kept = _page()
+        if not session.modified:
+            pages[request.script_root] = kept
+    return kept
+
+
+def _page() -> str:
     spec = build_spec()
     described = []
     for op in OPERATIONS:

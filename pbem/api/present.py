@@ -5,6 +5,7 @@ Read-only; what a caller may see of a game is what its page shows them (:func:`p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import url_for
@@ -110,13 +111,19 @@ def challenge(row: Challenge) -> dict[str, Any]:
             "created_at": row.created_at}
 
 
+def rated(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """A player's ratings as answered, from their rating rows by game (each with what a
+    :class:`~pbem.core.models.Rating` has: engine, rating, deviation, volatility, games, last_game_at);
+    the deviation is as of now."""
+    return [{"game": r.engine, "rating": round(r.rating, 1), "deviation": round(ratings.deviation_now(r), 1),
+             "volatility": r.volatility, "provisional": ratings.is_provisional(r),
+             "display": ratings.display(r), "games": r.games} for r in rows]
+
+
 def player(user: User) -> dict[str, Any]:
     """A player's ratings per game (with the deviation as of now) and their record of finished games."""
     rows = db.session.scalars(select(Rating).where(Rating.user_id == user.id).order_by(Rating.engine)).all()
-    rated = [{"game": r.engine, "rating": round(r.rating, 1), "deviation": round(ratings.deviation_now(r), 1),
-              "volatility": r.volatility, "provisional": ratings.is_provisional(r),
-              "display": ratings.display(r), "games": r.games} for r in rows]
     record = [{"game": engine, "wins": r.wins, "draws": r.draws, "losses": r.losses}
               for engine, r in sorted(tallies.public_records(user.id).items())]
     return {"handle": user.handle, "bot": bot(user), "since": user.created_at,
-            "on_vacation": user.on_vacation, "ratings": rated, "record": record}
+            "on_vacation": user.on_vacation, "ratings": rated(rows), "record": record}

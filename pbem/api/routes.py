@@ -4,26 +4,30 @@
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
-from sqlalchemy import or_, select
-from sqlalchemy.orm import selectinload
+from flask import current_app, request
+from marshmallow import EXCLUDE, ValidationError
+from sqlalchemy import Select, bindparam, case, exists, func, or_, select
+from sqlalchemy.orm import defer, selectinload
 from sqlalchemy.orm.interfaces import ORMOption
 
 import games
 from pbem.accounts import accounts, bots
-from pbem.api import present
+from pbem.api import kept, present
 from pbem.api import schemas as s
 from pbem.api.errors import ApiError
 from pbem.api.openapi import operation
 from pbem.archive import archive, directory
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
-from pbem.core.models import Challenge, Game, Seat, Tournament, User
+from pbem.core.models import Challenge, Game, GameNote, Rating, Seat, Tally, Tournament, User
 from pbem.core.unit_of_work import unit_of_work
-from pbem.game import clock, conditional, notes, play, queueing, results
+from pbem.game import clock, conditional, notes, play, queueing, ratings, results
 from pbem.lobby import challenges
 from pbem.present import dashboard, gameview, newgame, tournamentview
 from pbem.tournament import organise
@@ -47,13 +51,10 @@ def _fresh_game(user: User, game_id: int, seat: int | None = None) -> dict[str, 
 # Reading ---------------------------------------------------------------------------
 
 
-@operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
-           errors=(422,), public=True)
-def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
-    """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
-    games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
-    archive, newest finish first; other statuses list public games and private ones you play in.  Page
-    with after (the previous page's next).  Needs no token: without one, public games only."""
+def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, bool, tuple[User, ...]]:
+    """The SELECT of the games a list answers (one more than the page, to tell whether there are more),
+    the page's size, whether it reads the archive (finished games, newest finish first), and the players
+    its filters name; raises ApiError for filters in error."""
     params = {name: str(query[key]) for name, key in _ARCHIVE_PARAMS.items() if key in query}
     try:
         filters = archive.parse_filters(params)
@@ -63,17 +64,17 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     status = query.get("status", "finished" if finished_only else None)
     if status == "finished":
         try:
-            archived = archive.search(filters, after=query.get("after"), limit=query["limit"])
+            found, limit = archive.page_query(filters, after=query.get("after"), limit=query["limit"])
         except archive.ArchiveError as exc:
             raise ApiError(422, "invalid", str(exc), fields={k: [v] for k, v in exc.errors.items()}) from None
-        return {"games": [present.summary(g, user) for g in archived.games], "next": archived.older}
+        return found, limit, True, filters.players
     if finished_only:
         message = f"Only finished games can be filtered by {', '.join(finished_only)}."
         raise ApiError(422, "invalid", message, fields={name: [message] for name in finished_only})
-    if user is None:
+    if user_id is None:
         wanted = select(Game).where(Game.public.is_(True))
     else:
-        seated = select(Seat.game_id).where(Seat.user_id == user.id)
+        seated = select(Seat.game_id).where(Seat.user_id == user_id)
         wanted = select(Game).where(or_(Game.public.is_(True), Game.id.in_(seated)))
     if status is not None:
         wanted = wanted.where(Game.status == status)
@@ -86,10 +87,58 @@ def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     if "after" in query:
         wanted = wanted.where(Game.id < query["after"])
     limit = query["limit"]
-    found = db.session.scalars(
-        wanted.order_by(Game.id.desc()).limit(limit + 1)
-        .options(selectinload(Game.seats).joinedload(Seat.user))
-    ).all()
+    return wanted.order_by(Game.id.desc()).limit(limit + 1), limit, False, filters.players
+
+
+# The statements of lists' stamps, kept per app by caller and query string (at most _LISTS_KEPT): building
+# one (its query loaded, its filters' players found) cost more than reading it.
+_LISTS = "pbem_api_list_statements"
+_LISTS_KEPT = 256
+
+
+def _list_statement(caller: kept.Caller | None) -> Select | None:
+    """The statement of the list of games the request asks for (see :func:`kept.games_statement`); None
+    for a query in error, answered afresh."""
+    statements: OrderedDict[tuple[int | None, bytes], Select] = current_app.extensions.setdefault(
+        _LISTS, OrderedDict())
+    key = (caller.user_id if caller else None, request.query_string)
+    statement = statements.get(key)
+    if statement is not None:
+        return statement
+    try:
+        query = s.GameQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
+        found, _limit, _archived, players = _listing(key[0], query)
+    except (ValidationError, ApiError):
+        return None
+    statement = kept.games_statement(found.with_only_columns(Game.id, Game.version))
+    # A filter's player is named by their id: kept only for players holding a seat, whose account is
+    # never deleted (pbem.accounts.accounts.expire_unconfirmed), so their handle always names them.
+    if all(db.session.scalar(select(Seat.id).where(Seat.user_id == p.id).limit(1)) for p in players):
+        statements[key] = statement
+        while len(statements) > _LISTS_KEPT:
+            statements.popitem(last=False)
+    return statement
+
+
+def _list_stamp(caller: kept.Caller | None) -> object | None:
+    """What a list of games is made of: the games its query lists (see :func:`kept.games`); None for a
+    query in error, answered afresh."""
+    statement = _list_statement(caller)
+    return None if statement is None else kept.games(statement, {})
+
+
+@operation("/v1/games", "GET", "List games", query=s.GameQuerySchema, response=s.GameListSchema,
+           errors=(422,), public=True, keep=_list_stamp)
+def list_games(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
+    """Games newest first, filtered as the archive is (game, player, opponent, rated, and for finished
+    games result, ending, from, to, min_moves, max_moves) and by status.  Finished games are the public
+    archive, newest finish first; other statuses list public games and private ones you play in.  Page
+    with after (the previous page's next).  Needs no token: without one, public games only."""
+    found_query, limit, archived, _players = _listing(user.id if user else None, query)
+    if archived:
+        # A list shows no boards: the stored states (the biggest column) stay unread.
+        found_query = found_query.options(defer(Game.state))
+    found = db.session.scalars(found_query.options(selectinload(Game.seats).joinedload(Seat.user))).all()
     page = found[:limit]
     return {"games": [present.summary(g, user) for g in page],
             "next": page[-1].id if len(found) > limit else None}
@@ -102,7 +151,8 @@ _ARCHIVE_PARAMS = {"game": "game", "player": "player", "opponent": "opponent", "
 _FINISHED_ONLY = ("result", "ending", "from", "to", "min_moves", "max_moves")
 
 
-@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,), public=True)
+@operation("/v1/games/<int:game_id>", "GET", "A game", response=s.GameSchema, errors=(404,), public=True,
+           keep=kept.game)
 def get_game(user: User | None, game_id: int) -> dict[str, Any]:
     """The game as you see it: players, whose turn, the move number to confirm, the board as text, your
     legal moves when it is your turn, clocks, the record and the result.  Needs no token for a public
@@ -121,7 +171,8 @@ def _turn_stamp(user: User) -> str:
     game, a move, a clock stopped, a seat's deadline, bumps it)."""
     return _stamp(user, db.session.execute(
         select(Game.id, Game.version).join(Seat, Seat.game_id == Game.id)
-        .where(Seat.user_id == user.id, Game.status == "active").order_by(Game.id)).all())
+        .where(Seat.user_id == user.id, Seat.finished_at.is_(None), Game.status == "active")
+        .order_by(Game.id)).all())
 
 
 def _challenge_stamp(user: User) -> str:
@@ -132,22 +183,89 @@ def _challenge_stamp(user: User) -> str:
         .order_by(Challenge.id)).all())
 
 
-@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me")
+# A player as /players/{handle} and /me show them: their row with their ratings (one row per rating),
+# then their public record per game (from the tallies), each row marked by its part.
+_PLAYER_COLUMNS = (User.id, User.handle, User.verified_at, User.is_bot, User.bot_games, User.bot_strength,
+                   User.created_at, User.vacation_since)
+_RATING_COLUMNS = (Rating.engine, Rating.rating, Rating.deviation, Rating.volatility, Rating.games,
+                   Rating.last_game_at)
+_PLAYER = {
+    by: select(*_PLAYER_COLUMNS, *_RATING_COLUMNS).outerjoin(Rating, Rating.user_id == User.id)
+    .where(where).order_by(Rating.engine)
+    for by, where in (("handle", User.handle_key == bindparam("key")), ("id", User.id == bindparam("key")))
+}
+_RECORD = (select(Tally.engine, func.sum(Tally.wins), func.sum(Tally.draws), func.sum(Tally.losses))
+           .where(Tally.user_id == bindparam("user_id"), Tally.public.is_(True)).group_by(Tally.engine)
+           .order_by(Tally.engine))
+
+
+def _rating(row: Sequence[Any]) -> Rating:
+    """A rating as read by :data:`_RATING_COLUMNS`, with what :mod:`pbem.game.ratings` reads of one."""
+    return cast(Rating, SimpleNamespace(**{column.key: value
+                                           for column, value in zip(_RATING_COLUMNS, row, strict=True)}))
+
+
+def _player_stamp(by: str, key: object) -> object | None:
+    """What a player's answer is made of: their row, their ratings with the deviations as of now (as the
+    answer rounds them), and their public record; None for no such confirmed player."""
+    rows = kept.read(_PLAYER[by], {"key": key})
+    if not rows or rows[0][2] is None:
+        return None
+    width = len(_PLAYER_COLUMNS)
+    rated = [_rating(row[width:]) for row in rows if row[width] is not None]
+    record = kept.read(_RECORD, {"user_id": rows[0][0]})
+    return rows, present.rated(rated), record
+
+
+def _kept_me(caller: kept.Caller | None) -> object | None:
+    """What /me is made of (see :func:`_player_stamp`)."""
+    return None if caller is None else _player_stamp("id", caller.user_id)
+
+
+def _kept_player(caller: kept.Caller | None, handle: str) -> object | None:
+    """What /players/{handle} is made of (see :func:`_player_stamp`)."""
+    if not accounts.HANDLE.match(handle):
+        return None
+    return _player_stamp("handle", accounts.handle_key(handle.strip()))
+
+
+@operation("/v1/me", "GET", "Me", response=s.PlayerSchema, tag="me", keep=_kept_me)
 def me(user: User) -> dict[str, Any]:
     """The player the token acts for, as /players/{handle} shows them (a computer player learns here what
     it plays)."""
     return present.player(user)
 
 
-@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True)
+_BOTS = select(User.id, User.handle, User.bot_games, User.bot_strength).where(User.is_bot.is_(True))
+
+
+def _kept_bots(caller: kept.Caller | None) -> object | None:
+    """What the list of computer players is made of: each one's row."""
+    return kept.read(_BOTS, {})
+
+
+@operation("/v1/bots", "GET", "Computer players", response=s.BotListSchema, tag="players", public=True,
+           keep=_kept_bots)
 def list_bots(user: User | None) -> dict[str, Any]:
     """The computer players (marked BOT): each one's games and strength. Challenge one by its handle
     like anyone.  Needs no token."""
     return {"bots": [{"handle": bot.handle, **(present.bot(bot) or {})} for bot in bots.all_bots()]}
 
 
+# The caller's games in play, of which /me/turn lists those awaiting their move: read from their seats not
+# finished (ix_seat_archive), so that it costs the same however many games they finished.
+_IN_PLAY = kept.games_statement(select(Game.id, Game.version).where(
+    Game.id.in_(select(Seat.game_id).where(Seat.user_id == bindparam("user_id"), Seat.finished_at.is_(None))),
+    Game.status == "active"))
+
+
+def _kept_turn(caller: kept.Caller | None) -> object | None:
+    """What /me/turn is made of: the caller's games in play (see :func:`kept.games`)."""
+    return None if caller is None else kept.games(_IN_PLAY, {"user_id": caller.user_id})
+
+
 @operation("/v1/me/turn", "GET", "Games awaiting my move", response=s.TurnListSchema, tag="me",
-           stamp=_turn_stamp)
+           stamp=_turn_stamp, keep=_kept_turn)
 def my_turn(user: User) -> dict[str, Any]:
     """The games where it is your move, the soonest deadline first. The answer carries an ETag: send it
     back as If-None-Match and, while nothing has changed, the answer is 304 with no body, so a program
@@ -155,8 +273,26 @@ def my_turn(user: User) -> dict[str, Any]:
     return {"games": [present.summary(entry.game, user) for entry in dashboard.build(user).my_move]}
 
 
+# The challenges awaiting the caller, and their games.
+_PENDING = (Challenge.challenged_id == bindparam("user_id"), Challenge.status == "pending")
+_CHALLENGES = select(Challenge.id, Challenge.game_id, Challenge.seat, Challenge.challenger_id,
+                     Challenge.created_at).where(*_PENDING).order_by(Challenge.id)
+_CHALLENGED = kept.games_statement(
+    select(Game.id, Game.version).where(Game.id.in_(select(Challenge.game_id).where(*_PENDING))))
+
+
+def _kept_challenges(caller: kept.Caller | None) -> object | None:
+    """What /me/challenges is made of: the challenges awaiting the caller and their games (see
+    :func:`kept.games`)."""
+    if caller is None:
+        return None
+    parameters = {"user_id": caller.user_id}
+    listed = kept.games(_CHALLENGED, parameters)
+    return None if listed is None else (kept.read(_CHALLENGES, parameters), listed)
+
+
 @operation("/v1/me/challenges", "GET", "Challenges awaiting my answer", response=s.ChallengeListSchema,
-           tag="me", stamp=_challenge_stamp)
+           tag="me", stamp=_challenge_stamp, keep=_kept_challenges)
 def my_challenges(user: User) -> dict[str, Any]:
     """The challenges to you that you have not answered: accept or decline each. With an ETag, as
     /me/turn."""
@@ -164,7 +300,7 @@ def my_challenges(user: User) -> dict[str, Any]:
 
 
 @operation("/v1/players/<handle>", "GET", "A player", response=s.PlayerSchema, errors=(404,), tag="players",
-           public=True)
+           public=True, keep=_kept_player)
 def get_player(user: User | None, handle: str) -> dict[str, Any]:
     """A player's Glicko-2 rating in each game (rating, deviation as of now, volatility, provisional)
     and their record of finished public games.  Needs no token."""
@@ -174,8 +310,49 @@ def get_player(user: User | None, handle: str) -> dict[str, Any]:
     return present.player(player)
 
 
+# The statements of the directory's stamps, kept per app by query string (at most _LISTS_KEPT).
+_DIRECTORIES = "pbem_api_directory_statements"
+
+
+def _directory_statement() -> Select | None:
+    """What a page of the directory is made of, as one statement: its players (and the one more that
+    tells whether there are more), each with their ratings and the games they have finished; None for a
+    query in error, answered afresh."""
+    statements: OrderedDict[bytes, Select] = current_app.extensions.setdefault(_DIRECTORIES, OrderedDict())
+    statement = statements.get(request.query_string)
+    if statement is not None:
+        return statement
+    try:
+        query = s.DirectoryQuerySchema(unknown=EXCLUDE).load(request.args.to_dict())
+    except ValidationError:
+        return None
+    prefix, after = query["q"].strip(), query.get("after") or ""
+    if not (directory.SEARCH.match(prefix) and directory.SEARCH.match(after)):
+        return None  # (Answered afresh: the search says what is wrong.)
+    found = directory.page_query(query["limit"]).params(**directory.page_parameters(prefix, after))
+    listed = found.subquery()
+    played = (select(func.sum(Tally.wins + Tally.draws + Tally.losses)).where(Tally.user_id == listed.c.id)
+              .scalar_subquery())
+    statement = (select(listed.c.id, listed.c.handle, played, *_RATING_COLUMNS).select_from(listed)
+                 .outerjoin(Rating, Rating.user_id == listed.c.id).order_by(listed.c.id, Rating.engine))
+    statements[request.query_string] = statement
+    while len(statements) > _LISTS_KEPT:
+        statements.popitem(last=False)
+    return statement
+
+
+def _kept_directory(caller: kept.Caller | None) -> object | None:
+    """What a page of the directory is made of (see :func:`_directory_statement`), with the ratings as
+    shown now."""
+    statement = _directory_statement()
+    if statement is None:
+        return None
+    rows = kept.read(statement, {})
+    return rows, [ratings.display(_rating(row[3:])) for row in rows if row[3] is not None]
+
+
 @operation("/v1/players", "GET", "Find players", query=s.DirectoryQuerySchema, response=s.DirectorySchema,
-           errors=(422,), tag="players", public=True)
+           errors=(422,), tag="players", public=True, keep=_kept_directory)
 def find_players(user: User | None, query: dict[str, Any]) -> dict[str, Any]:
     """The player directory: players whose handle begins with q (any case), in handle order, each with
     their rating in every game they are rated in and the games they have finished. Page with after (the
@@ -226,7 +403,34 @@ def start_game(user: User, body: dict[str, Any]) -> dict[str, Any]:
     return _fresh_game(user, created.id)
 
 
-@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True)
+# The lobby's games (see pbem.lobby.challenges.open_games: the newest waiting public games, of which those
+# with an open seat are shown), the challenges to their seats, and their creators' ratings in each game.
+_WAITING = (select(Game.id, Game.version).where(Game.status == "waiting", Game.public.is_(True))
+            .order_by(Game.created_at.desc()).limit(challenges.LOBBY_SIZE).subquery())
+# With each seat whether a challenge to it is pending (a seat so asked is not open), and with each game its
+# creator's rating in it (the columns of _RATING_COLUMNS but the engine).
+_CREATOR_RATING = (Rating.user_id == Game.created_by_id, Rating.engine == Game.engine)
+_LOBBY = kept.games_statement(
+    select(_WAITING.c.id, _WAITING.c.version),
+    exists().where(Challenge.game_id == Game.id, Challenge.seat == Seat.number,
+                   Challenge.status == "pending"),
+    *(select(column).where(*_CREATOR_RATING).scalar_subquery() for column in _RATING_COLUMNS[1:]))
+
+
+def _kept_lobby(caller: kept.Caller | None) -> object | None:
+    """What the lobby is made of: its games (see :func:`kept.games`), the challenges pending to their
+    seats, and their creators' ratings as shown now."""
+    listed = kept.games(_LOBBY, {})
+    if listed is None:
+        return None
+    rows, _clocks = cast(tuple[list[tuple[Any, ...]], Any], listed)
+    creators = {row[0]: ratings.display(_rating(("", *row[9:])) if row[9] is not None else None)
+                for row in rows}
+    return listed, sorted(creators.items())
+
+
+@operation("/v1/lobby", "GET", "The lobby: games with an open seat", response=s.LobbySchema, public=True,
+           keep=_kept_lobby)
 def lobby(user: User | None) -> dict[str, Any]:
     """Public games waiting for players with an open seat, newest first, each with its creator's rating
     in that game and who may take a seat by rating. Take one with POST /v1/games/{id}/take. Needs no
@@ -325,8 +529,36 @@ def _lines(user: User, game_id: int, seat: int | None) -> dict[str, Any]:
     return {"lines": [conditional.describe(line) for line in owner.conditionals or []]}
 
 
+# A game's row and seats as its conditional lines and notes are answered from: who holds each seat, and
+# of the caller's own seats their lines (nobody else's are read).
+_SEATS = (
+    select(Game.version, Game.public, Game.status, Seat.number, Seat.user_id,
+           case((Seat.user_id == bindparam("user_id"), Seat.conditionals)))
+    .outerjoin(Seat, Seat.game_id == Game.id).where(Game.id == bindparam("game_id")).order_by(Seat.number)
+)
+# The same with the caller's note on the game, on every row.
+_NOTE = _SEATS.add_columns(select(GameNote.text).where(GameNote.game_id == Game.id,
+                                                       GameNote.user_id == bindparam("user_id"))
+                           .scalar_subquery())
+
+
+def _kept_lines(caller: kept.Caller | None, game_id: int) -> object | None:
+    """What the caller's conditional lines in a game are answered from (see :data:`_SEATS`)."""
+    if caller is None:
+        return None
+    return kept.read(_SEATS, {"game_id": game_id, "user_id": caller.user_id})
+
+
+def _kept_note(caller: kept.Caller | None, game_id: int) -> object | None:
+    """What the caller's note on a game is answered from: the game's seats (see :data:`_SEATS`) and
+    their note."""
+    if caller is None:
+        return None
+    return kept.read(_NOTE, {"game_id": game_id, "user_id": caller.user_id})
+
+
 @operation("/v1/games/<int:game_id>/conditionals", "GET", "My conditional lines",
-           response=s.ConditionalLinesSchema, errors=(403, 404))
+           response=s.ConditionalLinesSchema, errors=(403, 404), keep=_kept_lines)
 def my_conditionals(user: User, game_id: int) -> dict[str, Any]:
     """The conditional lines you have queued in this game. Nobody else, your opponent least of all, can
     read them."""
@@ -357,7 +589,7 @@ def delete_conditionals(user: User, game_id: int, query: dict[str, Any]) -> dict
 
 
 @operation("/v1/games/<int:game_id>/note", "GET", "My note on a game", response=s.NoteSchema,
-           errors=(403, 404), tag="me")
+           errors=(403, 404), tag="me", keep=_kept_note)
 def my_note(user: User, game_id: int) -> dict[str, Any]:
     """Your private note on a game you play in ("" for none). Nobody else can read it: not your
     opponents, not watchers; it is in no page but yours, no mail, record or export."""
@@ -387,8 +619,24 @@ def _tournament(tournament_id: int) -> dict[str, Any]:
     return tournamentview.as_dict(tournamentview.build(found))
 
 
+# Every tournament's version, which each change of it, its entries or its pairings' results raises
+# (pbem.tournament.rounds.changed); handles never change.
+_TOURNAMENTS = select(Tournament.id, Tournament.version).order_by(Tournament.id)
+_TOURNAMENT = select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id"))
+
+
+def _kept_tournaments(caller: kept.Caller | None) -> object | None:
+    """What the list of tournaments is made of: every tournament's version."""
+    return kept.read(_TOURNAMENTS, {})
+
+
+def _kept_tournament(caller: kept.Caller | None, tournament_id: int) -> object | None:
+    """What a tournament's answer is made of: its version."""
+    return kept.read(_TOURNAMENT, {"tournament_id": tournament_id})
+
+
 @operation("/v1/tournaments", "GET", "List tournaments", response=s.TournamentListSchema, tag="tournaments",
-           public=True)
+           public=True, keep=_kept_tournaments)
 def list_tournaments(user: User | None) -> dict[str, Any]:
     """Tournaments taking entries or running first, then those over, newest first. Needs no token."""
     return {"tournaments": [tournamentview.as_dict(tournamentview.build(t), with_rounds=False)
@@ -396,7 +644,7 @@ def list_tournaments(user: User | None) -> dict[str, Any]:
 
 
 @operation("/v1/tournaments/<int:tournament_id>", "GET", "A tournament", response=s.TournamentSchema,
-           errors=(404,), tag="tournaments", public=True)
+           errors=(404,), tag="tournaments", public=True, keep=_kept_tournament)
 def get_tournament(user: User | None, tournament_id: int) -> dict[str, Any]:
     """A tournament: its settings, standings with tie-breaks (Sonneborn-Berger in a round-robin, Buchholz
     and median Buchholz in a Swiss) and every round's pairings with their games. Needs no token."""

@@ -141,7 +141,11 @@ def describe_time_control(control: dict[str, Any] | None) -> str:
 
 def weekend_pause(game: Game) -> bool:
     """Whether Saturdays and Sundays are left out of the game's deadlines."""
-    return bool((game.time_control or {}).get("weekend_pause"))
+    return _pauses(game.time_control)
+
+
+def _pauses(control: dict[str, Any] | None) -> bool:
+    return bool((control or {}).get("weekend_pause"))
 
 
 # Counting time ---------------------------------------------------------------------------
@@ -275,8 +279,11 @@ def time_left(seat: Seat) -> timedelta | None:
     None when it is not on the clock."""
     if seat.deadline is None:
         return None
-    since = _vacation_since(seat) or utcnow()
-    return timedelta(seconds=max(0.0, counting_seconds(since, seat.deadline, weekend_pause(seat.game))))
+    return _left(seat.deadline, _vacation_since(seat) or utcnow(), weekend_pause(seat.game))
+
+
+def _left(deadline: datetime, since: datetime, pause: bool) -> timedelta:
+    return timedelta(seconds=max(0.0, counting_seconds(since, deadline, pause)))
 
 
 def status(seat: Seat, zone: str | None = None) -> str:
@@ -292,6 +299,18 @@ def status(seat: Seat, zone: str | None = None) -> str:
     if weekend_pause(seat.game) and _is_weekend(utcnow().date()):
         text += "; the clock is paused for the weekend"
     return text
+
+
+def status_changes(deadline: datetime, vacation_since: datetime | None, control: dict[str, Any] | None,
+                   now: datetime) -> tuple[int, bool]:
+    """What the words of :func:`status` for a running clock (its seat's ``deadline``, its player away
+    since ``vacation_since``, under the time ``control``) change with as time passes alone, at ``now``:
+    the whole minutes left (as :func:`describe` counts them) and whether the weekend pauses the clock.
+    For an answer kept while they stay the same: besides these, the words follow from the deadline, the
+    player's handle and vacation, and the reader's zone."""
+    pause = _pauses(control)
+    left = _left(deadline, vacation_since or now, pause)
+    return int(left.total_seconds() // 60), pause and _is_weekend(now.date())
 
 
 def waiting_words(seat: Seat) -> str:

@@ -177,7 +177,11 @@ class OpenGame:
     rating_range: str
 
 
-def open_games(limit: int = 50) -> list[Game]:
+# The waiting games the lobby looks at, newest first.
+LOBBY_SIZE = 50
+
+
+def open_games(limit: int = LOBBY_SIZE) -> list[Game]:
     """Waiting public games with an open seat (no challenge pending on it): the lobby."""
     waiting = db.session.scalars(
         select(Game).where(Game.status == "waiting", Game.public.is_(True)).order_by(Game.created_at.desc())
@@ -186,7 +190,7 @@ def open_games(limit: int = 50) -> list[Game]:
     return [g for g in waiting if _open_seats(g)]
 
 
-def lobby(limit: int = 50) -> list[OpenGame]:
+def lobby(limit: int = LOBBY_SIZE) -> list[OpenGame]:
     """The lobby's games, each with its creator's rating in that game and its rating range."""
     found = open_games(limit)
     creators: dict[str, set[int]] = {}

@@ -1,0 +1,386 @@
+"""API answers kept ready in each web process, as the web pages are (:mod:`pbem.web.pagecache` gives
+the reasoning at length; the API may not import the web pages, so what it needs is here).
+
+A GET's answer costs reading model objects, building the view and dumping it through marshmallow, while
+a client polling for news (the bot runner, a mobile app) mostly reads what it read a moment before.  So
+an operation declared with a ``kept`` stamp names what its answer is made of: one cheap read of every
+row the answer depends on (tuples, no model objects), with the words that change with the clock alone
+(a running clock's "2 days 5 hours left") computed from them.  The answer for a URL and a caller (the
+token's player, or every caller without a token alike) is kept with its stamp, and served while a
+fresh read of the stamp is equal.  Nothing is told to forget an answer: each request reads the stamp.
+
+The caller is read with the stamp: the token's row and its player's, by the token's stored digest (one
+indexed read), and refused (answered afresh, so with the usual 401) unless it still works; so a
+revoked token, or a player who may no longer sign in, gets nothing kept.  A token whose "last used"
+stamp is due to be written is answered afresh too, so a kept answer never writes.
+
+An answer is kept only when it answered 200 and set no cookie; it is kept under the caller's user id,
+never given to another caller, and its stamp holds what it shows of the caller (their time zone, their
+vacation, what they play as a bot).  An answer not kept is rendered in one snapshot of the database in
+which the stamp is read again (on PostgreSQL REPEATABLE READ, on SQLite one transaction), and kept under
+what that read: never older than its stamp, nor newer.
+
+A kept answer carrying an ETag (``/me/turn``, ``/me/challenges``) answers 304 to a request naming it,
+as the operation itself would: its stamp covers everything the ETag is made of.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from flask import Response, current_app, g, request
+from sqlalchemy import Select, and_, bindparam, case, func, or_, select
+from sqlalchemy.engine import Connection
+
+from pbem.accounts import apitokens
+from pbem.core.database import is_postgresql
+from pbem.core.extensions import db
+from pbem.core.models import ApiToken, Game, Move, Seat, User, utcnow
+from pbem.game import clock
+
+# What one process keeps at most, answers and their URLs together, and the largest answer it keeps.
+MAX_BYTES = 16 * 2**20
+MAX_ANSWER_BYTES = 2**20
+
+_EXTENSION = "pbem_api_answers"
+# Where the request's reads are sent: a pooled connection of their own, or the snapshot's.
+_CONNECTION = "pbem_api_stamp_connection"
+# Headers of a kept answer that are the response's own rather than the answer's.
+_OWN_HEADERS = frozenset({"content-length"})
+# A token is answered afresh this long before its "last used" is due (see apitokens.USE_GRANULARITY),
+# so that the answer rendered after its stamp never writes it.
+_USE_MARGIN = apitokens.USE_GRANULARITY * 0.9
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer as rendered: the stamp it was rendered under, its bytes, headers and weak ETag."""
+
+    stamp: object
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+    etag: str | None
+
+
+class Answers:
+    """Answers by URL and caller (a user's id, or None for callers without a token), each with the stamp
+    it was rendered under; bounded by bytes, least recently used first out."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._answers: OrderedDict[tuple[str, int | None], Answer] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, url: str, stamp: object, caller: int | None) -> Answer | None:
+        """The answer kept for ``url`` and ``caller`` if it was rendered under ``stamp``."""
+        key = (url, caller)
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is None or answer.stamp != stamp:
+                return None
+            self._answers.move_to_end(key)
+            return answer
+
+    def put(self, url: str, answer: Answer, caller: int | None) -> None:
+        """Keep ``answer`` for ``url`` and ``caller``, forgetting the least recently used beyond the
+        bound."""
+        cost = len(answer.body) + len(url)
+        if cost > MAX_ANSWER_BYTES:
+            return
+        key = (url, caller)
+        with self._lock:
+            old = self._answers.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.body) + len(url)
+            self._answers[key] = answer
+            self._bytes += cost
+            while self._bytes > self.max_bytes and self._answers:
+                (gone_url, _caller), gone = self._answers.popitem(last=False)
+                self._bytes -= len(gone.body) + len(gone_url)
+
+    def clear(self) -> None:
+        """Forget every answer."""
+        with self._lock:
+            self._answers.clear()
+            self._bytes = 0
+
+
+def answers_of(app: Any = None) -> Answers:
+    """The answers kept by ``app`` (the current app by default); each app keeps its own."""
+    app = app or current_app
+    answers = app.extensions.get(_EXTENSION)
+    if answers is None:
+        answers = app.extensions.setdefault(_EXTENSION, Answers())
+    return cast(Answers, answers)
+
+
+# The caller ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A request's working token as the stamp's read gives it, and what answers show of its player: the
+    time zone they read times in, since when they are on vacation, and what they play as a bot."""
+
+    token_id: int
+    user_id: int
+    zone: str | None
+    shown: tuple[Any, ...]
+
+
+_CALLER = (
+    select(ApiToken.id, ApiToken.user_id, ApiToken.last_used_at, User.verified_at, User.time_zone,
+           User.vacation_since, User.is_bot, User.bot_games, User.bot_strength)
+    .join(User, User.id == ApiToken.user_id)
+    .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
+)
+
+# Why a request is answered afresh rather than kept: no working token where one is needed.
+_UNKEPT = object()
+# The request's token as last read (see _token_row), in ``g``.
+_TOKEN_ROW = "pbem_api_token_row"
+
+
+def _token_row(again: bool = False) -> tuple[Any, ...] | None:
+    """The row of the request's Bearer token and its player (see :data:`_CALLER`), if it names one that
+    is not revoked; read once per request unless ``again`` (in the snapshot an answer is rendered in)."""
+    if not again and _TOKEN_ROW in g:
+        return cast(tuple[Any, ...] | None, g.get(_TOKEN_ROW))
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    digest = apitokens.stored_digest(value) if scheme.lower() == "bearer" and value else None
+    rows = read(_CALLER, {"digest": digest}) if digest is not None else []
+    row = rows[0] if rows else None
+    setattr(g, _TOKEN_ROW, row)
+    return row
+
+
+def working_token_id() -> int | None:
+    """The id of the working token the request carries (its player may sign in), or None; one indexed
+    read per request, no model object, nothing written: for the rate limit's key, asked on every
+    request."""
+    if _TOKEN_ROW not in g:
+        with _reading():
+            _token_row()
+    row = _token_row()
+    return row[0] if row is not None and row[3] is not None else None
+
+
+def _caller(public: bool, again: bool = False) -> Caller | object | None:
+    """The request's caller: None for a call without any ``Authorization`` to a public operation; or
+    :data:`_UNKEPT` when the answer is to be rendered afresh (no token where one is needed, a token that
+    does not work, or one whose "last used" is due)."""
+    if "Authorization" not in request.headers:
+        return None if public else _UNKEPT
+    row = _token_row(again)
+    if row is None:
+        return _UNKEPT
+    token_id, user_id, last_used_at, verified_at, zone, *shown = row
+    if verified_at is None or last_used_at is None or utcnow() - last_used_at > _USE_MARGIN:
+        return _UNKEPT
+    return Caller(token_id, user_id, zone, (zone, *shown))
+
+
+# Reading ------------------------------------------------------------------------------------------------
+
+
+def read(statement: Select, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of a stamp's statement as tuples, without the ORM's layers: on the request's connection
+    of its own (see :func:`_reading`), or in the snapshot an answer is then rendered in."""
+    connection: Connection | None = g.get(_CONNECTION)
+    if connection is None:
+        connection = db.session.connection()
+    return [tuple(row) for row in connection.execute(statement, parameters).all()]
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    """A pooled connection for the stamp's reads, outside the session: on PostgreSQL outside any
+    transaction (BEGIN and ROLLBACK would cost two more round trips), on SQLite without the session's."""
+    if is_postgresql():
+        connecting = db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    else:
+        connecting = db.engine.connect()
+    with connecting as connection:
+        setattr(g, _CONNECTION, connection)
+        try:
+            yield
+        finally:
+            g.pop(_CONNECTION, None)
+
+
+def _in_snapshot() -> None:
+    """Begin the session's transaction afresh for an answer to be rendered in, the stamp read again in
+    it (on PostgreSQL REPEATABLE READ, which a read-only transaction never fails for)."""
+    db.session.rollback()
+    if is_postgresql():
+        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
+# Serving ------------------------------------------------------------------------------------------------
+
+Stamp = Callable[..., object | None]
+Render = Callable[[bool], Response]
+
+
+def _url() -> str:
+    """The URL an answer is kept under, as the request names it (host, path and query as they came)."""
+    environ = request.environ
+    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME')}:{environ.get('SERVER_PORT')}"
+    path = f"{environ.get('SCRIPT_NAME', '')}{environ.get('PATH_INFO', '')}"
+    return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
+
+
+def _read_stamp(stamp: Stamp, public: bool, path_args: dict[str, Any],
+                again: bool = False) -> tuple[Caller | None, object] | None:
+    """The caller and what their answer is made of, or None when it is answered afresh; ``again`` in the
+    snapshot the answer is rendered in (the token is read again too)."""
+    caller = _caller(public, again)
+    if caller is _UNKEPT:
+        return None
+    who = cast(Caller | None, caller)
+    made_of = stamp(who, **path_args)
+    if made_of is None:
+        return None
+    return who, (made_of, who.shown if who is not None else None)
+
+
+def _unchanged(etag: str) -> Response:
+    """The 304 for a request whose If-None-Match names ``etag``."""
+    unchanged = Response(status=304)
+    unchanged.set_etag(etag, weak=True)
+    return unchanged
+
+
+def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render) -> Response:
+    """The answer kept for the request under ``stamp`` (called with the caller, None for a call without a
+    token, and the path's arguments), or ``render``'s, kept when it may be.  ``render(True)`` answers as
+    the operation always does; ``render(False)`` ignores If-None-Match (an answer to keep has a body)."""
+    if request.method not in ("GET", "HEAD"):
+        return render(True)
+    with _reading():
+        found = _read_stamp(stamp, public, path_args)
+    if found is None:
+        return render(True)
+    caller, made_of = found
+    caller_id = caller.user_id if caller is not None else None
+    answers, url = answers_of(), _url()
+    kept = answers.get(url, made_of, caller_id)
+    if kept is None:
+        _in_snapshot()
+        again = _read_stamp(stamp, public, path_args, again=True)
+        if again is None or again[0] != caller:
+            return render(True)
+        response = render(False)
+        if (response.status_code != 200 or "Set-Cookie" in response.headers or response.is_streamed
+                or response.direct_passthrough):
+            return response
+        etag, _weak = response.get_etag()
+        headers = tuple((name, value) for name, value in response.headers.items()
+                        if name.lower() not in _OWN_HEADERS)
+        kept = Answer(again[1], response.get_data(), headers, etag)
+        answers.put(url, kept, caller_id)
+    if kept.etag is not None and request.if_none_match.contains_weak(kept.etag):
+        return _unchanged(kept.etag)
+    return current_app.response_class(kept.body, headers=list(kept.headers))
+
+
+# Stamps -------------------------------------------------------------------------------------------------
+# The statements are built once where they can be: building one costs more than SQLite takes to answer.
+
+
+def _clocks(time_control: dict[str, Any] | None, running: list[tuple[Any, ...]], now: datetime
+            ) -> tuple[tuple[int, bool], ...] | None:
+    """What the words of a game's running clocks change with as time passes alone (see
+    :func:`pbem.game.clock.status_changes`), from each running seat's (deadline, vacation_since); the
+    rest of the words follow from the columns read with the stamp and the caller's zone, in its key.
+    None when the answer cannot be kept: a bank's running clock is answered in seconds, which change
+    with every request."""
+    if not running:
+        return ()
+    if (time_control or {}).get("kind") == "bank":
+        return None
+    return tuple(clock.status_changes(deadline, away, time_control, now) for deadline, away in running)
+
+
+# A game as GET /v1/games/{id} shows it: its row's version (raised by every change of the row), its
+# record's length, its seats with their players, clocks and banks.  The record is counted by the game's
+# id as bound, so that it is read once for the statement, not once per seat.
+_RECORD = Move.game_id == bindparam("game_id")
+_GAME = (
+    select(Game.version, Game.public, Game.status, Game.time_control,
+           select(func.count(Move.id)).where(_RECORD).scalar_subquery(),
+           select(func.max(Move.number)).where(_RECORD).scalar_subquery(),
+           Seat.number, Seat.user_id, Seat.deadline, Seat.bank_seconds, Seat.result, User.handle,
+           User.vacation_since, User.is_bot)
+    .outerjoin(Seat, Seat.game_id == Game.id).outerjoin(User, Seat.user_id == User.id)
+    .where(Game.id == bindparam("game_id")).order_by(Seat.number)
+)
+
+
+def game(caller: Caller | None, game_id: int) -> object | None:
+    """What a game's answer is made of (see :data:`_GAME`) and its running clocks' words in the caller's
+    zone.  None (answered afresh) for a game not started or called off (its answer shows its
+    challenges), and for a private game to anyone but its players (whoever else may see it does so by a
+    challenge, which is not read)."""
+    rows = read(_GAME, {"game_id": game_id})
+    if not rows:
+        return None
+    _version, public, status, time_control = rows[0][:4]
+    if status not in ("active", "finished"):
+        return None
+    if not public and (caller is None or all(row[7] != caller.user_id for row in rows)):
+        return None
+    running = [(row[8], row[12]) for row in rows if status == "active" and row[8] is not None]
+    clocks = _clocks(time_control, running, utcnow())
+    if clocks is None:
+        return None
+    return rows, clocks
+
+
+def games_statement(listed: Select, *more: Any) -> Select:
+    """The statement of :func:`games` for the games ``listed`` selects (their ids and versions), with the
+    columns ``more`` on each row (of the game and the seat, in one read: on PostgreSQL each statement is
+    a round trip); built once where it can be: building one costs more than reading it."""
+    shown = listed.subquery()
+    # Of the seats, those a game's version does not cover: of a game gathering players, who holds each
+    # (a seat is taken without changing the game's row); of a game in play, the running clocks, whose
+    # words change with time, their deadlines (moved by a return from vacation) and their players'
+    # vacations, with the time control their words depend on.
+    read = or_(Game.status == "waiting", and_(Game.status == "active", Seat.deadline.is_not(None)))
+    return (select(shown.c.id, shown.c.version, Game.status, Seat.number, Seat.user_id, Seat.deadline,
+                   User.vacation_since, case((Seat.deadline.is_not(None), Game.time_control)), *more)
+            .select_from(shown).join(Game, Game.id == shown.c.id)
+            .outerjoin(Seat, and_(Seat.game_id == shown.c.id, read)).outerjoin(User, User.id == Seat.user_id)
+            .order_by(shown.c.id, Seat.number))
+
+
+def games(statement: Select, parameters: dict[str, Any]) -> object | None:
+    """What a list of games is made of, read by its :func:`games_statement`: the listed games' ids and
+    versions (with the one more a page reads to know there are more), the seats of those gathering
+    players, and what the words of the running clocks change with (the caller's zone is in the key).
+    None when a listed game's clock is a running bank (see :func:`_clocks`)."""
+    rows = read(statement, parameters)
+    now = utcnow()
+    running: dict[int, list[tuple[Any, ...]]] = {}
+    controls: dict[int, Any] = {}
+    for game_id, _version, status, _number, _user, deadline, away, control, *_more in rows:
+        if status == "active" and deadline is not None:
+            running.setdefault(game_id, []).append((deadline, away))
+            controls[game_id] = control
+    clocks = []
+    for game_id, seats in running.items():
+        changes = _clocks(controls[game_id], seats, now)
+        if changes is None:
+            return None
+        clocks.append(changes)
+    return rows, clocks
