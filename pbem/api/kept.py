@@ -1,5 +1,6 @@
 """API answers kept ready in each web process, as the web pages are (:mod:`pbem.web.pagecache` gives
-the reasoning at length; the API may not import the web pages, so what it needs is here).
+the reasoning at length; the machinery both use, which the API may not import from the web pages, is
+in :mod:`pbem.present.keeping`; what is the API's own is here).
 
 A GET's answer costs reading model objects, building the view and dumping it through marshmallow, while
 a client polling for news (the bot runner, a mobile app) mostly reads what it read a moment before.  So
@@ -26,102 +27,45 @@ as the operation itself would: its stamp covers everything the ETag is made of.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from flask import Response, current_app, g, request
 from sqlalchemy import Select, and_, bindparam, case, func, or_, select
-from sqlalchemy.engine import Connection
 
 from pbem.accounts import apitokens
-from pbem.core.database import is_postgresql
-from pbem.core.extensions import db
 from pbem.core.models import ApiToken, Game, Move, Seat, User, utcnow
 from pbem.game import clock
+from pbem.present import keeping
+from pbem.present.keeping import KeptStore
 
 # What one process keeps at most, answers and their URLs together, and the largest answer it keeps.
 MAX_BYTES = 16 * 2**20
 MAX_ANSWER_BYTES = 2**20
 
 _EXTENSION = "pbem_api_answers"
-# Where the request's reads are sent: a pooled connection of their own, or the snapshot's.
-_CONNECTION = "pbem_api_stamp_connection"
-# Headers of a kept answer that are the response's own rather than the answer's.
-_OWN_HEADERS = frozenset({"content-length"})
 # A token is answered afresh this long before its "last used" is due (see apitokens.USE_GRANULARITY),
 # so that the answer rendered after its stamp never writes it.
 _USE_MARGIN = apitokens.USE_GRANULARITY * 0.9
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An answer as rendered: the stamp it was rendered under, its bytes, headers and weak ETag."""
-
-    stamp: object
-    body: bytes
-    headers: tuple[tuple[str, str], ...]
-    etag: str | None
+# An answer as rendered: the stamp it was rendered under, its bytes, headers and weak ETag.
+Answer = keeping.Kept
 
 
-class Answers:
+class Answers(KeptStore):
     """Answers by URL and caller (a user's id, or None for callers without a token), each with the stamp
     it was rendered under; bounded by bytes, least recently used first out."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._answers: OrderedDict[tuple[str, int | None], Answer] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._answers)
-
-    def get(self, url: str, stamp: object, caller: int | None) -> Answer | None:
-        """The answer kept for ``url`` and ``caller`` if it was rendered under ``stamp``."""
-        key = (url, caller)
-        with self._lock:
-            answer = self._answers.get(key)
-            if answer is None or answer.stamp != stamp:
-                return None
-            self._answers.move_to_end(key)
-            return answer
-
-    def put(self, url: str, answer: Answer, caller: int | None) -> None:
-        """Keep ``answer`` for ``url`` and ``caller``, forgetting the least recently used beyond the
-        bound."""
-        cost = len(answer.body) + len(url)
-        if cost > MAX_ANSWER_BYTES:
-            return
-        key = (url, caller)
-        with self._lock:
-            old = self._answers.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body) + len(url)
-            self._answers[key] = answer
-            self._bytes += cost
-            while self._bytes > self.max_bytes and self._answers:
-                (gone_url, _caller), gone = self._answers.popitem(last=False)
-                self._bytes -= len(gone.body) + len(gone_url)
-
-    def clear(self) -> None:
-        """Forget every answer."""
-        with self._lock:
-            self._answers.clear()
-            self._bytes = 0
+        super().__init__(max_bytes, MAX_ANSWER_BYTES)
 
 
 def answers_of(app: Any = None) -> Answers:
     """The answers kept by ``app`` (the current app by default); each app keeps its own."""
-    app = app or current_app
-    answers = app.extensions.get(_EXTENSION)
-    if answers is None:
-        answers = app.extensions.setdefault(_EXTENSION, Answers())
-    return cast(Answers, answers)
+    return keeping.store_of(app, _EXTENSION, Answers)
 
 
 # The caller ---------------------------------------------------------------------------------------------
@@ -169,7 +113,7 @@ def working_token_id() -> int | None:
     read per request, no model object, nothing written: for the rate limit's key, asked on every
     request."""
     if _TOKEN_ROW not in g:
-        with _reading():
+        with keeping.reading():
             _token_row()
     row = _token_row()
     return row[0] if row is not None and row[3] is not None else None
@@ -193,51 +137,14 @@ def _caller(public: bool, again: bool = False) -> Caller | object | None:
 # Reading ------------------------------------------------------------------------------------------------
 
 
-def read(statement: Select, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The rows of a stamp's statement as tuples, without the ORM's layers: on the request's connection
-    of its own (see :func:`_reading`), or in the snapshot an answer is then rendered in."""
-    connection: Connection | None = g.get(_CONNECTION)
-    if connection is None:
-        connection = db.session.connection()
-    return [tuple(row) for row in connection.execute(statement, parameters).all()]
-
-
-@contextmanager
-def _reading() -> Iterator[None]:
-    """A pooled connection for the stamp's reads, outside the session: on PostgreSQL outside any
-    transaction (BEGIN and ROLLBACK would cost two more round trips), on SQLite without the session's."""
-    if is_postgresql():
-        connecting = db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-    else:
-        connecting = db.engine.connect()
-    with connecting as connection:
-        setattr(g, _CONNECTION, connection)
-        try:
-            yield
-        finally:
-            g.pop(_CONNECTION, None)
-
-
-def _in_snapshot() -> None:
-    """Begin the session's transaction afresh for an answer to be rendered in, the stamp read again in
-    it (on PostgreSQL REPEATABLE READ, which a read-only transaction never fails for)."""
-    db.session.rollback()
-    if is_postgresql():
-        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+# The rows of a stamp's statement as tuples (see :func:`pbem.present.keeping.read`).
+read = keeping.read
 
 
 # Serving ------------------------------------------------------------------------------------------------
 
 Stamp = Callable[..., object | None]
 Render = Callable[[bool], Response]
-
-
-def _url() -> str:
-    """The URL an answer is kept under, as the request names it (host, path and query as they came)."""
-    environ = request.environ
-    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME')}:{environ.get('SERVER_PORT')}"
-    path = f"{environ.get('SCRIPT_NAME', '')}{environ.get('PATH_INFO', '')}"
-    return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
 
 
 def _read_stamp(stamp: Stamp, public: bool, path_args: dict[str, Any],
@@ -267,27 +174,24 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
     the operation always does; ``render(False)`` ignores If-None-Match (an answer to keep has a body)."""
     if request.method not in ("GET", "HEAD"):
         return render(True)
-    with _reading():
+    with keeping.reading():
         found = _read_stamp(stamp, public, path_args)
     if found is None:
         return render(True)
     caller, made_of = found
     caller_id = caller.user_id if caller is not None else None
-    answers, url = answers_of(), _url()
+    answers, url = answers_of(), keeping.request_url()
     kept = answers.get(url, made_of, caller_id)
     if kept is None:
-        _in_snapshot()
-        again = _read_stamp(stamp, public, path_args, again=True)
+        with keeping.snapshot():
+            again = _read_stamp(stamp, public, path_args, again=True)
         if again is None or again[0] != caller:
             return render(True)
         response = render(False)
-        if (response.status_code != 200 or "Set-Cookie" in response.headers or response.is_streamed
-                or response.direct_passthrough):
+        if not keeping.plain_ok(response):
             return response
         etag, _weak = response.get_etag()
-        headers = tuple((name, value) for name, value in response.headers.items()
-                        if name.lower() not in _OWN_HEADERS)
-        kept = Answer(again[1], response.get_data(), headers, etag)
+        kept = Answer(again[1], response.get_data(), keeping.kept_headers(response), etag)
         answers.put(url, kept, caller_id)
     if kept.etag is not None and request.if_none_match.contains_weak(kept.etag):
         return _unchanged(kept.etag)

@@ -52,10 +52,11 @@ What a stamp must hold, and why the stamps below hold enough:
 The stamp is kept with the page and compared whole (no digest that two stamps could share).  It is read
 by a statement of its own, outside any transaction, and a page kept under it is served when it is
 equal; a page not kept is rendered in one snapshot of the database with its stamp read again (see
-:func:`_in_snapshot`), and kept under what that read.  So a kept page always shows the database as it
-was when its stamp was read, and is served only while the stamp still reads the same: never older than
-the stamp, nor newer (a stamp can come back once changed: a player's line queued then deleted, a game
-of one joining the active list then abandoned).
+:func:`_in_snapshot`), and kept under what that read (the machinery the pages share with the API's
+answers, :mod:`pbem.api.kept`, is in :mod:`pbem.present.keeping`, which gives its reasoning).
+So a kept page always shows the database as it was when its stamp was read, and is served only while
+the stamp still reads the same: never older than the stamp, nor newer (a stamp can come back once
+changed: a player's line queued then deleted, a game of one joining the active list then abandoned).
 
 A player's page is served kept without loading the player: the session names their id and session
 token as Flask-Login stored it, and the stamp's statement reads the token from their row, to be
@@ -79,10 +80,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import wraps
 from types import SimpleNamespace
 from typing import Any, cast
@@ -108,10 +106,11 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from pbem.accounts.accounts import session_token_matches
-from pbem.core.database import is_postgresql
-from pbem.core.extensions import db, login_manager
+from pbem.core.extensions import login_manager
 from pbem.core.models import Game, GameNote, Move, Seat, User, Watch
 from pbem.game import clock
+from pbem.present import keeping
+from pbem.present.keeping import KeptStore
 
 # What one process keeps at most, pages and their URLs together, and the largest page it keeps.
 MAX_BYTES = 32 * 2**20
@@ -130,79 +129,21 @@ _FORM_TOKEN_BYTES = str(FORM_TOKEN).encode()
 # only when there is none there yet, and returns what is there.
 _TOKEN_IN_G = "csrf_token"
 
-# Headers of a kept page that are the answer's own rather than the page's.
-_OWN_HEADERS = frozenset({"content-length"})
+# A page as rendered: the stamp it was rendered under, its bytes and the headers its view gave.
+Page = keeping.Kept
 
 
-@dataclass(frozen=True)
-class Page:
-    """A page as rendered: the stamp it was rendered under, its bytes and the headers its view gave."""
-
-    stamp: object
-    body: bytes
-    headers: tuple[tuple[str, str], ...]
-
-
-class PageCache:
+class PageCache(KeptStore):
     """Pages by URL and reader (a user's id, or None for every visitor), each with the stamp it was
     rendered under; bounded by bytes, least recently used first out."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._pages: OrderedDict[tuple[str, int | None], Page] = OrderedDict()
-        self._bytes = 0
-        # Threaded servers (``pbem web``) share the process's pages between threads.
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._pages)
-
-    @property
-    def size(self) -> int:
-        """The bytes held: pages and their URLs."""
-        return self._bytes
-
-    def get(self, url: str, stamp: object, reader: int | None = None) -> Page | None:
-        """The page kept for ``url`` and ``reader`` if it was rendered under ``stamp``."""
-        key = (url, reader)
-        with self._lock:
-            page = self._pages.get(key)
-            if page is None or page.stamp != stamp:
-                return None
-            self._pages.move_to_end(key)
-            return page
-
-    def put(self, url: str, page: Page, reader: int | None = None) -> None:
-        """Keep ``page`` for ``url`` and ``reader`` (in place of any older one), forgetting the least
-        recently used pages beyond the bound."""
-        cost = len(page.body) + len(url)
-        if cost > MAX_PAGE_BYTES:
-            return
-        key = (url, reader)
-        with self._lock:
-            old = self._pages.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body) + len(url)
-            self._pages[key] = page
-            self._bytes += cost
-            while self._bytes > self.max_bytes:
-                (gone_url, _reader), gone = self._pages.popitem(last=False)
-                self._bytes -= len(gone.body) + len(gone_url)
-
-    def clear(self) -> None:
-        """Forget every page."""
-        with self._lock:
-            self._pages.clear()
-            self._bytes = 0
+        super().__init__(max_bytes, MAX_PAGE_BYTES)
 
 
 def cache_of(app: Any = None) -> PageCache:
     """The pages kept by ``app`` (the current app by default); each app keeps its own."""
-    app = app or current_app
-    cache = app.extensions.get(_EXTENSION)
-    if cache is None:
-        cache = app.extensions.setdefault(_EXTENSION, PageCache())
-    return cast(PageCache, cache)
+    return keeping.store_of(app, _EXTENSION, PageCache)
 
 
 def _visitor() -> bool:
@@ -239,20 +180,10 @@ def _signed_in_as() -> tuple[int, str] | None:
     return int(user_id), token
 
 
-def _url() -> str:
-    """The URL a page is kept under: as the request names it, scheme, host, path and query as they
-    came (``request.url`` decodes them into an IRI each time, a sixtieth of a kept page)."""
-    environ = request.environ
-    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME')}:{environ.get('SERVER_PORT')}"
-    path = f"{environ.get('SCRIPT_NAME', '')}{environ.get('PATH_INFO', '')}"
-    return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
-
-
 def _keepable(response: Any) -> bool:
     """Whether a rendered answer may be kept: nothing was written to the session (a form token, a
     message) and no cookie set, and no form token made (a player's page carries :data:`FORM_TOKEN`)."""
-    return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
-            and not session.modified and "Set-Cookie" not in response.headers
+    return (keeping.plain_ok(response) and not session.modified
             and g.get(_TOKEN_IN_G, FORM_TOKEN) is FORM_TOKEN)
 
 
@@ -364,14 +295,8 @@ def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int | None,
     stamp can come back (a line queued then deleted, watching turned on then off), and so can a list's:
     a game of one starts, joining the list of active games, then runs out of time and is abandoned,
     leaving the list as it was."""
-    db.session.rollback()
-    if is_postgresql():
-        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-    setattr(g, _IN_SNAPSHOT, True)
-    try:
+    with keeping.snapshot():
         return stamp(reader_id, **kwargs)
-    finally:
-        g.pop(_IN_SNAPSHOT, None)
 
 
 def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
@@ -401,7 +326,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
                 return view(**kwargs)
             made_of = _page_key(made_of, reader_id, reader)
             cache = cache_of()
-            url = _url()
+            url = keeping.request_url()
             page = cache.get(url, made_of, reader_id)
             if page is not None:
                 body = page.body if signed_in is None else _with_form_token(page.body)
@@ -423,9 +348,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
                 if signed_in is not None:
                     g.pop(_TOKEN_IN_G, None)
             if keep:
-                headers = tuple((name, value) for name, value in response.headers.items()
-                                if name.lower() not in _OWN_HEADERS)
-                cache.put(url, Page(made_of, response.get_data(), headers), reader_id)
+                cache.put(url, Page(made_of, response.get_data(), keeping.kept_headers(response)), reader_id)
             if signed_in is not None and not response.direct_passthrough and not response.is_streamed:
                 response.set_data(_with_form_token(response.get_data()))
             return response
@@ -471,52 +394,8 @@ _READERS_GAME = _GAME.add_columns(
 )
 
 
-# Set in ``g`` while a player's stamp is read again in the snapshot their page is then rendered in.
-_IN_SNAPSHOT = "pbem_stamp_in_snapshot"
-
-
-# Set in ``g`` while a stamp's statements share one connection (see :func:`reads_together`).
-_SHARED = "pbem_stamp_connection"
-
-
-@contextmanager
-def reads_together() -> Iterator[None]:
-    """A stamp of several statements reads them on one connection (as :func:`_read` reads one): a
-    connection taken from the pool and, on SQLite, a transaction begun and ended once, not once a
-    statement.  Within the snapshot a page is rendered in, the session's transaction is read, as ever."""
-    if g.get(_IN_SNAPSHOT) or g.get(_SHARED) is not None:
-        yield
-        return
-    connection = db.engine.connect()
-    if is_postgresql():
-        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-    with connection:
-        setattr(g, _SHARED, connection)
-        try:
-            yield
-        finally:
-            g.pop(_SHARED, None)
-
-
-def _read(statement: Select | CompoundSelect, parameters: dict[str, Any] | None = None) -> list[Any]:
-    """The rows of a stamp's statement (compared as tuples), read without the ORM's layers, since no
-    model object is made.
-
-    Read first on a pooled connection of its own, outside the session: on PostgreSQL the statement runs
-    by itself, outside any transaction (a transaction would cost two more round trips to the server,
-    BEGIN then ROLLBACK, as much as the read, for a page that is often answered with nothing more); on
-    SQLite the session's transaction, begun and ended around it, cost a tenth of a kept page.  Read
-    again, for a page to be rendered, in the session's transaction (see :func:`_in_snapshot`)."""
-    if g.get(_IN_SNAPSHOT):
-        return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
-    shared = g.get(_SHARED)
-    if shared is not None:
-        return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
-    if is_postgresql():
-        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
-    with db.engine.connect() as connection:
-        return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
+# A stamp of several statements reads them on one connection (see :func:`pbem.present.keeping.reading`).
+reads_together = keeping.reading
 
 
 def _clock_words(time_control: dict[str, Any] | None, deadline: Any, user: SimpleNamespace | None,
@@ -536,9 +415,9 @@ def game_stamp(reader_id: int | None, game_id: int) -> Stamp | None:
     players: whoever else may see it does so by a challenge or by having made it, which the stamp does
     not read."""
     if reader_id is None:
-        rows, reader = _read(_GAME, {"game_id": game_id}), None
+        rows, reader = keeping.read(_GAME, {"game_id": game_id}), None
     else:
-        rows = _read(_READERS_GAME, {"game_id": game_id, "reader_id": reader_id})
+        rows = keeping.read(_READERS_GAME, {"game_id": game_id, "reader_id": reader_id})
         width = len(READER_COLUMNS)
         reader = rows[0][-width:] if rows and rows[0][-width] is not None else None
         rows = [row[:-width] for row in rows]
@@ -585,7 +464,7 @@ def list_stamp(statement: CompoundSelect, reader_id: int | None = None,
     besides the reader's id), and the row of the reader ``reader_id`` (None for a visitor, or if there is
     no such user).  The games are put in one fixed order (list, then game): a list's own order follows
     from the versions of its games, since whatever orders it (a move, a game's end) raises them."""
-    rows = _read(statement, {**(parameters or {}), "reader_id": reader_id})
+    rows = keeping.read(statement, {**(parameters or {}), "reader_id": reader_id})
     reader_part = len(statement.selects) - 1
     listed = sorted(row[:3] for row in rows if row[0] != reader_part)
     reader = next((row[3:] for row in rows if row[0] == reader_part), None)
@@ -608,7 +487,7 @@ def rows_stamp(statement: Select, parameters: dict[str, Any],
                reader_id: int | None) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]:
     """What a page made of the rows of a :func:`with_reader` statement shows (the rows as tuples, in
     its order), and the reader's row (None for a visitor, or if there is no such user)."""
-    rows = _read(statement, {**parameters, "reader_id": reader_id})
+    rows = keeping.read(statement, {**parameters, "reader_id": reader_id})
     width = len(READER_COLUMNS)
     reader = rows[0][:width] if rows and reader_id is not None and rows[0][0] is not None else None
     return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
@@ -617,7 +496,7 @@ def rows_stamp(statement: Select, parameters: dict[str, Any],
 def read_rows(statement: Select | CompoundSelect, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The rows of a stamp's statement of its own, as tuples (read as every stamp's statement is: on a
     connection of its own, or in the snapshot a page is rendered in)."""
-    return _read(statement, parameters)
+    return keeping.read(statement, parameters)
 
 
 _READER_ONLY = select(*_READER_ROW)
@@ -628,5 +507,5 @@ def static_stamp(reader_id: int | None, **_arguments: Any) -> Stamp:
     row (the rules, say): nothing read for a visitor."""
     if reader_id is None:
         return (), None
-    (row,) = _read(_READER_ONLY, {"reader_id": reader_id})
+    (row,) = keeping.read(_READER_ONLY, {"reader_id": reader_id})
     return (), (row if row[0] is not None else None)

@@ -1,0 +1,203 @@
+"""Answers kept ready in each web process under a stamp: what the web pages (:mod:`pbem.web.pagecache`)
+and the API (:mod:`pbem.api.kept`) share.  The web pages and the API may not import each other, so the
+machinery they both use is here, below both; each keeps what is its own (who is asking, and how: a
+session and its form tokens for pages, a Bearer token and ETags for the API).
+
+An answer is kept for a URL and a reader (a user's id, or None for everyone without one) with the
+*stamp* it was rendered under: one cheap read of every row it depends on, as tuples, no model objects.
+It is served while a fresh read of the stamp is equal, and nothing has to be told to forget it, so the
+processes share nothing: each reads the stamp from the database every time.
+
+The stamp is read first by statements on a pooled connection of their own, outside the session (on
+PostgreSQL outside any transaction, which would cost two more round trips to the server, BEGIN then
+ROLLBACK, as much as the read; on SQLite the session's transaction, begun and ended around it, cost a
+tenth of a kept page): see :func:`read` and :func:`reading`.  An answer not kept is rendered in one
+snapshot of the database in which the stamp is read again (:func:`snapshot`), and kept under what that
+read: so a kept answer shows the database as it was when its stamp was read, never older nor newer,
+even when a stamp comes back once changed.  Each process keeps at most a number of bytes of answers,
+the least recently used going first (:class:`KeptStore`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from flask import current_app, g, request
+from sqlalchemy import CompoundSelect, Select
+from sqlalchemy.engine import Connection
+
+from pbem.core.database import is_postgresql
+from pbem.core.extensions import db
+
+# Headers of a kept answer that are the response's own rather than the answer's.
+_OWN_HEADERS = frozenset({"content-length"})
+
+# Set in ``g`` while the stamp is read again in the snapshot its answer is then rendered in.
+_IN_SNAPSHOT = "pbem_stamp_in_snapshot"
+# Set in ``g`` while a stamp's statements share one connection of their own (see :func:`reading`).
+_SHARED = "pbem_stamp_connection"
+
+_Store = TypeVar("_Store", bound="KeptStore")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An answer as rendered: the stamp it was rendered under, its bytes, the headers its view gave and
+    its weak ETag, if any."""
+
+    stamp: object
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+    etag: str | None = None
+
+
+class KeptStore:
+    """Answers by URL and reader (a user's id, or None for everyone without one), each with the stamp it
+    was rendered under; bounded by bytes, least recently used first out."""
+
+    def __init__(self, max_bytes: int, max_answer_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_answer_bytes = max_answer_bytes
+        self._kept: OrderedDict[tuple[str, int | None], Kept] = OrderedDict()
+        self._bytes = 0
+        # Threaded servers (``pbem web``) share the process's answers between threads.
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @property
+    def size(self) -> int:
+        """The bytes held: answers and their URLs."""
+        return self._bytes
+
+    def get(self, url: str, stamp: object, reader: int | None = None) -> Kept | None:
+        """The answer kept for ``url`` and ``reader`` if it was rendered under ``stamp``."""
+        key = (url, reader)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None or kept.stamp != stamp:
+                return None
+            self._kept.move_to_end(key)
+            return kept
+
+    def put(self, url: str, kept: Kept, reader: int | None = None) -> None:
+        """Keep ``kept`` for ``url`` and ``reader`` (in place of any older one), forgetting the least
+        recently used answers beyond the bound."""
+        cost = len(kept.body) + len(url)
+        if cost > self.max_answer_bytes:
+            return
+        key = (url, reader)
+        with self._lock:
+            old = self._kept.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.body) + len(url)
+            self._kept[key] = kept
+            self._bytes += cost
+            while self._bytes > self.max_bytes and self._kept:
+                (gone_url, _reader), gone = self._kept.popitem(last=False)
+                self._bytes -= len(gone.body) + len(gone_url)
+
+    def clear(self) -> None:
+        """Forget every answer."""
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
+
+
+def store_of(app: Any, extension: str, make: Callable[[], _Store]) -> _Store:
+    """The store ``app`` (the current app if None) keeps under ``extension``, made by ``make`` when
+    first asked for; each app keeps its own."""
+    app = app or current_app
+    store = app.extensions.get(extension)
+    if store is None:
+        store = app.extensions.setdefault(extension, make())
+    return cast(_Store, store)
+
+
+def request_url() -> str:
+    """The URL an answer is kept under: as the request names it, scheme, host, path and query as they
+    came (``request.url`` decodes them into an IRI each time, a sixtieth of a kept page)."""
+    environ = request.environ
+    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME')}:{environ.get('SERVER_PORT')}"
+    path = f"{environ.get('SCRIPT_NAME', '')}{environ.get('PATH_INFO', '')}"
+    return f"{environ['wsgi.url_scheme']}://{host}{path}?{environ.get('QUERY_STRING', '')}"
+
+
+def plain_ok(response: Any) -> bool:
+    """Whether a rendered answer is of the kind that may be kept: a 200 with its body in hand (not
+    streamed nor passed through) that sets no cookie."""
+    return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
+            and "Set-Cookie" not in response.headers)
+
+
+def kept_headers(response: Any) -> tuple[tuple[str, str], ...]:
+    """The headers of ``response`` to keep with its body: all but those each answer sets for itself."""
+    return tuple((name, value) for name, value in response.headers.items()
+                 if name.lower() not in _OWN_HEADERS)
+
+
+# Reading the stamp ---------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _own_connection() -> Iterator[Connection]:
+    """A pooled connection outside the session: on PostgreSQL outside any transaction."""
+    connection = db.engine.connect()
+    if is_postgresql():
+        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+    with connection:
+        yield connection
+
+
+@contextmanager
+def reading() -> Iterator[None]:
+    """A stamp of several statements reads them on one connection of its own (as :func:`read` reads
+    one): a connection taken from the pool and, on SQLite, a transaction begun and ended once, not once
+    a statement.  Within the snapshot an answer is rendered in, the session's transaction is read."""
+    if g.get(_IN_SNAPSHOT) or g.get(_SHARED) is not None:
+        yield
+        return
+    with _own_connection() as connection:
+        setattr(g, _SHARED, connection)
+        try:
+            yield
+        finally:
+            g.pop(_SHARED, None)
+
+
+def read(statement: Select | CompoundSelect,
+         parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of a stamp's statement as tuples (compared whole), read without the ORM's layers, since
+    no model object is made: in the snapshot an answer is rendered in, on the connection of
+    :func:`reading`, or else on a pooled connection of its own."""
+    if g.get(_IN_SNAPSHOT):
+        return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
+    shared = g.get(_SHARED)
+    if shared is not None:
+        return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
+    with _own_connection() as connection:
+        return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
+
+
+@contextmanager
+def snapshot() -> Iterator[None]:
+    """Begin the session's transaction afresh for an answer to be rendered in, the stamp to be read
+    again in it inside this block (on PostgreSQL REPEATABLE READ, which a read-only transaction never
+    fails for; on SQLite a transaction's reads all see the database as its first did).
+
+    An answer rendered after its stamp was read, but kept under it, could show what came after: kept
+    under a stamp that comes back, it would then be served again when it no longer holds."""
+    db.session.rollback()
+    if is_postgresql():
+        db.session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+    setattr(g, _IN_SNAPSHOT, True)
+    try:
+        yield
+    finally:
+        g.pop(_IN_SNAPSHOT, None)
