@@ -104,7 +104,7 @@ def _flat_source(
 ) -> tuple[str, str | None]:
     """The source of template ``name`` with each plain ``{% include "mail/…" %}`` replaced by the
     included template's source, and a plain ``{% extends "mail/…" %}`` by its layout's source with the
-    child's blocks' bodies in place of the layout's empty blocks; and its file name.  ``fresh`` gets
+    child's blocks in place of the layout's empty ones; and its file name.  ``fresh`` gets
     each source's up-to-date check.
 
     The included source loses its last newline, as Jinja drops it, and sits in an ``{% autoescape %}``
@@ -146,9 +146,7 @@ def _extended(environment: Environment, source: str, escapes: bool, fresh: list[
         empty = f"{{% block {block} %}}{{% endblock %}}"
         if layout.count(empty) != 1:
             return source
-        # The body in place of the block: the layout sets nothing around it, so the block's names are
-        # the context's either way, and a block's function call is saved.
-        layout = layout.replace(empty, body)
+        layout = layout.replace(empty, f"{{% block {block} %}}{body}{{% endblock %}}")
     return layout
 
 

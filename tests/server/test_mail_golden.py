@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from jinja2 import UndefinedError
 from sqlalchemy import select
 
 import games
 from pbem.core.extensions import db
 from pbem.core.models import Game, OutboxMail, User, set_clock
 from pbem.game import play, watching
+from pbem.mailout import compose, notify
 
 GOLDEN = Path(__file__).parent / "golden" / "mails_of_games.json"
 T0 = datetime(2025, 3, 3, 12, 0)
@@ -126,3 +128,42 @@ def test_the_mails_of_representative_games_are_the_golden_bytes(ctx: Flask, play
     assert len(mails) == len(golden)
     for mail, expected in zip(mails, golden, strict=True):
         assert mail == expected
+
+
+HOSTILE = "<b>o'neil & \"co\"</b>"
+
+
+def test_every_mail_template_renders_as_jinja_renders_it_with_hostile_words(ctx: Flask, players) -> None:
+    """What compose compiles (pieces and layout written in) renders every mail template exactly as
+    Jinja's own loading does, with names and words that HTML must escape (or, in a text piece of an
+    HTML part, must not)."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 5}, seed=11)
+    db.session.commit()
+    played = play.submit(game.id, alice, "a2", "web", comment=HOSTILE)
+    db.session.commit()
+    game = db.session.get_one(Game, game.id)
+    engine = games.get(game.engine)
+    seat = game.seat_of(bob)
+    assert seat is not None
+    position = notify.position(game, engine, engine.load(game.state), seat)
+    context = dict(
+        position, position=position, clocks=[(HOSTILE, HOSTILE), ("You", "1 day")], note=[HOSTILE],
+        players=[("seat 1", HOSTILE), ("seat 2", "bob")], turn_note=HOSTILE, move=played.move, mover=HOSTILE,
+        played=[(HOSTILE, played.move)], reply_to="play+x@example.org", message=HOSTILE, extra=HOSTILE,
+        ok=True, comment=HOSTILE, actor=HOSTILE, time_zone="UTC", text=HOSTILE, user=bob,
+    )
+    environment = ctx.jinja_env
+    names = sorted(n for n in environment.list_templates() if n.startswith("mail/"))
+    assert "mail/your_move.html" in names
+    compared = set()
+    for name in names:
+        try:
+            expected = environment.get_template(name).render(context)
+        except UndefinedError:
+            continue  # A mail whose template needs what this context lacks (a tournament, a reminder).
+        assert compose._template(name).render(context) == expected, name
+        compared.add(name)
+    # Every template with a piece or a layout written in is among those compared.
+    assert compared >= {"mail/your_move.txt", "mail/your_move.html", "mail/move_notice.txt",
+                        "mail/answer.txt", "mail/plain.html"}
