@@ -11,12 +11,23 @@ a mail command's answer, is a composed body's text); Python code computes the va
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from flask import current_app
+from jinja2 import Environment, Template
 
 # The HTML part of a mail whose template has no ``.html`` twin: its text, preformatted.
 PLAIN_HTML = "mail/plain.html"
+
+# The plain forms of ``{% include %}`` and ``{% extends %}`` of a mail template that are written into the
+# template that names them (see :func:`_flat_source`); any other form is left to Jinja.
+_INCLUDE = re.compile(r'\{% include "(mail/[\w.]+)" %\}')
+_EXTENDS = re.compile(r'\A\{% extends "(mail/[\w.]+)" %\}')
+_BLOCK = re.compile(r"\{% block (\w+) %\}(.*?)\{% endblock %\}", re.DOTALL)
+# Jinja drops one newline at the end of a template (``keep_trailing_newline`` is off).
+_TRAILING_NEWLINE = re.compile(r"(\r\n|\r|\n)\Z")
 
 
 class Body(NamedTuple):
@@ -35,12 +46,11 @@ def compose(template: str, /, *, html: bool = False, **context: Any) -> Body:
     reads; for the two mails of a move that cost about a fifth of their rendering.  The environment's
     globals and filters are still there.
     """
-    environment = current_app.jinja_env
-    text = environment.get_template(template).render(context)
+    text = _template(template).render(context)
     if not html:
         return Body(text)
     context["text"] = text
-    return Body(text, environment.get_template(_html_twin(template)).render(context))
+    return Body(text, _template(_html_twin(template)).render(context))
 
 
 def kind_of(template: str) -> str:
@@ -62,3 +72,85 @@ def _mail_templates() -> frozenset[str]:
     if names is None:
         names = current_app.extensions["pbem_templates"] = frozenset(current_app.jinja_env.list_templates())
     return names
+
+
+def _template(name: str) -> Template:
+    """The mail template ``name`` compiled with the pieces it includes and the layout it extends written
+    into it (:func:`_flat_source`), compiled once per app.
+
+    Each ``{% include %}`` costs Jinja a template lookup and a new context for every mail, and a move
+    request has five; the output is the same, byte for byte (``tests/server/test_mail_golden.py``).
+    Where Jinja reloads edited templates (``auto_reload``, debug), so does this, by the same checks.
+    """
+    environment = current_app.jinja_env
+    compiled: dict[str, tuple[Template, list[Callable[[], bool]]]]
+    compiled = current_app.extensions.setdefault("pbem_mail_compiled", {})
+    entry = compiled.get(name)
+    if entry is not None and (not environment.auto_reload or all(fresh() for fresh in entry[1])):
+        return entry[0]
+    fresh_checks: list[Callable[[], bool]] = []
+    source, filename = _flat_source(environment, name, fresh_checks)
+    code = environment.compile(source, name, filename)
+    # The globals as a dict of their own, not Jinja's chain of the template's over the environment's:
+    # every render copies them into its context, and copying a 25-name chain key by key was a third of
+    # a render.  The app registers its globals when it is made, before any mail.
+    template = environment.template_class.from_code(environment, code, dict(environment.globals))
+    compiled[name] = (template, fresh_checks)
+    return template
+
+
+def _flat_source(
+    environment: Environment, name: str, fresh: list[Callable[[], bool]]
+) -> tuple[str, str | None]:
+    """The source of template ``name`` with each plain ``{% include "mail/…" %}`` replaced by the
+    included template's source, and a plain ``{% extends "mail/…" %}`` by its layout's source with the
+    child's blocks in place of the layout's empty ones; and its file name.  ``fresh`` gets
+    each source's up-to-date check.
+
+    The included source loses its last newline, as Jinja drops it, and sits in an ``{% autoescape %}``
+    block when it escapes otherwise than the template around it (``_clocks.txt`` in an HTML part is not
+    escaped); anything else (an include with options, a block calling ``super()``) is left to Jinja.
+    """
+    assert environment.loader is not None
+    source, filename, uptodate = environment.loader.get_source(environment, name)
+    if uptodate is not None:
+        fresh.append(uptodate)
+    escapes = _escapes(environment, name)
+    source = _extended(environment, source, escapes, fresh)
+
+    def included(match: re.Match[str]) -> str:
+        part = match.group(1)
+        text, _ = _flat_source(environment, part, fresh)
+        if _EXTENDS.match(text):
+            return match.group(0)
+        text = _TRAILING_NEWLINE.sub("", text)
+        if _escapes(environment, part) != escapes:
+            text = f"{{% autoescape {str(not escapes).lower()} %}}{text}{{% endautoescape %}}"
+        return text
+
+    return _INCLUDE.sub(included, source), filename
+
+
+def _extended(environment: Environment, source: str, escapes: bool, fresh: list[Callable[[], bool]]) -> str:
+    """``source``, a child of a plain ``{% extends "mail/…" %}`` escaping as its layout does
+    (``escapes``), as its layout with the child's blocks written in; else ``source`` as it is."""
+    match = _EXTENDS.match(source)
+    if match is None or _escapes(environment, match.group(1)) != escapes:
+        return source
+    blocks = {m.group(1): m.group(2) for m in _BLOCK.finditer(source)}
+    outside = _BLOCK.sub("", source[match.end():])
+    if outside.strip() or any("{% block" in body or "super()" in body for body in blocks.values()):
+        return source
+    layout, _ = _flat_source(environment, match.group(1), fresh)
+    for block, body in blocks.items():
+        empty = f"{{% block {block} %}}{{% endblock %}}"
+        if layout.count(empty) != 1:
+            return source
+        layout = layout.replace(empty, f"{{% block {block} %}}{body}{{% endblock %}}")
+    return layout
+
+
+def _escapes(environment: Environment, name: str) -> bool:
+    """Whether Jinja autoescapes the template ``name`` (Flask: the HTML ones)."""
+    autoescape = environment.autoescape
+    return bool(autoescape(name) if callable(autoescape) else autoescape)
