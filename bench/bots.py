@@ -7,8 +7,10 @@ and Box Off's and Easy Slider's solvers on fresh deals.
 Targets: hard beats random in >= 95% of the games and easy in >= 70% (a draw counts half), in at most
 2 s of CPU per move on the default board sizes; Box Off's hard player clears every clearable deal and
 Easy Slider's solves every round.  Each player sees only its seat's view (``Engine.seat_view``), as
-``pbem bots`` does through the API.  Prints a table; exits 1 when a target is missed.  Runs the games in
-``--jobs`` processes (each game is one process's CPU, so CPU per move is not shared).
+``pbem bots`` does through the API.  Prints a table; exits 1 when a target is missed.  Plays game 1 of
+every pairing, then game 2 of every pairing and so on, logging each game's figures to stderr as it ends,
+so that a run cut short still has as many games of each pairing.  Runs the games in ``--jobs`` processes
+(each game is one process's CPU, so CPU per move is not shared).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import argparse
 import random
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import games
@@ -89,26 +91,35 @@ def main() -> int:
     only = set(filter(None, args.only.split(",")))
     missed = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        for slug in DUELS:
-            if only and slug not in only:
-                continue
-            for first, second in PAIRINGS:
-                started = time.perf_counter()
-                found = list(pool.map(duel, [slug] * args.games, [first] * args.games, [second] * args.games,
-                                      range(args.games)))
-                score = sum(f["points"] for f in found) / len(found)
-                per_move = {who: sum(f["cpu"][who] for f in found)
-                            / max(1, sum(f["moves"][who] for f in found)) for who in (first, second)}
-                worst = max(f["cpu"][first] / max(1, f["moves"][first]) for f in found)
-                target = 0.95 if second == "random" else 0.70
-                ok = score >= target and per_move[first] <= 2.0
-                if not ok:
-                    missed.append(f"{slug} {first} vs {second}")
-                print(f"{slug:9} {first} vs {second:6}: {score:6.1%} of {len(found)} games (target "
-                      f"{target:.0%}); CPU/move {first} {per_move[first]:.3f} s (worst game's mean "
-                      f"{worst:.3f}), {second} {per_move[second]:.4f} s; plies/game "
-                      f"{sum(f['plies'] for f in found) / len(found):.0f}; "
-                      f"{time.perf_counter() - started:.0f} s {'ok' if ok else 'MISSED'}", flush=True)
+        pairings = [(slug, first, second) for slug in DUELS if not only or slug in only
+                    for first, second in PAIRINGS]
+        # Game by game in turn across the pairings, each game's figures logged to stderr as it ends, so
+        # that a run cut short still gives as many games of every pairing.
+        futures: dict[tuple[str, str, str], list[Future[dict[str, Any]]]] = {p: [] for p in pairings}
+        for number in range(args.games):
+            for slug, first, second in pairings:
+                futures[slug, first, second].append(pool.submit(duel, slug, first, second, number))
+        for number in range(args.games):
+            for slug, first, second in pairings:
+                found = futures[slug, first, second][number].result()
+                print(f"{slug} {first} vs {second} game {number}: points {found['points']}, plies "
+                      f"{found['plies']}, CPU {found['cpu'][first]:.2f} s / {found['moves'][first]} moves "
+                      f"and {found['cpu'][second]:.3f} s / {found['moves'][second]} moves", file=sys.stderr,
+                      flush=True)
+        for slug, first, second in pairings:
+            found = [future.result() for future in futures[slug, first, second]]
+            score = sum(f["points"] for f in found) / len(found)
+            per_move = {who: sum(f["cpu"][who] for f in found)
+                        / max(1, sum(f["moves"][who] for f in found)) for who in (first, second)}
+            worst = max(f["cpu"][first] / max(1, f["moves"][first]) for f in found)
+            target = 0.95 if second == "random" else 0.70
+            ok = score >= target and per_move[first] <= 2.0
+            if not ok:
+                missed.append(f"{slug} {first} vs {second}")
+            print(f"{slug:9} {first} vs {second:6}: {score:6.1%} of {len(found)} games (target "
+                  f"{target:.0%}); CPU/move {first} {per_move[first]:.3f} s (worst game's mean "
+                  f"{worst:.3f}), {second} {per_move[second]:.4f} s; plies/game "
+                  f"{sum(f['plies'] for f in found) / len(found):.0f} {'ok' if ok else 'MISSED'}", flush=True)
         for slug in ("boxoff", "easyslider"):
             if only and slug not in only:
                 continue

@@ -5,7 +5,9 @@
   nothing of any game; a strength is its budget.  Playouts run to the end while the game is cheap to
   play out; where a ply is dear (many legal moves), they are cut short so that the search still sees
   enough positions, and a cut playout is scored by the two sides' mobility (their numbers of legal
-  moves), the one judgement every game of the protocol allows.
+  moves), the one judgement every game of the protocol allows.  The search answers at once with a move
+  that wins at once (or the only move), and stops as soon as more search could not change its choice:
+  when the most visited move leads the next by more visits than the budget has iterations left.
 * Box Off and Easy Slider, where each seat solves its own board, get their solvers
   (:func:`games.boxoff.solve`, :func:`games.easyslider.solve`): the hard player clears every clearable
   deal and solves every round in few slides; the easy one plays as a person might.
@@ -50,6 +52,9 @@ BUDGETS = {
 # a cut playout is.
 MAX_PLAYOUT = 200
 EXPLORATION = 1.4
+# The part of a move's budget spent looking for a move that wins at once before the search: enough for
+# every move of Truchet's widest positions at hard, too little to let easy see more than its budget.
+WIN_SCAN = 0.1
 
 
 @dataclass(frozen=True)
@@ -107,15 +112,30 @@ class _Node:
         self.result = result
 
 
+def _settled(root: _Node, remaining: int) -> bool:
+    """Whether the search's choice (its most visited move) can no longer change: the runner-up could not
+    catch up even if every iteration left went to it."""
+    first = second = 0
+    for _, child in root.children:
+        if child.visits > first:
+            first, second = child.visits, first
+        elif child.visits > second:
+            second = child.visits
+    return first - second > remaining
+
+
 def _rewards(results: tuple[str, ...]) -> tuple[float, ...]:
     return tuple(1.0 if r == WIN else 0.5 if r == DRAW else 0.0 for r in results)
 
 
 class _Search:
-    """UCT for two players who take turns, in a CPU-time and iteration budget."""
+    """UCT for two players who take turns, in a CPU-time and iteration budget; without ``early_stop`` it
+    spends the whole budget even when its choice is settled (to compare the two)."""
 
-    def __init__(self, engine: Engine, seat: int, budget: Budget, rng: random.Random) -> None:
+    def __init__(self, engine: Engine, seat: int, budget: Budget, rng: random.Random,
+                 early_stop: bool = True) -> None:
         self.engine, self.seat, self.budget, self.rng = engine, seat, budget, rng
+        self.early_stop = early_stop
         self.depth = MAX_PLAYOUT
 
     def node(self, state: Any) -> _Node:
@@ -144,6 +164,10 @@ class _Search:
         ply = max(time.process_time() - started, 1e-6)
         self.depth = max(0, min(MAX_PLAYOUT, int(self.budget.seconds / (self.budget.playouts * ply))))
         deadline = started + self.budget.seconds
+        won = self.winning_move(state, legal, started + self.budget.seconds * WIN_SCAN)
+        if won is not None:
+            return Decision(won, 1.0, 0)
+        searching = time.process_time()
         iterations = 0
         while iterations < self.budget.iterations and (iterations < 2 or time.process_time() < deadline):
             self.iterate(root)
@@ -151,8 +175,25 @@ class _Search:
             move, last = root.children[-1] if root.children else ("", None)
             if last is not None and last.result is not None and last.result[self.seat] == 1.0:
                 return Decision(move, 1.0, root.visits)  # A move that wins outright: look no further.
+            if self.early_stop and not root.untried and len(root.children) > 1:
+                now = time.process_time()
+                rate = iterations / max(now - searching, 1e-9)
+                remaining = min(self.budget.iterations - iterations, math.ceil(rate * (deadline - now)))
+                if _settled(root, remaining):
+                    break
         move, best = max(root.children, key=lambda child: (child[1].visits, child[1].wins))
         return Decision(move, best.wins / best.visits if best.visits else None, root.visits)
+
+    def winning_move(self, state: Any, legal: list[str], until: float) -> str | None:
+        """A legal move that wins at once, looked for until the CPU clock reads ``until`` (a small part of
+        the budget, so that a strength's budget still sets how much it sees)."""
+        for move in legal:
+            if time.process_time() > until:
+                return None
+            ended = self.engine.outcome(self.engine.play(state, self.seat, move))
+            if ended is not None and ended.results[self.seat] == WIN:
+                return move
+        return None
 
     def iterate(self, root: _Node) -> None:
         node, path = root, [root]

@@ -86,3 +86,44 @@ def test_a_seat_view_shows_nothing_the_rules_hide() -> None:
     cambio = games.get("cambio")
     state = cambio.new(2, cambio.options.load({}), seed=9)
     assert cambio.seat_view(state, 1) == cambio.dump(state)
+
+
+def test_the_search_stops_once_more_search_cannot_change_its_choice() -> None:
+    # An iteration budget alone (the CPU deadline out of reach; positions judged without playouts, so
+    # that no clock sets their length), so that both searches run the same iterations until the first
+    # stops: it plays the move the whole budget would have chosen, having spent less.
+    budget = players.Budget(iterations=800, seconds=1000.0, playouts=10**9)
+    carreaux = games.get("carreaux")
+    state, rng = carreaux.new(2, carreaux.options.load({}), seed=10), random.Random(10)
+    spent = []
+    for ply in range(12):
+        seat = min(carreaux.to_move(state))
+        legal = carreaux.moves(state, seat)
+        if len(legal) > 1:
+            early = players._Search(carreaux, seat, budget, random.Random(ply)).run(state, legal)
+            whole = players._Search(carreaux, seat, budget, random.Random(ply), early_stop=False)
+            full = whole.run(state, legal)
+            assert early.move == full.move, ply
+            assert full.visits == budget.iterations
+            spent.append(early.visits)
+        state = carreaux.play(state, seat, rng.choice(legal))
+    assert len(spent) > 3 and min(spent) < 0.9 * budget.iterations, spent
+
+
+def test_a_win_at_once_or_a_single_move_is_played_without_searching() -> None:
+    cambio = games.get("cambio")
+    state = cambio.new(2, cambio.options.load({"size": 3, "placements": 2}), seed=1)
+    for number, move in enumerate(CAMBIO):
+        state = cambio.play(state, number % 2, move)
+    decision = players.choose(cambio, state, 1, "hard", random.Random(1))
+    assert cambio.outcome(cambio.play(state, 1, decision.move)).results == ("loss", "win")
+    assert (decision.value, decision.visits) == (1.0, 0)
+
+    carreaux = games.get("carreaux")
+    state, rng = carreaux.new(2, carreaux.options.load({}), seed=11), random.Random(11)
+    while len(carreaux.moves(state, min(carreaux.to_move(state)))) != 1:
+        seat = min(carreaux.to_move(state))
+        state = carreaux.play(state, seat, rng.choice(carreaux.moves(state, seat)))
+    seat = min(carreaux.to_move(state))
+    decision = players.choose(carreaux, state, seat, "hard", random.Random(11))
+    assert decision.move == carreaux.moves(state, seat)[0] and decision.visits == 0
