@@ -11,15 +11,27 @@ Easy Slider's solves every round.  Each player sees only its seat's view (``Engi
 every pairing, then game 2 of every pairing and so on, logging each game's figures to stderr as it ends,
 so that a run cut short still has as many games of each pairing.  Runs the games in ``--jobs`` processes
 (each game is one process's CPU, so CPU per move is not shared).
+
+With ``--record FILE`` each finished game is appended to FILE (a JSON line: the game, pairing, number,
+points, CPU, moves, plies, the load average and the code's version: a digest of ``games/players.py`` and
+the game's engine module), and games already recorded there for the same version are not played again:
+a run cut short goes on where it stopped, in a later run or on another day, and the table counts every
+recorded game of the current code.  A change to the players or the engine starts the count afresh.
+``bench/results/bots.jsonl`` is the project's record (``make bench-bots`` plays into it).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import inspect
+import json
+import os
 import random
 import sys
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import games
@@ -59,6 +71,27 @@ def duel(slug: str, first: str, second: str, number: int) -> dict[str, Any]:
     return {"points": points, "cpu": cpu, "moves": moves, "plies": plies}
 
 
+def code_version(slug: str) -> str:
+    """A digest of what decides a game between the players: games/players.py and the game's engine."""
+    digest = hashlib.sha256()
+    for source in (inspect.getsourcefile(players), inspect.getsourcefile(type(games.get(slug)))):
+        digest.update(Path(str(source)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def recorded(path: Path | None) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    """The games recorded in ``path`` for the current code, by (game, first, second, number)."""
+    if path is None or not path.exists():
+        return {}
+    versions = {slug: code_version(slug) for slug in DUELS}
+    found = {}
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if versions.get(entry["game"]) == entry["version"]:
+            found[entry["game"], entry["first"], entry["second"], entry["number"]] = entry
+    return found
+
+
 def solitaire(slug: str, number: int) -> dict[str, Any]:
     """One deal of Box Off (8x6, 3 colours, clearable) or one game of Easy Slider (3 rounds) for the hard
     player alone: whether it cleared or solved everything, with its CPU per move."""
@@ -87,6 +120,7 @@ def main() -> int:
     parser.add_argument("--deals", type=int, default=100, help="Box Off deals and Easy Slider games (100)")
     parser.add_argument("--only", default="", help="comma-separated games to bench (all by default)")
     parser.add_argument("--jobs", type=int, default=2, help="processes (2)")
+    parser.add_argument("--record", default="", help="a file of recorded games to go on from and add to")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     missed = []
@@ -95,19 +129,34 @@ def main() -> int:
                     for first, second in PAIRINGS]
         # Game by game in turn across the pairings, each game's figures logged to stderr as it ends, so
         # that a run cut short still gives as many games of every pairing.
-        futures: dict[tuple[str, str, str], list[Future[dict[str, Any]]]] = {p: [] for p in pairings}
+        record = Path(args.record) if args.record else None
+        done = recorded(record)
+        versions = {slug: code_version(slug) for slug, _first, _second in pairings}
+        futures: dict[tuple[str, str, str, int], Future[dict[str, Any]]] = {}
         for number in range(args.games):
             for slug, first, second in pairings:
-                futures[slug, first, second].append(pool.submit(duel, slug, first, second, number))
-        for number in range(args.games):
-            for slug, first, second in pairings:
-                found = futures[slug, first, second][number].result()
-                print(f"{slug} {first} vs {second} game {number}: points {found['points']}, plies "
-                      f"{found['plies']}, CPU {found['cpu'][first]:.2f} s / {found['moves'][first]} moves "
-                      f"and {found['cpu'][second]:.3f} s / {found['moves'][second]} moves", file=sys.stderr,
-                      flush=True)
+                if (slug, first, second, number) not in done:
+                    futures[slug, first, second, number] = pool.submit(duel, slug, first, second, number)
+        if done:
+            print(f"{len(done)} games recorded for this code in {record}; {len(futures)} to play",
+                  file=sys.stderr, flush=True)
+        for (slug, first, second, number), future in futures.items():
+            found = future.result()
+            if record is not None:
+                entry = {"game": slug, "first": first, "second": second, "number": number,
+                         "version": versions[slug], "load": round(os.getloadavg()[0], 1), **found}
+                with record.open("a") as out:
+                    out.write(json.dumps(entry) + "\n")
+            done[slug, first, second, number] = found
+            print(f"{slug} {first} vs {second} game {number}: points {found['points']}, plies "
+                  f"{found['plies']}, CPU {found['cpu'][first]:.2f} s / {found['moves'][first]} moves "
+                  f"and {found['cpu'][second]:.3f} s / {found['moves'][second]} moves", file=sys.stderr,
+                  flush=True)
         for slug, first, second in pairings:
-            found = [future.result() for future in futures[slug, first, second]]
+            found = [done[slug, first, second, number] for number in range(args.games)
+                     if (slug, first, second, number) in done]
+            if not found:
+                continue
             score = sum(f["points"] for f in found) / len(found)
             per_move = {who: sum(f["cpu"][who] for f in found)
                         / max(1, sum(f["moves"][who] for f in found)) for who in (first, second)}
