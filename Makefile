@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PBEM_CONFIG ?= config/development.toml
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-bots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 	command -v wrk >/dev/null || { echo 'bench/web.py needs wrk: apt-get install wrk'; exit 1; }
 	$(BIN)/python bench/web.py
+
+# The computer players' figures (issue #31): hours of CPU, so recorded game by game and gone on with.
+bench-bots: $(STAMP)
+	$(BIN)/python bench/bots.py --record bench/results/bots.jsonl
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache .hypothesis .import_linter_cache .mypy_cache .ruff_cache

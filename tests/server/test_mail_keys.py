@@ -78,6 +78,9 @@ def test_a_key_in_the_wrong_place_is_never_echoed_stored_or_logged(
     sent[postman.command(WORK, f"cambio move {game.id} {key} alice b2")] = "There is no player called"
     # A reply to the move request with the key where the move goes, and in a sentence under it.
     sent[postman.reply(request, alice.email, key, f"Is this my key: {key}?")] = "'********' was not played"
+    # The mistakes are answered before the move is played: they are answered in the position before it
+    # (on PostgreSQL the listener's workers take messages side by side, in no set order between them).
+    postman.settle()
     # A move played with the key in its comment (in capitals): the comment kept has no key.
     sent[postman.command(alice.email, f"cambio move {game.id} alice {key} b3#1",
                          f"Good luck! ({key.upper()})")] = "Your move b3"
