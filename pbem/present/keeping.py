@@ -31,7 +31,7 @@ from flask import current_app, g, request
 from sqlalchemy import CompoundSelect, Select
 from sqlalchemy.engine import Connection
 
-from pbem.core.database import is_postgresql
+from pbem.core.database import ONE_STATEMENT, is_postgresql
 from pbem.core.extensions import db
 
 # Headers of a kept answer that are the response's own rather than the answer's.
@@ -146,11 +146,14 @@ def kept_headers(response: Any) -> tuple[tuple[str, str], ...]:
 
 
 @contextmanager
-def _own_connection() -> Iterator[Connection]:
-    """A pooled connection outside the session: on PostgreSQL outside any transaction."""
+def _own_connection(one_statement: bool = False) -> Iterator[Connection]:
+    """A pooled connection outside the session: on PostgreSQL outside any transaction; on SQLite, for
+    ``one_statement`` alone, outside any transaction too (see :data:`pbem.core.database.ONE_STATEMENT`)."""
     connection = db.engine.connect()
     if is_postgresql():
         connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+    elif one_statement:
+        connection = connection.execution_options(**{ONE_STATEMENT: True})
     with connection:
         yield connection
 
@@ -181,7 +184,7 @@ def read(statement: Select | CompoundSelect,
     shared = g.get(_SHARED)
     if shared is not None:
         return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
-    with _own_connection() as connection:
+    with _own_connection(one_statement=True) as connection:
         return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
 
 
