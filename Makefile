@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/movepath.py
 	$(BIN)/python bench/mail.py
 	$(BIN)/python bench/pagecpu.py
+	$(BIN)/python bench/apicpu.py
 	$(BIN)/python bench/tournament.py
 	$(BIN)/python bench/startup.py
 	command -v wrk >/dev/null || { echo 'bench/web.py needs wrk: apt-get install wrk'; exit 1; }
