@@ -4,6 +4,7 @@ it is there, Box Off deals cleared, Easy Slider rounds solved; and the seat view
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import games
 from games import boxoff, easyslider, players
@@ -12,11 +13,17 @@ from games import boxoff, easyslider, players
 CAMBIO = ["b3", "a2", "c2", "b1", "c1^"]
 
 
-def test_the_search_takes_a_win_that_is_there() -> None:
+def _cambio_with_a_win() -> tuple[Any, Any]:
+    """Cambio 3x3 after :data:`CAMBIO`: seat 1 (X) to move, with a win at once."""
     cambio = games.get("cambio")
     state = cambio.new(2, cambio.options.load({"size": 3, "placements": 2}), seed=1)
     for number, move in enumerate(CAMBIO):
         state = cambio.play(state, number % 2, move)
+    return cambio, state
+
+
+def test_the_search_takes_a_win_that_is_there() -> None:
+    cambio, state = _cambio_with_a_win()
     decision = players.choose(cambio, state, 1, "medium", random.Random(1))
     after = cambio.play(state, 1, decision.move)
     assert cambio.outcome(after).results == ("loss", "win")
@@ -111,10 +118,7 @@ def test_the_search_stops_once_more_search_cannot_change_its_choice() -> None:
 
 
 def test_a_win_at_once_or_a_single_move_is_played_without_searching() -> None:
-    cambio = games.get("cambio")
-    state = cambio.new(2, cambio.options.load({"size": 3, "placements": 2}), seed=1)
-    for number, move in enumerate(CAMBIO):
-        state = cambio.play(state, number % 2, move)
+    cambio, state = _cambio_with_a_win()
     decision = players.choose(cambio, state, 1, "hard", random.Random(1))
     assert cambio.outcome(cambio.play(state, 1, decision.move)).results == ("loss", "win")
     assert (decision.value, decision.visits) == (1.0, 0)
