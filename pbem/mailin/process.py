@@ -93,9 +93,9 @@ def process_pending(limit: int = 500, writing: AbstractContextManager[Any] | Non
     handled = 0
     for _attempt in range(limit):
         taken = _take_next(writing or nullcontext())
-        if taken is False:
+        if taken is None:
             break
-        handled += taken is True  # None: another processor took it first.
+        handled += taken  # 0: another processor took it first.
     return handled
 
 
@@ -130,11 +130,42 @@ _TAKE = (
 )
 _TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
 _QUEUE = _TABLE.alias("waiting")  # The table again, in the subquery: not correlated with the UPDATE.
-_WAITING = select(_QUEUE.c.id).where(_QUEUE.c.status == "received").order_by(_QUEUE.c.id).limit(1)
+_EARLIER = _TABLE.alias("earlier")
+# A sender's messages are acted on in the order they came: a player who mails three moves in a row
+# without waiting must not see the third refused because it was taken before the second.  On SQLite one
+# processor takes them in order; on PostgreSQL processors run side by side, and a message waits while an
+# earlier one from the same sender is still waiting or in hand (one in hand for longer than a processor
+# ever takes, left by a crash until the next start, holds nothing up).  Whoever finishes a message then
+# takes its sender's next one (see _take_in_order), so that none is left waiting for the next look.
+STALE_CLAIM = timedelta(minutes=10)
+
+
+def _nothing_earlier_unfinished(message: Any) -> Any:
+    """No message from the same sender as ``message`` (a table or alias) came before it unfinished."""
+    unfinished = (_EARLIER.c.status == "received") | (
+        (_EARLIER.c.status == "processing") & (_EARLIER.c.processed_at > bindparam("stale_before"))
+    )
+    return ~select(_EARLIER.c.id).where(
+        _EARLIER.c.id < message.c.id, func.lower(_EARLIER.c.mail_from) == func.lower(message.c.mail_from),
+        unfinished,
+    ).exists()
+
+
+_WAITING = (
+    select(_QUEUE.c.id).where(_QUEUE.c.status == "received", _nothing_earlier_unfinished(_QUEUE))
+    .order_by(_QUEUE.c.id).limit(1)
+)
 # On PostgreSQL processors running side by side each take a different message, rather than queueing for
 # the lock of the same one.  (On SQLite a message is chosen, and read, before the write lock is taken.)
 _TAKE_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
+)
+_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE))
+# The sender's next waiting message, once one of theirs is finished.
+_TAKE_SENDERS_NEXT_PG = _TAKE.where(
+    _C.id == _WAITING.where(func.lower(_QUEUE.c.mail_from) == func.lower(bindparam("sender")))
+    .with_for_update(skip_locked=True).scalar_subquery(),
+    _C.status == "received",
 )
 # Whether the message is still this processor's to finish: claimed by it in a transaction that committed
 # (the row is "processing" under its token), or "received" again because the claim's transaction was
@@ -153,13 +184,14 @@ class MessageTaken(RuntimeError):
     """The message being handled was taken by another processor after this one lost its claim."""
 
 
-def _take_next(writing: AbstractContextManager[Any]) -> bool | None:
-    """Take the oldest waiting message and handle it (holding ``writing`` meanwhile); False when nothing
-    waits, None when another processor took the message this one chose."""
+def _take_next(writing: AbstractContextManager[Any]) -> int | None:
+    """Take the oldest waiting message and handle it (holding ``writing`` meanwhile); how many messages
+    that handled (on PostgreSQL its sender's next ones too), 0 when another processor took the message
+    this one chose, None when nothing waits (or, on PostgreSQL, nothing that can be taken now)."""
     if is_postgresql():
         # The claim holds only that row (another processor skips it), so the message is read after it.
         with writing:
-            return _take(_TAKE_NEXT_PG)
+            return _take_in_order(_TAKE_NEXT_PG) or None
     # On SQLite whether anything waits is read first, without the write lock: a processor woken with
     # nothing left to do must not queue for the database's one lock behind the listener's stores.  The
     # message is read (parsed) there too, before the claim: the claim holds the database's one write lock,
@@ -167,10 +199,10 @@ def _take_next(writing: AbstractContextManager[Any]) -> bool | None:
     waiting = db.session.connection().execute(_PEEK_NEXT).first()
     db.session.rollback()
     if waiting is None:
-        return False
+        return None
     read = _read(waiting.raw, waiting.rcpt_to)
     with writing:
-        return _take(_TAKE_ONE, read, row_id=waiting.id) or None
+        return int(_take(_TAKE_ONE, read, row_id=waiting.id) is not None)
 
 
 def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None) -> bool:
@@ -181,14 +213,14 @@ def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None)
     transaction fewer)."""
     if is_postgresql():
         with writing or nullcontext():
-            return _take(_TAKE_ONE, row_id=row_id)
+            return _take_in_order(_TAKE_ONE_PG, row_id=row_id) > 0
     waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
     db.session.rollback()
     if waiting is None:
         return False
     read = _read(waiting.raw, waiting.rcpt_to)
     with writing or nullcontext():
-        return _take(_TAKE_ONE, read, row_id=row_id)
+        return _take(_TAKE_ONE, read, row_id=row_id) is not None
 
 
 # A waiting message's bytes, read before it is claimed.
@@ -206,10 +238,24 @@ def _read(raw: bytes, rcpt_to: str) -> parse.Incoming | str:
         return f"could not be parsed: {type(exc).__name__}: {exc}"
 
 
-def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> bool:
+def _take_in_order(statement: Any, **params: object) -> int:
+    """On PostgreSQL: claim a message by ``statement`` (one that waits for nothing earlier of its
+    sender's) and handle it, then its sender's next waiting messages, one by one; how many it handled.
+    A message that had to wait for an earlier one is taken here, by the processor that finished that one.
+    """
+    handled = 0
+    claimed = _take(statement, None, stale_before=utcnow() - STALE_CLAIM, **params)
+    while claimed is not None:
+        handled += 1
+        claimed = _take(_TAKE_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
+                        sender=claimed.mail_from)
+    return handled
+
+
+def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> _Claimed | None:
     """Claim a message by ``statement`` and handle it: act on it, record the outcome and answer it.
-    False when there was no message to take.  ``read`` is the message already parsed (or why it could
-    not be), where it was parsed before the claim; else it is parsed after it.
+    Returns what was claimed, or None when there was no message to take.  ``read`` is the message already
+    parsed (or why it could not be), where it was parsed before the claim; else it is parsed after it.
 
     The claim is the first statement of the transaction the message is handled in, not a transaction of
     its own: a mailed move commits with its claim, its outcome and its answer, one commit a message.
@@ -231,7 +277,7 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
         row = uow.session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
             .one_or_none()
         if row is None:
-            return False  # (Rolled back as the unit of work ends.)
+            return None  # (Rolled back as the unit of work ends.)
         claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
         mail = read if isinstance(read, parse.Incoming) else None
         try:
@@ -255,7 +301,7 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
                 # The caller stops here (the listener looks again after its interval) rather than take it
                 # again.
                 raise
-    return True
+    return claimed
 
 
 class UnreadableMessage(RuntimeError):
@@ -790,7 +836,8 @@ class Runner:
     start (what an earlier run left "received").
 
     On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
-    while one waits for the database (a commit waits for the disk), the others go on."""
+    while one waits for the database (a commit waits for the disk), the others go on; a sender's messages
+    are still taken one at a time, in the order they came (see ``_nothing_earlier_unfinished``)."""
 
     def __init__(self, app: Flask, interval: float = 30.0, workers: int | None = None) -> None:
         self.app, self.interval = app, interval
