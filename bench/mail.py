@@ -4,8 +4,10 @@ Run: ``.venv/bin/python bench/mail.py`` (SQLite; add ``--pg ADMIN_URL``, or set 
 for PostgreSQL too: a scratch database is created and dropped).
 
 A real ``pbem smtpd`` process listens on a loopback port; outbound mail goes to a real SMTP sink in a
-process of its own.  Two players have many Cambio games going; each move is a reply to a move request
-(``play+TOKEN@…``, from the player's registered address) carrying one legal move.  A move counts as done
+process of its own.  Eight pairs of players have many Cambio games going; each move is a reply to a move
+request (``play+TOKEN@…``, from the player's registered address) carrying one legal move.  With 8 senders
+each sends for one pair's games, so the 8 are 8 people: one person's mails are taken one at a time, in
+the order they came.  A move counts as done
 when its message is marked processed, which happens in the transaction that queued the two answers (the
 mover's confirmation and the opponent's move request).  Then ``pbem outbox deliver`` logic sends the
 queue to the sink.
@@ -63,6 +65,7 @@ TARGET_CPU_MS = 4.0  # Half the peer figure (issue #33).
 # CPU is not the server's work for the mail path.
 BENCH_APP_NAME = "bench-mail-poll"
 GAMES = 64
+PAIRS = 8  # Of players: the most senders of a round.
 
 
 
@@ -173,16 +176,20 @@ class Bench:
         self.server_cpu = ServerCpu(url)
 
     def setup(self) -> None:
-        """The schema, two players and their games."""
+        """The schema, the players (a pair for each sender) and their games."""
         with self.app.app_context():
             db.create_all()
-            alice = User(handle="alice", handle_key="alice", email="alice@example.org")
-            bob = User(handle="bob", handle_key="bob", email="bob@example.org")
-            alice.verified_at = bob.verified_at = play.utcnow()
-            db.session.add_all([alice, bob])
+            players = [User(handle=f"p{n}", handle_key=f"p{n}", email=f"p{n}@example.org")
+                       for n in range(2 * PAIRS)]
+            for player in players:
+                player.verified_at = play.utcnow()
+            db.session.add_all(players)
             db.session.flush()
             for seed in range(GAMES):
-                play.create_game("cambio", [alice, bob], {"size": 5}, created_by=alice, seed=seed)
+                # Game n between the players of pair n % PAIRS: with 8 senders each sends for one pair, so
+                # that 8 senders are 8 people (the server takes one person's mails one at a time).
+                pair = players[2 * (seed % PAIRS):2 * (seed % PAIRS) + 2]
+                play.create_game("cambio", pair, {"size": 5}, created_by=pair[0], seed=seed)
             db.session.commit()
             outbox_rows = db.session.execute(sa.text("DELETE FROM outbox_mail")).rowcount
             db.session.commit()
@@ -273,7 +280,10 @@ class Bench:
         self.server_cpu.start()
         cpu_before = cpu_seconds(self.listener.pid)
         started = time.perf_counter()
-        threads = [threading.Thread(target=sender, args=(work[i::senders],)) for i in range(senders)]
+        # Each sender sends for its own pairs of players (p0@ and p1@ are pair 0, and so on).
+        pair = {address: int(address.split("@")[0][1:]) // 2 for _id, address, _to, _move in work}
+        shares = [[w for w in work if pair[w[1]] % senders == i] for i in range(senders)]
+        threads = [threading.Thread(target=sender, args=(share,)) for share in shares]
         for thread in threads:
             thread.start()
         for thread in threads:
