@@ -145,9 +145,10 @@ def _nothing_earlier_unfinished(message: Any) -> Any:
     unfinished = (_EARLIER.c.status == "received") | (
         (_EARLIER.c.status == "processing") & (_EARLIER.c.processed_at > bindparam("stale_before"))
     )
+    # Delivery reports come from the null sender, and their order is nobody's: they are taken side by side.
     return ~select(_EARLIER.c.id).where(
         _EARLIER.c.id < message.c.id, func.lower(_EARLIER.c.mail_from) == func.lower(message.c.mail_from),
-        unfinished,
+        _EARLIER.c.mail_from != "", unfinished,
     ).exists()
 
 
@@ -247,6 +248,8 @@ def _take_in_order(statement: Any, **params: object) -> int:
     claimed = _take(statement, None, stale_before=utcnow() - STALE_CLAIM, **params)
     while claimed is not None:
         handled += 1
+        if not claimed.mail_from:
+            break
         claimed = _take(_TAKE_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
                         sender=claimed.mail_from)
     return handled

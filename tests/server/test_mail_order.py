@@ -159,3 +159,20 @@ def test_a_processor_that_comes_to_a_later_mail_first_leaves_it_for_after_the_ea
         select(Move.text).where(Move.game_id == game.id, Move.seat == 0).order_by(Move.id)
     ).all() == [first, second]
     assert [db.session.get(InboundMail, row_id).status for row_id in (earlier, later)] == ["processed"] * 2
+
+
+def test_delivery_reports_are_not_held_up_behind_one_another(app: Flask, ctx: Flask, sink) -> None:
+    if not is_postgresql():
+        pytest.skip("on SQLite one processor takes the mail, in the order it came")
+    # Two reports from the null sender, as MTAs send them: their order is nobody's, so a processor that
+    # comes to the later one first takes it at once.
+    rows = []
+    for n in (1, 2):
+        report = EmailMessage()
+        report["From"], report["To"] = "MAILER-DAEMON@mx.example.net", "bounces+unknown@pbem.localhost"
+        report["Subject"], report["Message-ID"] = "Undelivered Mail Returned to Sender", make_msgid()
+        report.set_content(f"This is report {n}: the mail could not be delivered.\n")
+        rows.append(receive.store_message(report.as_bytes(), "", ["bounces+unknown@pbem.localhost"])[0])
+    db.session.commit()
+    assert process.process_one(rows[1]) is True
+    assert process.process_one(rows[0]) is True
