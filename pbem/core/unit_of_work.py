@@ -9,8 +9,9 @@ Every piece of work that writes opens one, and whoever opens it ends it::
 Opening it begins a write transaction: ``BEGIN IMMEDIATE`` on SQLite, so that writers queue for the
 database's one write lock instead of failing halfway (see :mod:`pbem.core.database`); on PostgreSQL the
 move path adds ``SELECT … FOR UPDATE`` on the game row.  Any transaction the session had open is ended
-first (on PostgreSQL one that only read, at READ COMMITTED, is carried on: :meth:`UnitOfWork.begin`), so
-the session must hold no unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
+first (one that only read is carried on at READ COMMITTED on PostgreSQL, and on SQLite ended on its own
+connection, which then takes the write lock: :meth:`UnitOfWork.begin`), so the session must hold no
+unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
 or by an exception, rolls back what was not committed.
 
 Inside an open unit of work, :func:`unit_of_work` joins it rather than begin another: the mail processor
@@ -75,11 +76,21 @@ class UnitOfWork:
         (:func:`pbem.core.database.only_read`), its objects expired all the same: there each statement
         sees what was committed before it, so ending it would change nothing that the write transaction
         reads, and cost three round trips (its COMMIT, the pool's ping, the next BEGIN), a tenth of a
-        move's CPU (bench/movepath.py).  One that wrote, failed, or reads a snapshot is ended as ever."""
+        move's CPU (bench/movepath.py).  On SQLite one that only read is ended on its connection, which
+        then begins the write transaction (the session's objects expired as by a rollback).  One that
+        wrote, failed, or reads a snapshot is ended as ever."""
         session = self.session
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
-        if session.in_transaction() and is_postgresql() and only_read(session.connection()):
+        if session.in_transaction() and not session.in_nested_transaction() and only_read(
+                connection := session.connection()):
+            if not is_postgresql():
+                # SQLite: the reads' snapshot ended by the driver and the write lock taken on the same
+                # connection, rather than the session's rollback handing the connection back to the pool
+                # (its reset, a second rollback) and checking it out again: a sixth of what the move path
+                # spends around its statements (bench/movepath.py).
+                connection.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
             session.expire_all()
         else:
             session.rollback()
