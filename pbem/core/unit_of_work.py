@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -64,6 +65,7 @@ class UnitOfWork:
         self._reads: dict[str, dict[Any, Any]] = {}
         self._batch: dict[tuple[Any, ...], _Pending] | None = None  # Kept writes, inside batched().
         self._hooks: list[Callable[[], None]] = []
+        self._connection: Connection | None = None  # The session's connection in the current transaction.
 
     # The transaction ---------------------------------------------------------------------------------
 
@@ -83,7 +85,7 @@ class UnitOfWork:
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
         if session.in_transaction() and not session.in_nested_transaction() and only_read(
-                connection := session.connection()):
+                connection := self.connection()):
             if not is_postgresql():
                 # SQLite: the reads' snapshot ended by the driver and the write lock taken on the same
                 # connection, rather than the session's rollback handing the connection back to the pool
@@ -94,7 +96,7 @@ class UnitOfWork:
             session.expire_all()
         else:
             session.rollback()
-            session.connection(execution_options={BEGIN_IMMEDIATE: True})
+            self._connection = session.connection(execution_options={BEGIN_IMMEDIATE: True})
         self.in_transaction = True
 
     def commit(self) -> None:
@@ -115,6 +117,15 @@ class UnitOfWork:
         self._hooks.append(hook)
         return lambda: self._hooks.remove(hook)
 
+    def connection(self) -> Connection:
+        """The session's connection in the current transaction, kept until the transaction ends.
+
+        The session finds it anew at every call (through Flask-SQLAlchemy's choice of engine, under the
+        app context), which cost a move about as much as sending one of its statements."""
+        if self._connection is None:
+            self._connection = self.session.connection()
+        return self._connection
+
     def reads(self, name: str) -> dict[Any, Any]:
         """A dict named ``name`` for what the current transaction has read under its locks (see the
         module); it is forgotten when the transaction ends, with the locks."""
@@ -133,7 +144,7 @@ class UnitOfWork:
         ``rows`` is how many rows it must change (an UPDATE's optimistic lock): checked when it is sent,
         a StaleDataError if they were not."""
         if self._batch is None:
-            _check_rows(writer.run(self.session.connection(), values).rowcount, rows, writer.statement)
+            _check_rows(writer.run(self.connection(), values).rowcount, rows, writer.statement)
             return
         key = (writer, *values)
         group = self._batch.get(key)
@@ -145,7 +156,7 @@ class UnitOfWork:
 
     def insert(self, writer: DirectWrite, values: dict[str, Any]) -> int:
         """Send ``writer``'s INSERT with ``values`` now (never kept for a batch); the new row's key."""
-        return writer.insert(self.session.connection(), values)
+        return writer.insert(self.connection(), values)
 
     @contextmanager
     def batched(self) -> Iterator[None]:
@@ -172,7 +183,7 @@ class UnitOfWork:
         if not self._batch:
             return
         pending, self._batch = self._batch, {}
-        connection = self.session.connection()
+        connection = self.connection()
         for group in pending.values():
             changed = group.writer.run_many(connection, group.keys, group.values).rowcount
             _check_rows(changed, group.rows, group.writer.statement)
@@ -189,6 +200,7 @@ class UnitOfWork:
 
     def _transaction_ended(self) -> None:
         self.in_transaction = False
+        self._connection = None
         self._reads = {}
         if self._batch:
             self._batch = {}  # Rolled back: what the batch kept goes with the rest of its transaction.
