@@ -62,6 +62,8 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str
             # BEGIN then ROLLBACK around a lone read cost a tenth of a kept page, and change nothing.
             return
         conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(BEGIN_IMMEDIATE, False) else "BEGIN")
+        # What the connection had changed when its transaction began: see only_read.
+        conn.info[_CHANGES_AT_BEGIN] = conn.connection.dbapi_connection.total_changes  # type: ignore[union-attr]
 
 
 def _install_postgresql_hooks(engine: Engine) -> None:
@@ -102,6 +104,8 @@ def _install_postgresql_hooks(engine: Engine) -> None:
     dialect.do_commit = do_commit  # type: ignore[method-assign]
 
 
+# The key, in a SQLite connection's info, of its count of changed rows when its transaction began.
+_CHANGES_AT_BEGIN = "pbem_changes_at_begin"
 # The PostgreSQL driver connections whose transaction sent more than SELECTs (see _install_postgresql_hooks).
 _WROTE: WeakSet[Any] = WeakSet()
 
@@ -114,13 +118,19 @@ def _in_transaction(driver: Any) -> bool:
 
 
 def only_read(connection: Connection) -> bool:
-    """Whether ``connection`` (PostgreSQL) is inside a READ COMMITTED transaction that has sent nothing
-    but SELECTs and has not failed: one that a write transaction may carry on instead of ending it and
-    beginning another, since each of its statements sees what was committed before the statement (see
-    :meth:`pbem.core.unit_of_work.UnitOfWork.begin`)."""
+    """Whether ``connection`` is inside a transaction that has changed nothing and has not failed.
+
+    On PostgreSQL, a READ COMMITTED one that has sent nothing but SELECTs: one that a write transaction
+    may carry on instead of ending it and beginning another, since each of its statements sees what was
+    committed before the statement.  On SQLite, one begun by the engine that has changed no row: it may
+    be ended by the driver alone and the write transaction begun on the same connection, with nothing
+    to undo but its read snapshot (see :meth:`pbem.core.unit_of_work.UnitOfWork.begin`)."""
+    driver = connection.connection.dbapi_connection
+    if connection.dialect.name == "sqlite":
+        changes = connection.info.get(_CHANGES_AT_BEGIN)
+        return bool(driver.in_transaction) and changes == driver.total_changes  # type: ignore[union-attr]
     from psycopg import IsolationLevel
 
-    driver = connection.connection.dbapi_connection
     level = getattr(driver, "isolation_level", None)
     read_committed = (connection.dialect.default_isolation_level == "READ COMMITTED" if level is None
                       else level == IsolationLevel.READ_COMMITTED)

@@ -9,8 +9,9 @@ Every piece of work that writes opens one, and whoever opens it ends it::
 Opening it begins a write transaction: ``BEGIN IMMEDIATE`` on SQLite, so that writers queue for the
 database's one write lock instead of failing halfway (see :mod:`pbem.core.database`); on PostgreSQL the
 move path adds ``SELECT … FOR UPDATE`` on the game row.  Any transaction the session had open is ended
-first (on PostgreSQL one that only read, at READ COMMITTED, is carried on: :meth:`UnitOfWork.begin`), so
-the session must hold no unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
+first (one that only read is carried on at READ COMMITTED on PostgreSQL, and on SQLite ended on its own
+connection, which then takes the write lock: :meth:`UnitOfWork.begin`), so the session must hold no
+unsaved changes.  Leaving the block without :meth:`UnitOfWork.commit`,
 or by an exception, rolls back what was not committed.
 
 Inside an open unit of work, :func:`unit_of_work` joins it rather than begin another: the mail processor
@@ -43,6 +44,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -63,6 +65,7 @@ class UnitOfWork:
         self._reads: dict[str, dict[Any, Any]] = {}
         self._batch: dict[tuple[Any, ...], _Pending] | None = None  # Kept writes, inside batched().
         self._hooks: list[Callable[[], None]] = []
+        self._connection: Connection | None = None  # The session's connection in the current transaction.
 
     # The transaction ---------------------------------------------------------------------------------
 
@@ -75,15 +78,25 @@ class UnitOfWork:
         (:func:`pbem.core.database.only_read`), its objects expired all the same: there each statement
         sees what was committed before it, so ending it would change nothing that the write transaction
         reads, and cost three round trips (its COMMIT, the pool's ping, the next BEGIN), a tenth of a
-        move's CPU (bench/movepath.py).  One that wrote, failed, or reads a snapshot is ended as ever."""
+        move's CPU (bench/movepath.py).  On SQLite one that only read is ended on its connection, which
+        then begins the write transaction (the session's objects expired as by a rollback).  One that
+        wrote, failed, or reads a snapshot is ended as ever."""
         session = self.session
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
-        if session.in_transaction() and is_postgresql() and only_read(session.connection()):
+        if session.in_transaction() and not session.in_nested_transaction() and only_read(
+                connection := self.connection()):
+            if not is_postgresql():
+                # SQLite: the reads' snapshot ended by the driver and the write lock taken on the same
+                # connection, rather than the session's rollback handing the connection back to the pool
+                # (its reset, a second rollback) and checking it out again: a sixth of what the move path
+                # spends around its statements (bench/movepath.py).
+                connection.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
             session.expire_all()
         else:
             session.rollback()
-            session.connection(execution_options={BEGIN_IMMEDIATE: True})
+            self._connection = session.connection(execution_options={BEGIN_IMMEDIATE: True})
         self.in_transaction = True
 
     def commit(self) -> None:
@@ -104,6 +117,15 @@ class UnitOfWork:
         self._hooks.append(hook)
         return lambda: self._hooks.remove(hook)
 
+    def connection(self) -> Connection:
+        """The session's connection in the current transaction, kept until the transaction ends.
+
+        The session finds it anew at every call (through Flask-SQLAlchemy's choice of engine, under the
+        app context), which cost a move about as much as sending one of its statements."""
+        if self._connection is None:
+            self._connection = self.session.connection()
+        return self._connection
+
     def reads(self, name: str) -> dict[Any, Any]:
         """A dict named ``name`` for what the current transaction has read under its locks (see the
         module); it is forgotten when the transaction ends, with the locks."""
@@ -122,7 +144,7 @@ class UnitOfWork:
         ``rows`` is how many rows it must change (an UPDATE's optimistic lock): checked when it is sent,
         a StaleDataError if they were not."""
         if self._batch is None:
-            _check_rows(writer.run(self.session.connection(), values).rowcount, rows, writer.statement)
+            _check_rows(writer.run(self.connection(), values).rowcount, rows, writer.statement)
             return
         key = (writer, *values)
         group = self._batch.get(key)
@@ -134,7 +156,7 @@ class UnitOfWork:
 
     def insert(self, writer: DirectWrite, values: dict[str, Any]) -> int:
         """Send ``writer``'s INSERT with ``values`` now (never kept for a batch); the new row's key."""
-        return writer.insert(self.session.connection(), values)
+        return writer.insert(self.connection(), values)
 
     @contextmanager
     def batched(self) -> Iterator[None]:
@@ -161,7 +183,7 @@ class UnitOfWork:
         if not self._batch:
             return
         pending, self._batch = self._batch, {}
-        connection = self.session.connection()
+        connection = self.connection()
         for group in pending.values():
             changed = group.writer.run_many(connection, group.keys, group.values).rowcount
             _check_rows(changed, group.rows, group.writer.statement)
@@ -178,6 +200,7 @@ class UnitOfWork:
 
     def _transaction_ended(self) -> None:
         self.in_transaction = False
+        self._connection = None
         self._reads = {}
         if self._batch:
             self._batch = {}  # Rolled back: what the batch kept goes with the rest of its transaction.

@@ -33,7 +33,7 @@ from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
 from pbem.core.redaction import blank_secrets
-from pbem.core.unit_of_work import UnitOfWork, active, joined, reads
+from pbem.core.unit_of_work import UnitOfWork, active, current, joined, reads
 from pbem.game import clock, conditional, endings, events, queries, ratings, results, watching
 from pbem.game.queries import draws_allowed, engine_of, next_move_number, state_of
 
@@ -226,8 +226,11 @@ def _read_locked(game_id: int) -> Game | None:
     # A statement that waits for a row lock sees every other row as it was when it began, so on
     # PostgreSQL the lock is taken first by a statement of its own, and what depends on it read after.
     # (On the session's connection: a statement without model objects needs none of the session's steps.)
-    if is_postgresql() and _LOCK.run(db.session.connection(), {"game_id": game_id}).first() is None:
-        return None
+    if is_postgresql():
+        uow = current()
+        connection = uow.connection() if uow is not None else db.session.connection()
+        if _LOCK.run(connection, {"game_id": game_id}).first() is None:
+            return None
     # On SQLite, BEGIN IMMEDIATE took the lock before this statement.
     rows = db.session.execute(_READ_GAME, {"game_id": game_id}).all()
     if not rows:

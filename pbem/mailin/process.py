@@ -198,9 +198,11 @@ def _take_next(writing: AbstractContextManager[Any]) -> int | None:
     # message is read (parsed) there too, before the claim: the claim holds the database's one write lock,
     # and every web write and every store waits for it.
     waiting = db.session.connection().execute(_PEEK_NEXT).first()
-    db.session.rollback()
     if waiting is None:
+        db.session.rollback()
         return None
+    # (The peek's transaction is left open for the claim's unit of work to end on its own connection,
+    # which then takes the write lock: UnitOfWork.begin.)
     read = _read(waiting.raw, waiting.rcpt_to)
     with writing:
         return int(_take(_TAKE_ONE, read, row_id=waiting.id) is not None)
@@ -216,9 +218,10 @@ def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None)
         with writing or nullcontext():
             return _take_in_order(_TAKE_ONE_PG, row_id=row_id) > 0
     waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
-    db.session.rollback()
     if waiting is None:
+        db.session.rollback()
         return False
+    # (Left open for the claim's unit of work to end, as in _take_next.)
     read = _read(waiting.raw, waiting.rcpt_to)
     with writing or nullcontext():
         return _take(_TAKE_ONE, read, row_id=row_id) is not None

@@ -128,10 +128,12 @@ def enqueue(
     # transaction that writes it, and the session's bookkeeping cost more than the statement (this runs
     # inside every move).
     uow = current()
-    if uow is not None and uow.batching:
+    if uow is None:
+        return _INSERT.insert(db.session.connection(), values)
+    if uow.batching:
         uow.write(_INSERT, values)  # Sent with the batch's other mails, before its transaction commits.
         return None
-    return _INSERT.insert(db.session.connection(), values)
+    return uow.insert(_INSERT, values)
 
 
 _INSERT = DirectWrite(insert(OutboxMail.__table__))
