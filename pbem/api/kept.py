@@ -13,7 +13,11 @@ fresh read of the stamp is equal.  Nothing is told to forget an answer: each req
 The caller is read with the stamp: the token's row and its player's, by the token's stored digest (one
 indexed read), and refused (answered afresh, so with the usual 401) unless it still works; so a
 revoked token, or a player who may no longer sign in, gets nothing kept.  A token whose "last used"
-stamp is due to be written is answered afresh too, so a kept answer never writes.
+stamp is due to be written is answered afresh too, so a kept answer never writes.  The caller's row is
+read in the stamp's own first statement, as columns of its rows (one round trip, which on PostgreSQL
+is most of a kept answer's cost): the stamp is read for the caller as their row was last read in this
+process, and holds only if the row read beside it is that very row (else the caller is read, and the
+stamp again, on their own; see :func:`_read_folded`).
 
 An answer is kept only when it answered 200 and set no cookie; it is kept under the caller's user id,
 never given to another caller, and its stamp holds what it shows of the caller (their time zone, their
@@ -27,13 +31,15 @@ as the operation itself would: its stamp covers everything the ETag is made of.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
+from weakref import WeakKeyDictionary
 
 from flask import Response, current_app, g, request
-from sqlalchemy import Select, and_, bindparam, case, func, or_, select
+from sqlalchemy import CompoundSelect, Select, and_, bindparam, case, func, or_, select
 
 from pbem.accounts import apitokens
 from pbem.core.models import ApiToken, Game, Move, Seat, User, utcnow
@@ -61,6 +67,21 @@ class Answers(KeptStore):
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         super().__init__(max_bytes, MAX_ANSWER_BYTES)
+        # The token rows last read, by their digest: the caller each next stamp is read for (see
+        # _read_folded); at most KNOWN_TOKENS, the least recently read going first.
+        self.known: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+
+    def know(self, digest: str, row: tuple[Any, ...] | None) -> None:
+        """Note ``row`` as the token row of ``digest`` as just read (None: no working token)."""
+        with self._lock:
+            self.known.pop(digest, None)
+            if row is not None:
+                self.known[digest] = row
+                while len(self.known) > KNOWN_TOKENS:
+                    self.known.popitem(last=False)
+
+
+KNOWN_TOKENS = 4096
 
 
 def answers_of(app: Any = None) -> Answers:
@@ -82,17 +103,34 @@ class Caller:
     shown: tuple[Any, ...]
 
 
+_CALLER_COLUMNS = (ApiToken.id, ApiToken.user_id, ApiToken.last_used_at, User.verified_at, User.time_zone,
+                   User.vacation_since, User.is_bot, User.bot_games, User.bot_strength)
 _CALLER = (
-    select(ApiToken.id, ApiToken.user_id, ApiToken.last_used_at, User.verified_at, User.time_zone,
-           User.vacation_since, User.is_bot, User.bot_games, User.bot_strength)
-    .join(User, User.id == ApiToken.user_id)
+    select(*_CALLER_COLUMNS).join(User, User.id == ApiToken.user_id)
     .where(ApiToken.token_hash == bindparam("digest"), ApiToken.revoked_at.is_(None))
+)
+# The same row as columns to add to a stamp's statement (each an uncorrelated subquery, read once for the
+# statement however many rows it has), by the digest bound under a name of its own.
+_CALLER_ROW = tuple(
+    select(column).join_from(ApiToken, User, User.id == ApiToken.user_id)
+    .where(ApiToken.token_hash == bindparam("pbem_caller_digest"), ApiToken.revoked_at.is_(None))
+    .correlate(None).scalar_subquery() for column in _CALLER_COLUMNS
 )
 
 # Why a request is answered afresh rather than kept: no working token where one is needed.
 _UNKEPT = object()
 # The request's token as last read (see _token_row), in ``g``.
 _TOKEN_ROW = "pbem_api_token_row"
+# In ``g`` while a stamp is read for the caller as last known: the digest whose row the stamp's first
+# statement reads beside its own (see read), then that row as read (None: no working token).
+_FOLD = "pbem_api_fold_digest"
+_FOLDED = "pbem_api_folded_row"
+
+
+def _digest() -> str | None:
+    """The stored digest of the request's Bearer token, if it carries one."""
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    return apitokens.stored_digest(value) if scheme.lower() == "bearer" and value else None
 
 
 def _token_row(again: bool = False) -> tuple[Any, ...] | None:
@@ -100,18 +138,27 @@ def _token_row(again: bool = False) -> tuple[Any, ...] | None:
     is not revoked; read once per request unless ``again`` (in the snapshot an answer is rendered in)."""
     if not again and _TOKEN_ROW in g:
         return cast(tuple[Any, ...] | None, g.get(_TOKEN_ROW))
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-    digest = apitokens.stored_digest(value) if scheme.lower() == "bearer" and value else None
+    digest = _digest()
     rows = read(_CALLER, {"digest": digest}) if digest is not None else []
     row = rows[0] if rows else None
     setattr(g, _TOKEN_ROW, row)
+    if digest is not None:
+        answers_of().know(digest, row)
     return row
 
 
 def working_token_id() -> int | None:
     """The id of the working token the request carries (its player may sign in), or None; one indexed
     read per request, no model object, nothing written: for the rate limit's key, asked on every
-    request."""
+    request.  For a GET or HEAD, which a kept answer may serve, the token's row as last read in this
+    process, if any, is taken without reading it: the answer's stamp reads it (see :func:`read`), so
+    a token revoked meanwhile is counted as a token for one request more in each process, and
+    refused all the same."""
+    if _TOKEN_ROW not in g and request.method in ("GET", "HEAD"):
+        digest = _digest()
+        known = answers_of().known.get(digest) if digest is not None else None
+        if known is not None:
+            return cast(int, known[0]) if known[3] is not None else None
     if _TOKEN_ROW not in g:
         with keeping.reading():
             _token_row()
@@ -137,8 +184,28 @@ def _caller(public: bool, again: bool = False) -> Caller | object | None:
 # Reading ------------------------------------------------------------------------------------------------
 
 
-# The rows of a stamp's statement as tuples (see :func:`pbem.present.keeping.read`).
-read = keeping.read
+# Each stamp statement with the caller's row added (see read), made once for a statement.
+_WITH_CALLER: WeakKeyDictionary[Select, Select] = WeakKeyDictionary()
+
+
+def read(statement: Select | CompoundSelect,
+         parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of a stamp's statement as tuples (see :func:`pbem.present.keeping.read`); the first
+    statement of a stamp read for the caller as last known reads their token's row beside its own, as
+    its rows' last columns (kept in ``g`` for :func:`_read_folded`, and left off the rows)."""
+    digest = g.pop(_FOLD, None)
+    if digest is None or not isinstance(statement, Select):
+        return keeping.read(statement, parameters)
+    folded = _WITH_CALLER.get(statement)
+    if folded is None:
+        folded = _WITH_CALLER.setdefault(statement, statement.add_columns(*_CALLER_ROW))
+    rows = keeping.read(folded, {**(parameters or {}), "pbem_caller_digest": digest})
+    if not rows:
+        return rows
+    width = len(_CALLER_ROW)
+    caller = rows[0][-width:]
+    setattr(g, _FOLDED, caller if caller[0] is not None else None)
+    return [row[:-width] for row in rows]
 
 
 # Serving ------------------------------------------------------------------------------------------------
@@ -147,10 +214,52 @@ Stamp = Callable[..., object | None]
 Render = Callable[[bool], Response]
 
 
+# What _read_folded answers when the stamp is to be read the plain way.
+_MISSED = object()
+
+
+def _read_folded(stamp: Stamp, public: bool, path_args: dict[str, Any]) -> object:
+    """:func:`_read_stamp` in one statement less: the stamp read for the caller as their token's row was
+    last read in this process, that row read again by the stamp's first statement (see :func:`read`).
+    The stamp holds if the row read is the one it was read for; else, or with no row known, or none
+    read (a stamp of no statement, or of no rows: the row is then read on its own and must be the one
+    known), :data:`_MISSED`, and the stamp is read the plain way."""
+    digest = _digest() if _TOKEN_ROW not in g else None
+    known = answers_of().known.get(digest) if digest is not None else None
+    if known is None:
+        return _MISSED
+    setattr(g, _TOKEN_ROW, known)
+    caller = _caller(public)
+    if caller is _UNKEPT:
+        g.pop(_TOKEN_ROW)
+        return _MISSED
+    setattr(g, _FOLD, digest)
+    try:
+        made_of = stamp(caller, **path_args)
+    finally:
+        g.pop(_FOLD, None)
+    read_row = g.pop(_FOLDED, _MISSED)
+    if read_row is _MISSED:
+        read_row = _token_row(again=True)
+    else:
+        answers_of().know(cast(str, digest), cast(tuple[Any, ...] | None, read_row))
+    if read_row != known:
+        g.pop(_TOKEN_ROW)
+        return _MISSED
+    if made_of is None:
+        return None
+    who = cast(Caller, caller)
+    return who, (made_of, who.shown)
+
+
 def _read_stamp(stamp: Stamp, public: bool, path_args: dict[str, Any],
                 again: bool = False) -> tuple[Caller | None, object] | None:
     """The caller and what their answer is made of, or None when it is answered afresh; ``again`` in the
     snapshot the answer is rendered in (the token is read again too)."""
+    if not again and "Authorization" in request.headers:
+        folded = _read_folded(stamp, public, path_args)
+        if folded is not _MISSED:
+            return cast(tuple[Caller | None, object] | None, folded)
     caller = _caller(public, again)
     if caller is _UNKEPT:
         return None

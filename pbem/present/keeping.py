@@ -8,18 +8,24 @@ An answer is kept for a URL and a reader (a user's id, or None for everyone with
 It is served while a fresh read of the stamp is equal, and nothing has to be told to forget it, so the
 processes share nothing: each reads the stamp from the database every time.
 
-The stamp is read first by statements on a pooled connection of their own, outside the session (on
+The stamp is read first by statements on a connection of their own, outside the session (on
 PostgreSQL outside any transaction, which would cost two more round trips to the server, BEGIN then
 ROLLBACK, as much as the read; on SQLite the session's transaction, begun and ended around it, cost a
-tenth of a kept page): see :func:`read` and :func:`reading`.  An answer not kept is rendered in one
-snapshot of the database in which the stamp is read again (:func:`snapshot`), and kept under what that
-read: so a kept answer shows the database as it was when its stamp was read, never older nor newer,
-even when a stamp comes back once changed.  Each process keeps at most a number of bytes of answers,
-the least recently used going first (:class:`KeptStore`).
+tenth of a kept page): see :func:`read` and :func:`reading`.  On PostgreSQL that connection is one held
+by the process for stamps (:class:`_Held`), not taken from the pool each time: the pool pings every
+connection it gives out, a round trip to the server as dear as the stamp's own, so a kept answer made
+two.  A held connection that the server ended (a restart, a failover, ``pg_terminate_backend``) fails
+its statement; it is dropped and the statement sent once more on a fresh one.
+
+An answer not kept is rendered in one snapshot of the database in which the stamp is read again
+(:func:`snapshot`), and kept under what that read: so a kept answer shows the database as it was when
+its stamp was read, never older nor newer, even when a stamp comes back once changed.  Each process
+keeps at most a number of bytes of answers, the least recently used going first (:class:`KeptStore`).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -28,8 +34,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from flask import current_app, g, request
-from sqlalchemy import CompoundSelect, Select
+from sqlalchemy import CompoundSelect, Select, event
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from pbem.core.database import ONE_STATEMENT, is_postgresql
 from pbem.core.extensions import db
@@ -41,6 +48,8 @@ _OWN_HEADERS = frozenset({"content-length"})
 _IN_SNAPSHOT = "pbem_stamp_in_snapshot"
 # Set in ``g`` while a stamp's statements share one connection of their own (see :func:`reading`).
 _SHARED = "pbem_stamp_connection"
+# The app's connections held for stamps on PostgreSQL (see :class:`_Held`), or None on SQLite.
+_HELD = "pbem_stamp_connections"
 
 _Store = TypeVar("_Store", bound="KeptStore")
 
@@ -145,47 +154,141 @@ def kept_headers(response: Any) -> tuple[tuple[str, str], ...]:
 # Reading the stamp ---------------------------------------------------------------------------------------
 
 
+class _Held:
+    """The PostgreSQL connections a process holds for reading stamps, out of the pool, each in AUTOCOMMIT
+    (no transaction around a read): taken by a request for its stamp's statements and given back after,
+    at most :data:`HELD_IDLE` kept between requests (one a thread serving at once, in practice).
+
+    Taken from the pool once, so pinged once, not once a request; the pool's ``pool_pre_ping`` keeps
+    guarding every other connection.  A held connection the server ended is found by its next statement
+    failing, and :func:`_rows` sends that statement once more on a fresh one.  A forked process holds
+    none of its parent's (they share the parent's sockets)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.idle: list[Connection] = []
+        # A parent's, never used nor closed here (closing would end the parent's sessions).
+        self.inherited: list[Connection] = []
+
+    def take(self) -> Connection:
+        """An idle held connection, or a new one from the pool."""
+        if self.pid != os.getpid():
+            self.pid, self.idle, self.inherited = os.getpid(), [], self.inherited + self.idle
+        try:
+            return self.idle.pop()
+        except IndexError:
+            return db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+    def close(self, *_engine: Any) -> None:
+        """Close every idle held connection (when the engine is disposed: they are the pool's no more)."""
+        while self.idle:
+            connection = self.idle.pop()
+            connection.invalidate()
+            connection.close()
+
+    def give_back(self, connection: Connection) -> None:
+        """Hold ``connection`` for the next request, or return it to the pool if enough are held."""
+        if len(self.idle) < HELD_IDLE and self.pid == os.getpid():
+            self.idle.append(connection)
+        else:
+            connection.close()
+
+
+# How many connections a process holds for stamps between requests (see :class:`_Held`).
+HELD_IDLE = 4
+
+
+def _held() -> _Held | None:
+    """The app's connections held for stamps on PostgreSQL; None on SQLite, whose pool pings nothing."""
+    extensions = current_app.extensions
+    if _HELD not in extensions:
+        held = _Held() if is_postgresql() else None
+        if held is not None and extensions.setdefault(_HELD, held) is held:
+            event.listen(db.engine, "engine_disposed", held.close)
+        extensions.setdefault(_HELD, None)
+    return cast(_Held | None, extensions[_HELD])
+
+
 @contextmanager
 def _own_connection(one_statement: bool = False) -> Iterator[Connection]:
-    """A pooled connection outside the session: on PostgreSQL outside any transaction; on SQLite, for
-    ``one_statement`` alone, outside any transaction too (see :data:`pbem.core.database.ONE_STATEMENT`)."""
+    """A pooled connection outside the session (SQLite's; PostgreSQL's stamps read on :class:`_Held`
+    ones), for ``one_statement`` alone outside any transaction (see
+    :data:`pbem.core.database.ONE_STATEMENT`)."""
     connection = db.engine.connect()
-    if is_postgresql():
-        connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-    elif one_statement:
+    if one_statement:
         connection = connection.execution_options(**{ONE_STATEMENT: True})
     with connection:
         yield connection
 
 
+def _rows(connection: Connection, statement: Select | CompoundSelect,
+          parameters: dict[str, Any] | None) -> tuple[list[tuple[Any, ...]], Connection]:
+    """The rows of ``statement`` read on ``connection``, held for stamps (PostgreSQL), and the held
+    connection to go on with: a fresh one if the server had ended this one, the statement sent once
+    more on it (a connection that failed is closed, returned to the pool, which drops a dead one)."""
+    try:
+        return [tuple(row) for row in connection.execute(statement, parameters or {}).all()], connection
+    except BaseException as error:
+        connection.close()
+        held = _held()
+        if held is None or not isinstance(error, DBAPIError) or not error.connection_invalidated:
+            raise
+    # (Outside the except block, so that a second failure is not told as raised while handling the first.)
+    fresh = held.take()
+    try:
+        return [tuple(row) for row in fresh.execute(statement, parameters or {}).all()], fresh
+    except BaseException:
+        fresh.close()
+        raise
+
+
 @contextmanager
 def reading() -> Iterator[None]:
     """A stamp of several statements reads them on one connection of its own (as :func:`read` reads
-    one): a connection taken from the pool and, on SQLite, a transaction begun and ended once, not once
-    a statement.  Within the snapshot an answer is rendered in, the session's transaction is read."""
+    one): on PostgreSQL one held for stamps; on SQLite a connection taken from the pool and a
+    transaction begun and ended once, not once a statement.  Within the snapshot an answer is rendered
+    in, the session's transaction is read."""
     if g.get(_IN_SNAPSHOT) or g.get(_SHARED) is not None:
         yield
         return
-    with _own_connection() as connection:
-        setattr(g, _SHARED, connection)
-        try:
-            yield
-        finally:
-            g.pop(_SHARED, None)
+    held = _held()
+    if held is None:
+        with _own_connection() as connection:
+            setattr(g, _SHARED, connection)
+            try:
+                yield
+            finally:
+                g.pop(_SHARED, None)
+        return
+    setattr(g, _SHARED, held.take())
+    try:
+        yield
+    except BaseException:
+        g.pop(_SHARED).close()
+        raise
+    held.give_back(g.pop(_SHARED))
 
 
 def read(statement: Select | CompoundSelect,
          parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
     """The rows of a stamp's statement as tuples (compared whole), read without the ORM's layers, since
     no model object is made: in the snapshot an answer is rendered in, on the connection of
-    :func:`reading`, or else on a pooled connection of its own."""
+    :func:`reading`, or else on a connection of its own."""
     if g.get(_IN_SNAPSHOT):
         return [tuple(row) for row in db.session.connection().execute(statement, parameters or {}).all()]
     shared = g.get(_SHARED)
     if shared is not None:
-        return [tuple(row) for row in shared.execute(statement, parameters or {}).all()]
-    with _own_connection(one_statement=True) as connection:
-        return [tuple(row) for row in connection.execute(statement, parameters or {}).all()]
+        rows, connection = _rows(shared, statement, parameters)
+        if connection is not shared:
+            setattr(g, _SHARED, connection)
+        return rows
+    held = _held()
+    if held is None:
+        with _own_connection(one_statement=True) as own:
+            return [tuple(row) for row in own.execute(statement, parameters or {}).all()]
+    rows, connection = _rows(held.take(), statement, parameters)
+    held.give_back(connection)
+    return rows
 
 
 @contextmanager

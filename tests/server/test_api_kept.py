@@ -315,3 +315,33 @@ def test_the_directory_follows_new_players_and_ratings(client: Client, players, 
     assert [(p["handle"], p["ratings"]) for p in found] == [
         ("alice", []), ("bob", [{"game": "cambio", "display": "1612"}]), ("carol", []), ("dave", [])]
     assert [p["handle"] for p in get(client, "/api/v1/players?q=b").json["players"]] == ["bob"]
+
+
+def test_a_kept_answer_reads_its_caller_in_its_stamps_statement_and_sees_them_change(
+        client: Client, players, tokens) -> None:
+    """A kept answer reads the caller's token and player in its stamp's own statement (one statement a
+    request); when their row changed meanwhile (their time zone), the answer shows it at once, and the
+    next is read in one statement again."""
+    from tests.server.test_page_queries import statements
+
+    game_id = a_game(players)
+    mover, _other, seat, _other_seat = seats(game_id)
+    path = f"/api/v1/games/{game_id}"
+    db.session.execute(update(Seat).where(Seat.game_id == game_id, Seat.number == seat - 1)
+                       .values(deadline=utcnow() + timedelta(days=3)))
+    db.session.commit()
+    for _ in range(2):
+        assert "UTC" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    with statements() as sent:
+        assert "UTC" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    reads = [statement for statement in sent if statement.startswith("SELECT")]  # (not SQLite's BEGIN)
+    assert len(reads) == 1 and "api_token" in reads[0]
+    accounts.set_time_zone(db.session.scalar(select(User).where(User.handle == mover)), "Asia/Tokyo")
+    db.session.commit()
+    with statements() as sent:
+        assert "JST" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    assert len([statement for statement in sent if statement.startswith("SELECT")]) > 1
+    for _ in range(2):
+        with statements() as sent:
+            assert "JST" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
+    assert len([statement for statement in sent if statement.startswith("SELECT")]) == 1

@@ -5,10 +5,13 @@ change at once: a game finishing, a rating, the clock making a rating provisiona
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
+import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
@@ -332,3 +335,67 @@ def test_the_archive_filtered_by_a_player_follows_the_player_by_handle(app: Flas
     play.resign(game_id, db.session.get(User, bob_id), "web")
     assert f'data-game="{game_id}"' in _kept(app, visitor, "/archive?player=dora")
     assert f'data-game="{game_id}"' in _kept(app, visitor, "/archive?player=DORA&opponent=bob")
+
+
+def end_every_session() -> None:
+    """End every session of the app's database, as a restart of the server would (from a connection of
+    its own, so that every one the app holds or pools is ended)."""
+    admin = create_engine(db.engine.url)
+    with admin.connect() as conn:
+        ended = conn.execute(text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )).scalar()
+    admin.dispose()
+    assert ended >= 1
+
+
+@contextmanager
+def pings() -> Iterator[list[object]]:
+    """The pool's pings of a connection taken from it while the block runs."""
+    sent: list[object] = []
+    dialect = db.engine.dialect
+    ping = dialect.do_ping
+
+    def record(dbapi_connection: object) -> bool:
+        sent.append(dbapi_connection)
+        return ping(dbapi_connection)
+
+    dialect.do_ping = record  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        dialect.do_ping = ping  # type: ignore[method-assign]
+
+
+def test_kept_pages_are_read_on_held_connections_and_right_after_the_server_ended_them(
+        app: Flask, ctx: Flask, players) -> None:
+    """PostgreSQL: a kept page's stamp is read on a connection the process holds, without the pool's
+    ping on every request; when the server has ended it (a restart, pg_terminate_backend), the next
+    request reads the stamp again on a fresh one and shows what changed meanwhile, for a visitor and
+    for a signed-in player alike."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("the stamps' held connections are PostgreSQL's")
+    alice, bob, _carol = players
+    bob_id = bob.id
+    game_id = _active_game(alice, bob)
+    visitor = WebClient(app)
+    (web_alice,) = signed_in(app, alice)
+    path = f"/games/{game_id}"
+    assert "Game over" not in _kept(app, visitor, path)
+    assert "Game over" not in _kept(app, web_alice, path)
+    with pings() as sent, _renders(app) as rendered:
+        answers = [client.get(path).status_code for client in (visitor, web_alice) for _ in range(3)]
+    assert answers == [200] * 6 and not rendered and not sent
+    play.resign(game_id, db.session.get(User, bob_id), "web")
+    db.session.remove()
+    end_every_session()
+    for client in (visitor, web_alice):
+        page = client.get(path)
+        assert page.status_code == 200 and "Game over" in page.get_data(as_text=True)
+        assert "Game over" in _kept(app, client, path)
+    # Ended again while every page is kept: served kept, as the stamps still read the same.
+    end_every_session()
+    with _renders(app) as rendered:
+        assert [client.get(path).status_code for client in (visitor, web_alice)] == [200, 200]
+    assert not rendered
