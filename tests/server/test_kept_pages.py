@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
-from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
+from pbem.core.models import Game, OutboxMail, Rating, Tournament, User, set_clock, utcnow
 from pbem.game import play, ratings, watching
 from pbem.lobby import challenges
 from pbem.tournament import organise
@@ -279,8 +279,11 @@ def test_the_tournament_pages_follow_its_entries_and_results(app: Flask, ctx: Fl
     index = _kept(app, visitor, "/tournaments")
     assert "Test round_robin" in index
     cross = _kept(app, visitor, f"/tournaments/{made.id}/crosstable")
-    # A feed of no finished game is not kept (its time of update is the time asked).
-    assert "/games/" not in visitor.get(f"/tournaments/{made.id}.atom").get_data(as_text=True)
+    # A feed of no finished game is kept too: its time of update is when the tournament began.
+    empty = _kept(app, visitor, f"/tournaments/{made.id}.atom")
+    assert "/games/" not in empty
+    began = db.session.get(Tournament, made.id).started_at
+    assert f"<updated>{began.isoformat()}+00:00</updated>" in empty
     pairing = open_games(made.id)[0]
     finish(pairing, "1")
     assert _kept(app, visitor, f"/tournaments/{made.id}/crosstable") != cross
