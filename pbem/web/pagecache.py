@@ -92,6 +92,7 @@ from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 from sqlalchemy import (
     CompoundSelect,
+    DateTime,
     Integer,
     Select,
     bindparam,
@@ -483,14 +484,28 @@ def with_reader(statement: Select, ordered_by: int | None = None) -> Select:
             .order_by(*list(rows.c)[:-1][:ordered_by]))
 
 
-def rows_stamp(statement: Select, parameters: dict[str, Any],
+def rows_stamp(statement: Select | keeping.PlainRead, parameters: dict[str, Any],
                reader_id: int | None) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]:
-    """What a page made of the rows of a :func:`with_reader` statement shows (the rows as tuples, in
-    its order), and the reader's row (None for a visitor, or if there is no such user)."""
-    rows = keeping.read(statement, {**parameters, "reader_id": reader_id})
+    """What a page made of the rows of a :func:`with_reader` statement (or its :func:`plain_read`)
+    shows (the rows as tuples, in its order), and the reader's row (None for a visitor, or if there is
+    no such user)."""
+    bound = {**parameters, "reader_id": reader_id}
+    plain = isinstance(statement, keeping.PlainRead)
+    rows = statement.rows(bound) if isinstance(statement, keeping.PlainRead) else keeping.read(
+        statement, bound)
     width = len(READER_COLUMNS)
     reader = rows[0][:width] if rows and reader_id is not None and rows[0][0] is not None else None
+    if plain and reader is not None:
+        # The reader's row as the model gives it, which the page is checked against (_rendered_for).
+        reader = tuple(moment(value) if isinstance(column.type, DateTime) else value
+                       for column, value in zip(READER_COLUMNS, reader, strict=True))
     return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
+
+
+# A statement read straight from the driver (see :class:`pbem.present.keeping.PlainRead`): for the stamps
+# of many rows, whose reading through SQLAlchemy cost more than the database's answer.
+plain_read = keeping.PlainRead
+moment = keeping.moment
 
 
 def read_rows(statement: Select | CompoundSelect, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
