@@ -94,6 +94,29 @@ def test_a_rating_turns_provisional_on_the_kept_standings_as_time_passes(app: Fl
         set_clock(None)
 
 
+def test_the_kept_standings_follow_a_rating_and_a_readers_bouncing_mail(app: Flask, ctx: Flask,
+                                                                          players) -> None:
+    """The standings' stamp reads its rows from the driver (SQLite's times as text): a rating changed
+    shows at once, and a reader whose mail bounces gets their page kept, with its notice."""
+    alice, bob, _carol = players
+    alice_id = alice.id
+    play.resign(_active_game(alice, bob), bob, "web")
+    visitor = WebClient(app)
+    assert "1987" not in _kept(app, visitor, "/standings/cambio")
+    row = db.session.query(Rating).filter_by(user_id=alice_id, engine="cambio").one()
+    row.rating = 1987.0
+    db.session.commit()
+    assert "1987" in _kept(app, visitor, "/standings/cambio")
+    assert "1987" in _kept(app, visitor, "/standings")
+    (web_alice,) = signed_in(app, db.session.get(User, alice_id))
+    plain = _kept(app, web_alice, "/standings/cambio")
+    db.session.get(User, alice_id).mail_bouncing_since = utcnow() - timedelta(days=1)
+    db.session.commit()
+    bouncing = _kept(app, web_alice, "/standings/cambio")
+    assert bouncing != plain and "1987" in bouncing
+    assert _kept(app, web_alice, "/standings") != _kept(app, visitor, "/standings")
+
+
 def test_a_games_record_and_replay_follow_its_moves(app: Flask, ctx: Flask, players) -> None:
     alice, bob, _carol = players
     game_id = _active_game(alice, bob)
