@@ -118,13 +118,13 @@ def _feed_stamp(reader_id: int | None) -> pagecache.Stamp | None:
 # whether they have a page (a confirmed address, or an imported player's), and their games in the
 # archive's first page; one statement, built once.
 _FEED_PLAYER = select(User.id).where(User.handle_key == bindparam("player_key")).scalar_subquery()
-_PLAYER_FEED = pagecache.list_statement(
+_PLAYER_FEED = pagecache.plain_read(pagecache.list_statement(
     select(User.id.label("id"), case((or_(User.verified_at.is_not(None), User.placeholder.is_(True)), 1),
                                      else_=0).label("version"))
     .where(User.handle_key == bindparam("player_key")),
     archive.page_query(archive.Filters(players=(cast(User, SimpleNamespace(id=_FEED_PLAYER)),)))[0]
     .with_only_columns(Game.id, Game.version),
-)
+))
 
 
 def _player_feed_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:

@@ -146,8 +146,8 @@ def _create(engine: games.Engine, form: Any, errors: dict[str, str]) -> Tourname
 
 # A tournament's row (bound by id), built once: building the statement for each request cost more than
 # reading it, a third of a kept page.
-_TOURNAMENT = pagecache.list_statement(
-    select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id")))
+_TOURNAMENT = pagecache.plain_read(pagecache.list_statement(
+    select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id"))))
 
 
 def _stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
@@ -187,11 +187,11 @@ def crosstable(tournament_id: int) -> str:
 
 
 # A tournament's feed: the tournament and its finished games as the archive lists them (bound by id).
-_FEED = pagecache.list_statement(
+_FEED = pagecache.plain_read(pagecache.list_statement(
     select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id")),
     archive.page_query(archive.Filters(tournament=cast(int, bindparam("tournament_id"))))[0]
     .with_only_columns(Game.id, Game.version),
-)
+))
 
 
 def _feed_stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
