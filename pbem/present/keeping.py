@@ -267,6 +267,10 @@ class PlainRead:
             return self._rows(db.session.connection(), parameters or {})
         shared = g.get(_SHARED)
         if shared is not None:
+            if not shared.in_transaction():
+                # Begun as a statement through SQLAlchemy would begin it: on SQLite the statements of
+                # reading() read one state of the database (the driver's cursor alone begins nothing).
+                shared.begin()
             return self._rows(shared, parameters or {})
         with _own_connection(one_statement=True) as connection:
             return self._rows(connection, parameters or {})
