@@ -93,13 +93,15 @@ def bare_ms(body: bytes, requests: int) -> float:
 def pages(ids: dict[str, object], every: bool, only: str) -> list[tuple[str, str, str]]:
     """(name, reader, path) of the pages measured: the game page, ``/`` and the archive for both readers,
     or with ``every`` each page of ``bench/scratch.py``'s routes (a visitor's and a player's), those
-    whose route holds ``only``."""
+    whose route holds one of ``only``'s comma-separated texts."""
     if not every:
         core = (("game page", "/games/{act}"), ("/", "/"), ("/archive", "/archive"))
         chosen = [(name, who, path) for name, path in core for who in ("visitor", "player")]
     else:
         chosen = [(path, who, path) for who, path in routes() if who != "client"]
-    return [(name[:34], who, path.format(**ids)) for name, who, path in chosen if only in path]
+    wanted = only.split(",")
+    return [(name[:34], who, path.format(**ids)) for name, who, path in chosen
+            if any(text in path for text in wanted)]
 
 
 def measure(url: str, label: str, requests: int, every: bool = False, only: str = "") -> None:
@@ -140,7 +142,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="requests measured per figure")
     parser.add_argument("--every", action="store_true",
                         help="every page of bench/scratch.py's routes (else the game page, /, the archive)")
-    parser.add_argument("--only", default="", help="only the pages whose route holds this text")
+    parser.add_argument("--only", default="",
+                        help="only the pages whose route holds one of these texts (comma-separated)")
     args = parser.parse_args()
     print(f"{'database':<11} {'page':<34} {'reader':<8} {'bytes':>7} {'rendered':>9} {'kept':>9} "
           f"{'db, kept':>9} {'bare':>7}   (ms of CPU per request)")

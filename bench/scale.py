@@ -177,7 +177,8 @@ def measure(label: str, admin: str, sizes: list[int], requests: int, only: str =
             reader = Reader(url, tmp, ids)
             stack.callback(reader.close)
             readers.append(reader)
-        table = [(who, path) for who, path in routes() if only in f"{who} {path}"]
+        table = [(who, path) for who, path in routes()
+                 if any(text in f"{who} {path}" for text in only.split(","))]
         figures: dict[tuple[str, str], list[list[float]]] = {key: [[] for _ in sizes] for key in table}
         for _turn in range(TURNS):
             for key in table:
@@ -207,7 +208,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30, help="requests per figure")
     parser.add_argument("--no-sqlite", action="store_true", help="only PostgreSQL")
     parser.add_argument("--only", default="",
-                        help="only the routes whose reader and path contain this (such as 'client')")
+                        help="only the routes whose reader and path contain one of these (comma-separated, "
+                             "such as 'client')")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if not args.no_sqlite:

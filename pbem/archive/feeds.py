@@ -26,8 +26,10 @@ def entry_title(game: Game) -> str:
     return f"{title}: {results.players(game)}, {results.headline(game)}"
 
 
-def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
-    """An Atom feed of ``found`` (newest first): each entry links the game's page."""
+def atom(found: list[Game], title: str, link: str, self_url: str,
+         updated: datetime | None = None) -> Response:
+    """An Atom feed of ``found`` (newest first): each entry links the game's page.  Its time of update is
+    its latest game's end, or with no game ``updated`` (by default the time asked)."""
     # Imported here: feedgen brings lxml and dateutil (5 MB), which a worker needs only for a feed.
     from feedgen.feed import FeedGenerator
 
@@ -37,7 +39,7 @@ def atom(found: list[Game], title: str, link: str, self_url: str) -> Response:
     feed.author({"name": current_app.config["PBEM"]["mail"]["from_name"]})
     feed.link(href=link, rel="alternate")
     feed.link(href=self_url, rel="self")
-    feed.updated(_utc(found[0].finished_at) if found else _utc(None))
+    feed.updated(_utc(found[0].finished_at if found else updated))
     for game in found:
         url = absolute_url(url_for("games.game", game_id=game.id))
         entry = feed.add_entry(order="append")

@@ -4,6 +4,7 @@ move, draw and resign posts.  Every change is made by :mod:`pbem.game.play` or
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
@@ -166,21 +167,21 @@ _MY_GAME_IDS = union(
            .order_by(Game.status != "active", Game.updated_at.desc(), Game.id.desc())
            .limit(dashboard_service.WATCHED_SHOWN).subquery().c.game_id),
 )
-_MY_GAMES = pagecache.with_reader(
+_MY_GAMES = pagecache.plain_read(pagecache.with_reader(
     select(Game.id, Seat.number, Game.version, Game.status, Game.time_control, Seat.user_id, Seat.deadline,
            User.vacation_since, User.vacation_year, User.vacation_days_used)
     .join(Seat, Seat.game_id == Game.id).outerjoin(User, User.id == Seat.user_id)
     .where(Game.id.in_(_MY_GAME_IDS)),
     ordered_by=2,
-)
+))
 _CHALLENGE_COLUMNS = (Challenge.id, Challenge.game_id, Challenge.seat, Challenge.status,
                       Challenge.challenged_id, Challenge.challenger_id)
 # Two statements in one, not one with OR: PostgreSQL would read every challenge to test it.
-_MY_CHALLENGES = union_all(
+_MY_CHALLENGES = pagecache.plain_read(union_all(
     select(*_CHALLENGE_COLUMNS).where(Challenge.game_id.in_(
         select(Seat.game_id).where(Seat.user_id == _READER_ID, Seat.finished_at.is_(None)))),
     select(*_CHALLENGE_COLUMNS).where(Challenge.challenged_id == _READER_ID, Challenge.status == "pending"),
-).order_by("id")
+).order_by("id"))
 
 
 def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
@@ -191,12 +192,15 @@ def _dashboard_stamp(reader_id: int | None) -> pagecache.Stamp | None:
         return None
     with pagecache.reads_together():
         rows, reader = pagecache.rows_stamp(_MY_GAMES, {}, reader_id)
-        challenge_rows = pagecache.read_rows(_MY_CHALLENGES, {"reader_id": reader_id})
+        challenge_rows = _MY_CHALLENGES.rows({"reader_id": reader_id})
     if reader is None:
         return rows, reader
     zone = reader[2] or "UTC"
     words = []
     for _id, _number, _version, status, control, _user, deadline, since, year, used in rows:
+        # (Read from the driver: on SQLite the times and the time control as their stored text.)
+        deadline, since = pagecache.moment(deadline), pagecache.moment(since)
+        control = json.loads(control) if isinstance(control, str) else control
         player = SimpleNamespace(vacation_since=since, vacation_year=year, vacation_days_used=used)
         if status == "active" and deadline is not None:
             seat = SimpleNamespace(deadline=deadline, user=player, game=SimpleNamespace(time_control=control))

@@ -92,6 +92,7 @@ from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 from sqlalchemy import (
     CompoundSelect,
+    DateTime,
     Integer,
     Select,
     bindparam,
@@ -458,17 +459,28 @@ def list_statement(*queries: Select) -> CompoundSelect:
     return union_all(*parts)
 
 
-def list_stamp(statement: CompoundSelect, reader_id: int | None = None,
+def list_stamp(statement: CompoundSelect | keeping.PlainRead, reader_id: int | None = None,
                parameters: dict[str, Any] | None = None) -> Stamp:
     """What lists of games are made of, read by their :func:`list_statement` (with ``parameters`` bound
     besides the reader's id), and the row of the reader ``reader_id`` (None for a visitor, or if there is
     no such user).  The games are put in one fixed order (list, then game): a list's own order follows
     from the versions of its games, since whatever orders it (a move, a game's end) raises them."""
-    rows = keeping.read(statement, {**(parameters or {}), "reader_id": reader_id})
-    reader_part = len(statement.selects) - 1
+    bound = {**(parameters or {}), "reader_id": reader_id}
+    plain = isinstance(statement, keeping.PlainRead)
+    if isinstance(statement, keeping.PlainRead):
+        rows, reader_part = statement.rows(bound), len(cast(CompoundSelect, statement.statement).selects) - 1
+    else:
+        rows, reader_part = keeping.read(statement, bound), len(statement.selects) - 1
     listed = sorted(row[:3] for row in rows if row[0] != reader_part)
     reader = next((row[3:] for row in rows if row[0] == reader_part), None)
-    return tuple(listed), reader
+    return tuple(listed), (_as_model(reader) if plain and reader is not None else reader)
+
+
+def _as_model(reader: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The reader's row as a :func:`plain_read` gives it, as the model gives it: what the page rendered
+    for them is checked against (:func:`_rendered_for`)."""
+    return tuple(keeping.moment(value) if isinstance(column.type, DateTime) else value
+                 for column, value in zip(READER_COLUMNS, reader, strict=True))
 
 
 def with_reader(statement: Select, ordered_by: int | None = None) -> Select:
@@ -483,14 +495,26 @@ def with_reader(statement: Select, ordered_by: int | None = None) -> Select:
             .order_by(*list(rows.c)[:-1][:ordered_by]))
 
 
-def rows_stamp(statement: Select, parameters: dict[str, Any],
+def rows_stamp(statement: Select | keeping.PlainRead, parameters: dict[str, Any],
                reader_id: int | None) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...] | None]:
-    """What a page made of the rows of a :func:`with_reader` statement shows (the rows as tuples, in
-    its order), and the reader's row (None for a visitor, or if there is no such user)."""
-    rows = keeping.read(statement, {**parameters, "reader_id": reader_id})
+    """What a page made of the rows of a :func:`with_reader` statement (or its :func:`plain_read`)
+    shows (the rows as tuples, in its order), and the reader's row (None for a visitor, or if there is
+    no such user)."""
+    bound = {**parameters, "reader_id": reader_id}
+    plain = isinstance(statement, keeping.PlainRead)
+    rows = statement.rows(bound) if isinstance(statement, keeping.PlainRead) else keeping.read(
+        statement, bound)
     width = len(READER_COLUMNS)
     reader = rows[0][:width] if rows and reader_id is not None and rows[0][0] is not None else None
+    if plain and reader is not None:
+        reader = _as_model(reader)
     return tuple(row[width:-1] for row in rows if row[-1] is not None), reader
+
+
+# A statement read straight from the driver (see :class:`pbem.present.keeping.PlainRead`): for the stamps
+# of many rows, whose reading through SQLAlchemy cost more than the database's answer.
+plain_read = keeping.PlainRead
+moment = keeping.moment
 
 
 def read_rows(statement: Select | CompoundSelect, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -28,13 +28,13 @@ GAMES_SHOWN = 50
 # shows of their row, and each of their ratings with what its deviation now follows from.  A rating's
 # history only grows when the rating changes (pbem.game.ratings.rate, then record_ratings, in the
 # transaction that ends the game), and its rated games' count with it: the rating row covers the history.
-_PLAYER = pagecache.with_reader(
-    select(User.id, User.verified_at.is_not(None), User.placeholder, User.vacation_since.is_not(None),
-           User.is_bot, Rating.engine, Rating.rating, Rating.games, Rating.volatility, Rating.deviation,
-           Rating.last_game_at)
+# Read from the driver (see pbem.web.pagecache.plain_read), ordered by the rating's game alone.
+_PLAYER = pagecache.plain_read(pagecache.with_reader(
+    select(Rating.engine, User.id, User.verified_at.is_not(None), User.placeholder,
+           User.vacation_since.is_not(None), User.is_bot, Rating.rating, Rating.games, Rating.volatility,
+           Rating.deviation, Rating.last_game_at)
     .outerjoin(Rating, Rating.user_id == User.id)
-    .where(User.handle_key == bindparam("player_key"))
-)
+    .where(User.handle_key == bindparam("player_key")), ordered_by=1))
 _PLAYER_ID = select(User.id).where(User.handle_key == bindparam("player_key")).scalar_subquery()
 
 
@@ -50,7 +50,8 @@ def _games_of(user_id: Any, limit: int, *columns: Any) -> tuple[Select[Any], Sel
     return finished, in_play
 
 
-_PLAYER_GAMES = pagecache.list_statement(*_games_of(_PLAYER_ID, GAMES_SHOWN, Game.id, Game.version))
+_PLAYER_GAMES = pagecache.plain_read(
+    pagecache.list_statement(*_games_of(_PLAYER_ID, GAMES_SHOWN, Game.id, Game.version)))
 
 
 def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
@@ -64,8 +65,8 @@ def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
     if not rows:
         return None
     # (A player without ratings has one row, its rating's columns empty.)
-    now = ratings.shown_now((row[9], row[8], row[10]) if row[5] is not None else (0.0, 0.0, None)
-                            for row in rows)
+    now = ratings.shown_now((row[9], row[8], pagecache.moment(row[10])) if row[0] is not None
+                            else (0.0, 0.0, None) for row in rows)
     shown = tuple(zip(rows, now, strict=True))
     return (shown, listed), reader
 
@@ -74,13 +75,14 @@ def _player_stamp(reader_id: int | None, handle: str) -> pagecache.Stamp | None:
 # ``pattern`` and ``after``, as pbem.archive.directory.search reads them), each with their ratings and
 # the count of their finished games (from their tallies).
 _PAGE = directory.page_query().subquery()
-_DIRECTORY = pagecache.with_reader(
-    select(func.lower(_PAGE.c.handle), _PAGE.c.id, _PAGE.c.handle,
+# Read from the driver (see pbem.web.pagecache.plain_read), ordered by the columns that tell its rows
+# apart: the handle as the page orders it, the player, the rating's game.
+_DIRECTORY = pagecache.plain_read(pagecache.with_reader(
+    select(func.lower(_PAGE.c.handle), _PAGE.c.id, Rating.engine, _PAGE.c.handle,
            select(func.sum(Tally.wins + Tally.draws + Tally.losses)).where(Tally.user_id == _PAGE.c.id)
            .scalar_subquery(),
-           Rating.engine, Rating.rating, Rating.volatility, Rating.deviation, Rating.last_game_at)
-    .outerjoin(Rating, Rating.user_id == _PAGE.c.id)
-)
+           Rating.rating, Rating.volatility, Rating.deviation, Rating.last_game_at)
+    .outerjoin(Rating, Rating.user_id == _PAGE.c.id), ordered_by=3))
 
 
 def _directory_stamp(reader_id: int | None) -> pagecache.Stamp | None:
@@ -90,8 +92,8 @@ def _directory_stamp(reader_id: int | None) -> pagecache.Stamp | None:
     if not (directory.SEARCH.match(prefix) and directory.SEARCH.match(after)):
         return None
     rows, reader = pagecache.rows_stamp(_DIRECTORY, directory.page_parameters(prefix, after), reader_id)
-    now = ratings.shown_now((row[7], row[6], row[8]) if row[4] is not None else (0.0, 0.0, None)
-                            for row in rows)
+    now = ratings.shown_now((row[7], row[6], pagecache.moment(row[8])) if row[2] is not None
+                            else (0.0, 0.0, None) for row in rows)
     return tuple(zip(rows, now, strict=True)), reader
 
 

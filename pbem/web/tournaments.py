@@ -146,8 +146,8 @@ def _create(engine: games.Engine, form: Any, errors: dict[str, str]) -> Tourname
 
 # A tournament's row (bound by id), built once: building the statement for each request cost more than
 # reading it, a third of a kept page.
-_TOURNAMENT = pagecache.list_statement(
-    select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id")))
+_TOURNAMENT = pagecache.plain_read(pagecache.list_statement(
+    select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id"))))
 
 
 def _stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
@@ -187,18 +187,19 @@ def crosstable(tournament_id: int) -> str:
 
 
 # A tournament's feed: the tournament and its finished games as the archive lists them (bound by id).
-_FEED = pagecache.list_statement(
+_FEED = pagecache.plain_read(pagecache.list_statement(
     select(Tournament.id, Tournament.version).where(Tournament.id == bindparam("tournament_id")),
     archive.page_query(archive.Filters(tournament=cast(int, bindparam("tournament_id"))))[0]
     .with_only_columns(Game.id, Game.version),
-)
+))
 
 
 def _feed_stamp(reader_id: int | None, tournament_id: int) -> pagecache.Stamp | None:
-    """What a tournament's feed is made of: the tournament and its games listed; None (not kept) for a
-    feed of no game, whose time of update is the time asked."""
+    """What a tournament's feed is made of: the tournament (its version covers its name and when it
+    began, the time of update of a feed of no game) and its games listed; None (not kept) for no such
+    tournament."""
     made_of, reader = pagecache.list_stamp(_FEED, reader_id, {"tournament_id": tournament_id})
-    if not any(row[0] == 1 for row in cast(tuple[tuple[Any, ...], ...], made_of)):
+    if not any(row[0] == 0 for row in cast(tuple[tuple[Any, ...], ...], made_of)):
         return None
     return made_of, reader
 
@@ -209,9 +210,12 @@ def feed(tournament_id: int) -> ResponseReturnValue:
     """An Atom feed of the tournament's finished games, newest first."""
     tournament = _tournament_or_404(tournament_id)
     found = archive.search(archive.parse_filters({"tournament": str(tournament.id)}))
+    # A feed of no game yet was updated when the tournament began (or was organised): a time of its own
+    # row, not the time asked, so that the feed can be kept.
     return feeds.atom(found.games, f"Tournament #{tournament.id}: {tournament.name}",
                       url_for("tournaments.page", tournament_id=tournament.id, _external=True),
-                      url_for("tournaments.feed", tournament_id=tournament.id, _external=True))
+                      url_for("tournaments.feed", tournament_id=tournament.id, _external=True),
+                      updated=tournament.started_at or tournament.created_at)
 
 
 def _act(tournament_id: int, action: Callable[[], Any], done: str) -> ResponseReturnValue:

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, select, text
 
 from pbem.accounts import accounts, apitokens, bots, vacation
 from pbem.core.extensions import db
-from pbem.core.models import Game, OutboxMail, Rating, User, set_clock, utcnow
+from pbem.core.models import Game, OutboxMail, Rating, Tournament, User, set_clock, utcnow
 from pbem.game import play, ratings, watching
 from pbem.lobby import challenges
 from pbem.tournament import organise
@@ -95,6 +95,29 @@ def test_a_rating_turns_provisional_on_the_kept_standings_as_time_passes(app: Fl
         assert _kept(app, visitor, "/standings").count(mark) == 2
     finally:
         set_clock(None)
+
+
+def test_the_kept_standings_follow_a_rating_and_a_readers_bouncing_mail(app: Flask, ctx: Flask,
+                                                                          players) -> None:
+    """The standings' stamp reads its rows from the driver (SQLite's times as text): a rating changed
+    shows at once, and a reader whose mail bounces gets their page kept, with its notice."""
+    alice, bob, _carol = players
+    alice_id = alice.id
+    play.resign(_active_game(alice, bob), bob, "web")
+    visitor = WebClient(app)
+    assert "1987" not in _kept(app, visitor, "/standings/cambio")
+    row = db.session.query(Rating).filter_by(user_id=alice_id, engine="cambio").one()
+    row.rating = 1987.0
+    db.session.commit()
+    assert "1987" in _kept(app, visitor, "/standings/cambio")
+    assert "1987" in _kept(app, visitor, "/standings")
+    (web_alice,) = signed_in(app, db.session.get(User, alice_id))
+    plain = _kept(app, web_alice, "/standings/cambio")
+    db.session.get(User, alice_id).mail_bouncing_since = utcnow() - timedelta(days=1)
+    db.session.commit()
+    bouncing = _kept(app, web_alice, "/standings/cambio")
+    assert bouncing != plain and "1987" in bouncing
+    assert _kept(app, web_alice, "/standings") != _kept(app, visitor, "/standings")
 
 
 def test_a_games_record_and_replay_follow_its_moves(app: Flask, ctx: Flask, players) -> None:
@@ -282,8 +305,11 @@ def test_the_tournament_pages_follow_its_entries_and_results(app: Flask, ctx: Fl
     index = _kept(app, visitor, "/tournaments")
     assert "Test round_robin" in index
     cross = _kept(app, visitor, f"/tournaments/{made.id}/crosstable")
-    # A feed of no finished game is not kept (its time of update is the time asked).
-    assert "/games/" not in visitor.get(f"/tournaments/{made.id}.atom").get_data(as_text=True)
+    # A feed of no finished game is kept too: its time of update is when the tournament began.
+    empty = _kept(app, visitor, f"/tournaments/{made.id}.atom")
+    assert "/games/" not in empty
+    began = db.session.get(Tournament, made.id).started_at
+    assert f"<updated>{began.isoformat()}+00:00</updated>" in empty
     pairing = open_games(made.id)[0]
     finish(pairing, "1")
     assert _kept(app, visitor, f"/tournaments/{made.id}/crosstable") != cross

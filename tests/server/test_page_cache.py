@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 from flask import Flask
-from sqlalchemy import event, select
+from sqlalchemy import bindparam, event, select
 
 from pbem.accounts import accounts, vacation
 from pbem.archive import records
@@ -19,6 +20,7 @@ from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User, set_clock, utcnow
 from pbem.game import play, queries
 from pbem.lobby import challenges
+from pbem.present import keeping
 from pbem.schedule import sweep
 from pbem.web.pagecache import Page, PageCache, cache_of
 from tests.server.test_page_queries import play_moves
@@ -379,3 +381,21 @@ def test_a_record_only_grows_and_only_with_its_games_version(app: Flask, ctx: Fl
             assert new_version != version or new_record == record
         before = after
     assert all(len(record) >= 2 for _version, record in before.values())
+
+
+def test_a_stamp_read_from_the_driver_gives_what_the_model_gives(app: Flask, ctx: Flask, players) -> None:
+    """A stamp's statement read straight from the driver (keeping.PlainRead) gives the rows SQLAlchemy
+    gives, its times read back by keeping.moment, and refuses to run without a value it binds."""
+    alice = players[0]
+    alice.mail_bouncing_since = utcnow() - timedelta(hours=3)
+    db.session.commit()
+    statement = select(User.id, User.handle, User.created_at, User.mail_bouncing_since).where(
+        User.id == bindparam("user_id"))
+    plain = keeping.PlainRead(statement)
+    expected = tuple(db.session.execute(statement, {"user_id": alice.id}).one())
+    db.session.rollback()
+    with app.test_request_context("/"):
+        (row,) = plain.rows({"user_id": alice.id})
+        assert (*row[:2], *map(keeping.moment, row[2:])) == expected
+        with pytest.raises(KeyError):
+            plain.rows({})
