@@ -323,7 +323,8 @@ class PlainRead:
     standings' (37 rows).  A stamp compares its rows whole, read the same way each time, so the types
     SQLAlchemy would make of them add nothing but where a stamp computes words from them (see
     :func:`pbem.game.ratings.shown_now`, fed by :func:`moment`).  Read where :func:`read` reads: in
-    the snapshot an answer is rendered in, on the connection of :func:`reading`, or on one of its own."""
+    the snapshot an answer is rendered in, on the connection of :func:`reading`, or on one of its own;
+    on PostgreSQL, outside a snapshot, through :func:`read` itself (see :meth:`rows`)."""
 
     def __init__(self, statement: Select | CompoundSelect) -> None:
         self.statement = statement
@@ -368,6 +369,11 @@ class PlainRead:
         """The statement's rows with ``parameters`` bound, as tuples of the driver's values."""
         if g.get(_IN_SNAPSHOT):
             return self._rows(db.session.connection(), parameters or {})
+        if _held() is not None:
+            # On PostgreSQL through read(): a connection held for stamps may have been ended by the server
+            # (a restart), which SQLAlchemy tells from the driver's error and read() answers by sending the
+            # statement once more on a fresh one; the driver's cursor alone would fail the request.
+            return read(self.statement, parameters)
         shared = g.get(_SHARED)
         if shared is not None:
             if not shared.in_transaction():

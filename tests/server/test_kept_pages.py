@@ -425,3 +425,23 @@ def test_kept_pages_are_read_on_held_connections_and_right_after_the_server_ende
     with _renders(app) as rendered:
         assert [client.get(path).status_code for client in (visitor, web_alice)] == [200, 200]
     assert not rendered
+
+
+def test_pages_whose_stamps_read_several_statements_are_right_after_the_server_ended_them(
+        app: Flask, ctx: Flask, players) -> None:
+    """PostgreSQL: the standings, the directory, a player's page and My games, whose stamps read several
+    statements on one held connection, answer the first request after a restart of the server too."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("the stamps' held connections are PostgreSQL's")
+    alice, bob, _carol = players
+    _active_game(alice, bob)
+    visitor = WebClient(app)
+    (web_alice,) = signed_in(app, alice)
+    reads = [(visitor, "/standings"), (visitor, "/players"), (visitor, "/players/alice"),
+             (web_alice, "/dashboard"), (web_alice, "/players/bob")]
+    for client, path in reads:
+        _kept(app, client, path)
+    for _ in range(2):  # Ended while kept, then ended again.
+        end_every_session()
+        assert [(path, client.get(path).status_code) for client, path in reads] == \
+            [(path, 200) for _client, path in reads]
