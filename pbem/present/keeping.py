@@ -36,7 +36,7 @@ from typing import Any, TypeVar, cast
 
 from flask import current_app, g, request
 from sqlalchemy import CompoundSelect, Select, event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 
 from pbem.core.database import ONE_STATEMENT, is_postgresql
@@ -330,8 +330,7 @@ class PlainRead:
         self.statement = statement
         self._compiled: dict[str, tuple[str, tuple[tuple[str, str, Any, Any], ...], bool]] = {}
 
-    def _prepared(self, connection: Connection) -> tuple[str, tuple[tuple[str, str, Any, Any], ...], bool]:
-        dialect = connection.dialect
+    def _prepared(self, dialect: Dialect) -> tuple[str, tuple[tuple[str, str, Any, Any], ...], bool]:
         prepared = self._compiled.get(dialect.name)
         if prepared is None:
             compiled = self.statement.compile(dialect=dialect)
@@ -351,12 +350,12 @@ class PlainRead:
         return prepared
 
     def _rows(self, connection: Connection, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
-        sql, binds, positional = self._prepared(connection)
+        sql, binds, positional = self._prepared(connection.dialect)
         converted = []
         for name, escaped, default, process in binds:
             value = parameters.get(name, default)
             if value is _REQUIRED:
-                raise KeyError(f"no value given for {name} of {self.statement}")
+                raise self._missing(name)
             converted.append((escaped, value if process is None else process(value)))
         cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
         try:
@@ -364,6 +363,9 @@ class PlainRead:
             return [tuple(row) for row in cursor.fetchall()]
         finally:
             cursor.close()
+
+    def _missing(self, name: str) -> KeyError:
+        return KeyError(f"no value given for {name} of {self.statement}")
 
     def rows(self, parameters: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """The statement's rows with ``parameters`` bound, as tuples of the driver's values."""
@@ -373,6 +375,9 @@ class PlainRead:
             # On PostgreSQL through read(): a connection held for stamps may have been ended by the server
             # (a restart), which SQLAlchemy tells from the driver's error and read() answers by sending the
             # statement once more on a fresh one; the driver's cursor alone would fail the request.
+            for name, _escaped, default, _process in self._prepared(db.engine.dialect)[1]:
+                if default is _REQUIRED and name not in (parameters or {}):
+                    raise self._missing(name)
             return read(self.statement, parameters)
         shared = g.get(_SHARED)
         if shared is not None:
