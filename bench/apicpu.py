@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.pagecpu import DatabaseCpu, bare_ms, cpu_ms, kept_ms
-from bench.scratch import arguments, each_database, routes
+from bench.scratch import arguments, each_database, routes, wanted
 from bench.web import SECRET, fill, route_ids
 from pbem import create_app
 from pbem.api.kept import MAX_BYTES, answers_of
@@ -42,7 +42,7 @@ def measure(url: str, label: str, requests: int, turns: int, only: str) -> None:
         client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {ids['token']}"
         answers, server = answers_of(app), DatabaseCpu(url)
         for reader, route in routes():
-            if reader != "client" or only not in route:
+            if reader != "client" or not wanted(only, route):
                 continue
             path = route.format(**ids)
             body = client.get(path).get_data()
@@ -68,7 +68,8 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--requests", type=int, default=200, help="requests measured per figure")
     parser.add_argument("--turns", type=int, default=3, help="figures of each kind per route, in turns")
-    parser.add_argument("--only", default="", help="only the routes whose path contains this")
+    parser.add_argument("--only", default="",
+                        help="only the routes whose path contains one of these (comma-separated)")
     args = parser.parse_args()
     print(f"{'database':<11} {'route':<44} {'bytes':>7} {'rendered':>9} {'kept':>7} {'db':>6} {'bare':>6} "
           f"{'ratio':>7}   (ms of CPU per request, medians; ratio kept/bare)")

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskClient
 
-from bench.scratch import arguments, each_database, routes
+from bench.scratch import arguments, each_database, routes, wanted
 from bench.web import PASSWORD, SECRET, fill, route_ids
 from pbem import create_app
 from pbem.web.pagecache import cache_of
@@ -99,9 +99,7 @@ def pages(ids: dict[str, object], every: bool, only: str) -> list[tuple[str, str
         chosen = [(name, who, path) for name, path in core for who in ("visitor", "player")]
     else:
         chosen = [(path, who, path) for who, path in routes() if who != "client"]
-    wanted = only.split(",")
-    return [(name[:34], who, path.format(**ids)) for name, who, path in chosen
-            if any(text in path for text in wanted)]
+    return [(name[:34], who, path.format(**ids)) for name, who, path in chosen if wanted(only, path)]
 
 
 def measure(url: str, label: str, requests: int, every: bool = False, only: str = "") -> None:

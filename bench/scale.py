@@ -42,7 +42,7 @@ from werkzeug.security import generate_password_hash
 
 from bench.archive import USERS, fill, play_some
 from bench.pagecpu import DatabaseCpu
-from bench.scratch import ScratchDatabases, analyse, arguments, routes, tournament
+from bench.scratch import ScratchDatabases, analyse, arguments, routes, tournament, wanted
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.api.kept import answers_of
@@ -177,8 +177,7 @@ def measure(label: str, admin: str, sizes: list[int], requests: int, only: str =
             reader = Reader(url, tmp, ids)
             stack.callback(reader.close)
             readers.append(reader)
-        table = [(who, path) for who, path in routes()
-                 if any(text in f"{who} {path}" for text in only.split(","))]
+        table = [(who, path) for who, path in routes() if wanted(only, f"{who} {path}")]
         figures: dict[tuple[str, str], list[list[float]]] = {key: [[] for _ in sizes] for key in table}
         for _turn in range(TURNS):
             for key in table:

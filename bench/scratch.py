@@ -23,6 +23,12 @@ def arguments(doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def wanted(only: str, text: str) -> bool:
+    """Whether ``text`` (a route, or its reader and path) holds one of ``--only``'s comma-separated texts;
+    every text is wanted when ``only`` is empty."""
+    return any(part in text for part in only.split(","))
+
+
 def each_database(admin_url: str) -> Iterator[tuple[str, str]]:
     """An empty SQLite database file, then, given an admin URL, a scratch PostgreSQL database: each as
     its URL and its label, each gone once the next is asked for."""

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
-from bench.scratch import analyse, arguments, each_database, free_port, routes, tournament
+from bench.scratch import analyse, arguments, each_database, free_port, routes, tournament, wanted
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.accounts.accounts import handle_key
@@ -236,7 +236,7 @@ def measure(url: str, label: str, slice_seconds: int, turns: int, every: bool, o
         server = gunicorn("pbem.wsgi:app", port, env)
         core = ["/games/{act}", "/", "/archive"]
         pages = [(reader, path) for reader, path in routes()
-                 if (every or (reader != "client" and path in core)) and only in f"{reader} {path}"]
+                 if (every or (reader != "client" and path in core)) and wanted(only, f"{reader} {path}")]
         headers = {"visitor": None, "player": f"Cookie: {sign_in(f'http://127.0.0.1:{port}', handle)}",
                    "client": f"Authorization: Bearer {ids['token']}"}
         try:
@@ -281,7 +281,8 @@ def main() -> None:
     parser.add_argument("--core", action="store_true",
                         help="only the game page, / and the archive (by default: every read route)")
     parser.add_argument("--only", default="",
-                        help="only the routes whose reader and path (\"player /settings\") hold this text")
+                        help="only the routes whose reader and path (\"player /settings\") hold one of these "
+                             "texts (comma-separated)")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     print(f"{'database':<11} {'reader':<8} {'route':<34} {'bytes':>7} {'req/s':>7} {'p99 ms':>7} "
