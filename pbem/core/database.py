@@ -142,6 +142,17 @@ def is_postgresql() -> bool:
     return db.engine.dialect.name == "postgresql"
 
 
+def insert_with_conflicts(dialect: str | None = None) -> Any:
+    """The ``insert`` of the app's database (or of ``dialect``, "sqlite" or "postgresql") that offers
+    ON CONFLICT: each dialect's own is imported only when asked for, so a server on SQLite never loads
+    SQLAlchemy's PostgreSQL dialect (2.4 MB of a web worker, a twentieth of its start)."""
+    if (dialect or db.engine.dialect.name) == "postgresql":
+        from sqlalchemy.dialects import postgresql
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+    return sqlite.insert
+
+
 class DirectWrite:
     """An INSERT or UPDATE built once, compiled once per database and set of columns, and sent to the
     driver as its SQL text with its parameters already converted (``exec_driver_sql``); also a SELECT of

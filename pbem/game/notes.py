@@ -6,10 +6,8 @@ It stays after the game ends."""
 from __future__ import annotations
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from pbem.core.database import is_postgresql
+from pbem.core.database import insert_with_conflicts
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import MAX_NOTE, Game, GameNote, User, utcnow
@@ -42,7 +40,7 @@ def save(game: Game, user: User, text: str) -> str:
             db.session.execute(delete(GameNote).where(mine))
         else:
             # One statement whether or not there is a note yet: two tabs saving at once cannot both insert.
-            insert = postgresql_insert if is_postgresql() else sqlite_insert
+            insert = insert_with_conflicts()
             db.session.execute(
                 insert(GameNote.__table__)
                 .values(game_id=game.id, user_id=user.id, text=text, updated_at=utcnow())

@@ -19,11 +19,9 @@ from datetime import datetime
 
 from flask import current_app, has_app_context
 from sqlalchemy import insert, select, tuple_
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from games import Outcome
-from pbem.core.database import DirectWrite, is_postgresql
+from pbem.core.database import DirectWrite, insert_with_conflicts, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Rating, RatingHistory, utcnow
 from pbem.core.unit_of_work import current, reads
@@ -218,7 +216,7 @@ def rating_of(user_id: int, engine: str) -> Rating:
         if row is not None:
             locked[(user_id, engine)] = row
             return row
-        insert = postgresql_insert if is_postgresql() else sqlite_insert
+        insert = insert_with_conflicts()
         # A Core statement on the table: the ORM's bulk-insert machinery costs more than the insert itself.
         db.session.execute(
             insert(Rating.__table__).values(**_new_row_values(user_id, engine))
@@ -234,7 +232,7 @@ def lock_ratings(keys: set[tuple[int, str]]) -> None:
     :func:`rating_of` does, so that transactions never wait on each other in a circle."""
     if not keys:
         return
-    insert = postgresql_insert if is_postgresql() else sqlite_insert
+    insert = insert_with_conflicts()
     db.session.execute(
         insert(Rating.__table__).values([_new_row_values(u, e) for u, e in sorted(keys)])
         .on_conflict_do_nothing(index_elements=["user_id", "engine"])

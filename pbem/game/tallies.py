@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from pbem.core.database import DirectWrite, is_postgresql
+from pbem.core.database import DirectWrite, insert_with_conflicts, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, Tally
 from pbem.core.unit_of_work import current, unit_of_work
@@ -53,8 +51,8 @@ class Record:
 Key = tuple[int, str, bool, bool]  # user id, engine, public, rated: a Tally's primary key
 
 
-def _upsert(insert_for: Any) -> DirectWrite:
-    statement = insert_for(Tally.__table__)
+def _upsert(dialect: str) -> DirectWrite:
+    statement = insert_with_conflicts(dialect)(Tally.__table__)
     return DirectWrite(statement.on_conflict_do_update(
         index_elements=["user_id", "engine", "public", "rated"],
         set_={name: getattr(Tally.__table__.c, name) + getattr(statement.excluded, name)
@@ -62,13 +60,15 @@ def _upsert(insert_for: Any) -> DirectWrite:
     ))
 
 
-_ADD = {"sqlite": _upsert(sqlite_insert), "postgresql": _upsert(postgresql_insert)}
+# Built on first use for the app's database (see insert_with_conflicts).
+_ADD: dict[str, DirectWrite] = {}
 
 
 def count_finish(game: Game) -> None:
     """Add the results just written onto ``game``'s seats to their players' tallies, in the caller's
     transaction (inside the sweep's batch of timeouts, with the batch's other writes)."""
-    writer = _ADD["postgresql" if is_postgresql() else "sqlite"]
+    dialect = "postgresql" if is_postgresql() else "sqlite"
+    writer = _ADD.get(dialect) or _ADD.setdefault(dialect, _upsert(dialect))
     uow = current()
     for seat in game.seats:
         column = COLUMNS.get(seat.result or "")
