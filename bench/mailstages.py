@@ -99,7 +99,7 @@ def reply(sender: str, to: str, move: str) -> EmailMessage:
     return message
 
 
-def run(url: str, label: str, rounds: int, profile: int) -> None:
+def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
     """Every round on one fresh database; prints the stages' figures."""
     print(f"{label}: load average {load_average()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,33 +140,40 @@ def run(url: str, label: str, rounds: int, profile: int) -> None:
                 stages.seconds.clear()
                 store_cpu[0] = 0.0
                 smtp = 0.0
+                server_cpu.start()
+                last = number == rounds and profile
+
+                def processing(last: bool = last) -> None:
+                    """Process what was stored, one message at a time, as the listener's processor does."""
+                    with bench.app.app_context():
+                        for row_id in stored:
+                            if last:
+                                profiler.enable()
+                            with stages.timing("process"):
+                                # (On PostgreSQL a message's processor goes on with its sender's next ones.)
+                                process.process_one(row_id)
+                            if last:
+                                profiler.disable()
+                            db.session.remove()
+                    stored.clear()
+
                 for _game_id, sender, to, move in work:
                     message = reply(sender, to, move)
                     own, whole = time.thread_time(), time.process_time()
                     with smtplib.SMTP("127.0.0.1", port) as client:
                         client.send_message(message)
                     smtp += (time.process_time() - whole) - (time.thread_time() - own)
+                    if each:
+                        processing()
+                processing()
                 stages.seconds["store"] = store_cpu[0]
                 stages.seconds["smtp"] = smtp - store_cpu[0]
-                server_cpu.start()
-                last = number == rounds and profile
-                with bench.app.app_context():
-                    for row_id in stored:
-                        if last:
-                            profiler.enable()
-                        with stages.timing("process"):
-                            # (On PostgreSQL a message's processor goes on with its sender's next ones.)
-                            process.process_one(row_id)
-                        if last:
-                            profiler.disable()
-                        db.session.remove()
+                stages.seconds["db server"] = server_cpu.stop()
                 with bench.app.app_context():
                     done = db.session.execute(
                         sa.select(InboundMail.status, sa.func.count()).group_by(InboundMail.status))
                     assert dict(done.all()) == {"processed": (number + 1) * len(work)}
                     db.session.remove()
-                stages.seconds["db server"] = server_cpu.stop()
-                stored.clear()
                 if number:
                     for stage in STAGES:
                         figures[stage].append(1000 * stages.seconds[stage] / len(work))
@@ -192,12 +199,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of a reply to every game")
     parser.add_argument("--profile", type=int, default=0, help="print the N functions of most own time")
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--each", action="store_true",
+                        help="process each message as soon as it is stored (else a round's after all are)")
     args = parser.parse_args()
     if not args.no_sqlite:
-        run("sqlite", "sqlite", args.rounds, args.profile)
+        run("sqlite", "sqlite", args.rounds, args.profile, args.each)
     if args.pg:
         with ScratchDatabases(args.pg) as scratch:
-            run(scratch.create(), "postgresql", args.rounds, args.profile)
+            run(scratch.create(), "postgresql", args.rounds, args.profile, args.each)
 
 
 if __name__ == "__main__":
