@@ -277,13 +277,6 @@ def flask_config(settings: Settings, role: str = "pbem web") -> dict[str, Any]:
         # pg_terminate_backend) is found dead when taken from the pool and replaced, rather than failing
         # the request that takes it: one round trip each time a connection is taken.
         engine_options["pool_pre_ping"] = True
-    else:
-        # SQLite keeps its page cache and prepared statements per connection, and drops the cache when
-        # another connection has written since.  A thread takes the connection given back last rather
-        # than the one idle longest, so that in the mail listener a message is processed on the
-        # connection that stored it, its pages and statements at hand: 0.6-0.9 ms less CPU a mailed
-        # move (bench/mailstages.py --each).  A process of one thread (a web worker) holds one anyway.
-        engine_options["pool_use_lifo"] = True
     return {
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         "SECRET_KEY": settings["server"]["secret_key"],

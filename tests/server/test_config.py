@@ -107,21 +107,3 @@ def test_sqlite_commits_reach_the_disk_unless_told_otherwise(tmp_path: Path, set
 def test_an_unknown_sqlite_synchronous_is_refused() -> None:
     with pytest.raises(ConfigError, match='sqlite_synchronous must be "full" or "normal"'):
         config.load(environ={"PBEM_SERVER_SECRET_KEY": SECRET, "PBEM_DATABASE_SQLITE_SYNCHRONOUS": "off"})
-
-
-def test_on_sqlite_a_thread_takes_the_connection_given_back_last(tmp_path: Path) -> None:
-    # SQLite's page cache is per connection and dropped when another one wrote: the mail listener's
-    # processor takes the connection its store thread gave back, not the one idle longest.
-    from pbem import create_app
-    from pbem.core.extensions import db
-
-    database = {"url": f"sqlite:///{tmp_path}/pool.db"}
-    app = create_app({"server": {"secret_key": SECRET, "instance_path": str(tmp_path)}, "database": database})
-    with app.app_context():
-        first, second = db.engine.connect(), db.engine.connect()
-        first_driver, second_driver = first.connection.dbapi_connection, second.connection.dbapi_connection
-        first.close()
-        second.close()
-        with db.engine.connect() as again:
-            assert again.connection.dbapi_connection is second_driver is not first_driver
-        db.engine.dispose()
