@@ -7,17 +7,20 @@ player's registered address to the move request's reply address), but no process
 listener's aiosmtpd controller runs in this process with a handler that only stores (as
 ``pbem smtpd``'s does before it wakes its processor), and a reply is sent to it by ``smtplib`` from this
 process's main thread; then the stored message is processed here by ``process.process_one``, as the
-listener's processor thread calls it.  Each stage's CPU is the thread's (``time.thread_time``) around
-it, summed over the functions it calls:
+listener's processor thread calls it: at once (``--each``, as the listener does), or once every reply of
+the round is stored.  Each stage's CPU is the thread's (``time.thread_time``) around it, summed over the
+functions it calls:
 
 - ``smtp``: the SMTP conversation and the hand-off to the store thread, on the listener's side (the
   process's CPU during the send but the sending thread's own and the store's);
 - ``store``: ``receive.store_message`` in the executor thread;
 - ``process``: ``process_one`` whole, and in it ``parse`` (``parse.read``), ``own words``
   (``quotes.own_words``, with the mails answered if it reads them), ``read reply``
-  (``reading.read_reply`` and ``Position.in_game``), ``run`` (``run_reply``: the move path),
-  ``answer`` (the mover's answer composed: ``compose`` of ``mail/answer.txt``) and ``enqueue``
-  (its outbox row); on PostgreSQL the server's CPU for the whole of processing, from /proc.
+  (``reading.read_reply`` and ``Position.in_game``), ``run`` (``run_reply``: the move path, the
+  opponent's move request with it), ``answer`` (the mover's answer composed: ``compose`` of
+  ``mail/answer.txt``) and ``enqueue`` (outbox rows written: the answer's, and the move request's,
+  which ``run`` counts too);
+- ``db server``: on PostgreSQL, the server's CPU for the round (stores and processing), from /proc.
 
 Printed per database, ms of CPU a message, min/median over the rounds (``--rounds``, 3), and with
 ``--profile N`` the N functions of most own time (cProfile) over processing in the last round.
