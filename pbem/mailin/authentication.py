@@ -46,8 +46,9 @@ def _parsed(value: str) -> tuple[str, tuple[Any, ...]] | None:
     """The authserv-id (lowercased) and the results of an Authentication-Results header's ``value``;
     None when it cannot be read.
 
-    authres reads a header in about 0.3 ms, and the MTA writes the same ones again and again (its SPF and
-    DMARC verdicts on a player's domain): each is read once.  The results are only ever read."""
+    authres reads a header in 0.1-0.3 ms (one result to three), and the MTA writes the same ones again
+    and again (its SPF and DMARC verdicts on a player's domain): each is read once.  The results are
+    only ever read."""
     try:
         header = authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {value}")
     except Exception:  # authres raises its own SyntaxError, and others on odd input: not ours to read.
