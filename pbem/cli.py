@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -399,6 +400,10 @@ def smtpd(lmtp: bool, host: str | None, port: int | None) -> None:
     app = _app()
     cfg = app.config["PBEM"]["smtpd"]
     server = listener.controller(app, host or cfg["host"], port or cfg["port"], lmtp=lmtp)
+    # What was made while starting (modules, the app) lives as long as the process: frozen, it is left out
+    # of the collector's full passes, as in pbem.wsgi, which otherwise walk all of it every so often in
+    # the middle of a message.
+    gc.freeze()
     stop = _stop_signals()  # Before starting: a SIGTERM while starting stops the listener cleanly too.
     server.start()
     log.info("listening for %s on %s:%s (pid %s)", "LMTP" if lmtp else "SMTP", server.hostname, server.port,

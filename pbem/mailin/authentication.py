@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import authres
 
@@ -39,6 +41,21 @@ class Verdict:
         return self.dmarc == "fail"
 
 
+@lru_cache(maxsize=1024)
+def _parsed(value: str) -> tuple[str, tuple[Any, ...]] | None:
+    """The authserv-id (lowercased) and the results of an Authentication-Results header's ``value``;
+    None when it cannot be read.
+
+    authres reads a header in 0.1-0.3 ms (one result to three), and the MTA writes the same ones again
+    and again (its SPF and DMARC verdicts on a player's domain): each is read once.  The results are
+    only ever read."""
+    try:
+        header = authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {value}")
+    except Exception:  # authres raises its own SyntaxError, and others on odd input: not ours to read.
+        return None
+    return str(header.authserv_id).lower(), tuple(header.results)
+
+
 def verdict(mail: Incoming, authserv_id: str) -> Verdict | None:
     """The results written under ``authserv_id`` by the MTA that took ``mail`` in; None when it wrote
     none (no milter ran, or the mail did not come through it)."""
@@ -55,13 +72,9 @@ def verdict(mail: Incoming, authserv_id: str) -> Verdict | None:
                 break
         if key != "authentication-results":
             continue
-        try:
-            header = authres.AuthenticationResultsHeader.parse(
-                f"Authentication-Results: {' '.join(str(value)[:MAX_VALUE].split())}")
-        except Exception:  # authres raises its own SyntaxError, and others on odd input: not ours to read.
-            continue
-        if str(header.authserv_id).lower() == wanted:
-            results.extend(header.results)
+        header = _parsed(" ".join(str(value)[:MAX_VALUE].split()))
+        if header is not None and header[0] == wanted:
+            results.extend(header[1])
     if not results:
         return None
     dmarc = [r for r in results if str(r.method).lower() == "dmarc"]

@@ -159,6 +159,15 @@ def sender(message: Message) -> tuple[str, bool]:
     raw = _raw_header(message, "From")
     if raw is None or not raw.strip():
         return "", False
+    # A player's From header is the same from one mail to the next: read once (a tenth of the parse).
+    if len(raw) <= _KEEP_VALUES_UP_TO:
+        return _sender_of(raw)
+    return _sender_of.__wrapped__(raw)
+
+
+@lru_cache(maxsize=2048)
+def _sender_of(raw: str) -> tuple[str, bool]:
+    """:func:`sender` of a From header written ``raw``."""
     if len(raw) >= MAX_HEADER:
         return "", True
     unfolded = " ".join(raw.split())

@@ -31,6 +31,17 @@ class StoreHandler:
         self.app = app
         self.runner = runner
 
+    _dir_names: ClassVar[dict[type, list[str]]] = {}
+
+    def __dir__(self) -> list[str]:
+        # aiosmtpd looks through dir() of the handler twice for every connection, for its "handle_…" hooks
+        # and "auth_…" mechanisms: only those names, found once for each class.
+        names = self._dir_names.get(type(self))
+        if names is None:
+            names = [n for n in super().__dir__() if n.startswith(("handle_", "auth_"))]
+            self._dir_names[type(self)] = names
+        return names
+
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Store the message; 250 when stored (or already stored), 451 on a temporary failure (over LMTP,
         one answer per recipient).
@@ -84,11 +95,16 @@ class _Cheaper:
 
     aiosmtpd finds its commands and AUTH mechanisms by ``dir()`` of the server for every connection (a
     fifth of a connection's CPU here), and parses each address of MAIL FROM and RCPT TO with the email
-    package's header parser, defining a class on each call (a tenth).
+    package's header parser, defining a class on each call (a tenth).  It writes each line of a reply of
+    several lines (EHLO's six) on its own, a system call and a wake-up of the client for each: here the
+    lines of one reply go out together, the same bytes in one write.
     """
 
     _dir_names: ClassVar[dict[type, list[str]]] = {}
     local_part_limit: int  # aiosmtpd's setting, of the server class this is mixed into (0: no limit).
+    enable_SMTPUTF8: bool  # Likewise: whether a reply may be written in UTF-8 (else ASCII).
+    # The lines of a reply written so far ("250-…"), waiting for its last line ("250 …").
+    _reply_lines: list[bytes] | None = None
 
     def __dir__(self) -> list[str]:
         # Only the names aiosmtpd looks up this way (the commands, "smtp_…", and the AUTH mechanisms,
@@ -108,6 +124,20 @@ class _Cheaper:
         # The parameters after the address, without the white space before them (a comment is the
         # parser's to read).
         return plain.group(1), rest.lstrip(" \t")
+
+    async def push(self, status: str | bytes) -> None:
+        """Write a line of a reply: a line that says more lines follow ("250-…") waits for the last one."""
+        charset = "utf-8" if self.enable_SMTPUTF8 else "ascii"
+        line = status if isinstance(status, bytes) else status.encode(charset)
+        if line[3:4] == b"-" and line[:3].isdigit():
+            if self._reply_lines is None:
+                self._reply_lines = []
+            self._reply_lines.append(line)
+            return
+        if self._reply_lines:
+            line = b"\r\n".join([*self._reply_lines, line])
+            self._reply_lines = None
+        await super().push(line)  # type: ignore[misc]
 
 
 class _SMTPServer(_Cheaper, SMTP):

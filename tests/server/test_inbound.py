@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import smtplib
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -165,3 +166,45 @@ def test_the_listener_reads_envelope_addresses_as_aiosmtpd_does() -> None:
         "<a@x", "a@x", "<a@x@y>", "<ü@x>", "<a@ü.x>", "<a@-x>", "<a@x..y>", "<a@.x>", "<a b@x>", "",
     ]
     assert [ours._getaddr(arg) for arg in written] == [theirs._getaddr(arg) for arg in written]
+
+
+def _conversation(port: int, commands: list[bytes]) -> bytes:
+    """What a server answers to ``commands``, sent one at a time, each answer read to its last line."""
+    answers = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        reader = conn.makefile("rb")
+        for command in [b"", *commands]:
+            if command:
+                conn.sendall(command + b"\r\n")
+            while (line := reader.readline())[3:4] == b"-":
+                answers += line
+            answers += line
+    return answers
+
+
+def test_the_listener_answers_as_aiosmtpd_does(ctx: Flask, listener: int) -> None:
+    """The listener writes the lines of a reply together (EHLO's, HELP's), and finds its handler's hooks
+    from a shorter list: the answers are aiosmtpd's own, byte for byte, and a message is stored."""
+    from aiosmtpd.controller import Controller
+
+    port = free_port()
+    handler = smtpd.StoreHandler(ctx)
+    theirs = Controller(handler, hostname="127.0.0.1", port=port, decode_data=False,
+                        data_size_limit=ctx.config["PBEM"]["smtpd"]["max_message_bytes"],
+                        server_hostname=ctx.config["PBEM"]["mail"]["domain"])
+    theirs.start()
+    try:
+        commands = [b"EHLO client.example", b"HELP", b"NOOP", b"MAIL FROM:<alice@example.org>",
+                    b"RCPT TO:<pbem@pbem.localhost>", b"RSET", b"HELO client.example", b"QUIT"]
+        assert _conversation(listener, commands) == _conversation(port, commands)
+        assert b"250-SIZE" in _conversation(listener, commands[:1])
+    finally:
+        theirs.stop()
+    loop = asyncio.new_event_loop()
+    try:
+        ours = smtpd._SMTPServer(handler, hostname="x", loop=loop)
+    finally:
+        loop.close()
+    assert ours._handle_hooks == {"DATA": handler.handle_DATA}
+    send(listener, a_mail())
+    assert [row.message_id for row in stored()] == ["<m1@example.org> alice@example.org"]

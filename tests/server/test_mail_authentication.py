@@ -98,3 +98,24 @@ def test_require_dmarc_without_the_mta_name_stops_the_start(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"mail\.require_dmarc needs mail\.authserv_id"):
         config.load(environ={"PBEM_CONFIG": str(config.CONFIG_DIR / "testing.toml"),
                              "PBEM_MAIL_REQUIRE_DMARC": "true"})
+
+
+def test_each_mail_gets_its_own_verdict_however_often_the_same_header_comes() -> None:
+    """The MTA's verdicts repeat from mail to mail (its DMARC verdict on a domain): each header is read
+    once, and each mail still gets the verdict of its own headers, a "pass" below the MTA's lines still
+    counting for nothing."""
+    from pbem.mailin import authentication, parse
+
+    def verdict_of(top: str, below: str = "") -> str | None:
+        mail = "From: alice@example.org\r\nSubject: b3\r\n\r\nb3\r\n"
+        raw = (top + TAKEN_IN + EARLIER + below + mail).encode()
+        found = authentication.verdict(parse.read(raw), OURS)
+        return found.dmarc if found is not None else None
+
+    for _ in range(2):
+        assert verdict_of(results(OURS, "pass")) == "pass"
+        assert verdict_of(results(OURS, "fail")) == "fail"
+        assert verdict_of(results(OURS.upper(), "pass") + results(OURS, "fail")) == "fail"
+        assert verdict_of(results("evil.example", "pass")) is None
+        assert verdict_of("", below=results(OURS, "pass")) is None
+        assert verdict_of(results(OURS, "fail"), below=results(OURS, "pass")) == "fail"

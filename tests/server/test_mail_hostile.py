@@ -244,6 +244,30 @@ def test_a_from_header_that_reads_two_ways_is_refused(postman: Postman, players,
     assert postman.mails("mallory@evil.example") == []
 
 
+def test_a_from_header_is_read_the_same_every_time_it_comes() -> None:
+    """A From header is read once and remembered: each header, seen again after others, is read as it
+    was the first time, the ambiguous ones refused again, whatever came between."""
+    headers = {
+        "alice@example.org": ("alice@example.org", False),
+        "Alice <ALICE@example.org>": ("alice@example.org", False),
+        "alice@example.org <mallory@evil.example>": ("", True),
+        "alice@example.org, mallory@evil.example": ("", True),
+        "<alice@example.org> mallory@evil.example": ("", True),
+        "mallory@evil.example": ("mallory@evil.example", False),
+    }
+
+    def read(header: str) -> tuple[str, bool]:
+        msg = EmailMessage()
+        msg["From"], msg["Subject"] = header, "Re: move"
+        msg.set_content("b3\n")
+        mail = parse.read(bytes(msg))
+        return mail.from_addr, mail.from_ambiguous
+
+    for _ in range(2):
+        assert {header: read(header) for header in headers} == headers
+        assert {header: read(header) for header in reversed(headers)} == headers
+
+
 MALFORMED = [
     "cambio move {game} alice {key}",                # short of words
     "cambio move x{game} alice {key} b3",            # a bad game number
