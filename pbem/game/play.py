@@ -19,12 +19,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
 from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
 from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
+from sqlalchemy.orm.util import identity_key
+from sqlalchemy.sql import LABEL_STYLE_TABLENAME_PLUS_COL
 
 import games
 from games import IllegalMove, Outcome
@@ -34,7 +37,7 @@ from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
 from pbem.core.redaction import blank_secrets
 from pbem.core.unit_of_work import UnitOfWork, active, current, joined, reads
-from pbem.game import clock, conditional, endings, events, queries, ratings, results, watching
+from pbem.game import clock, conditional, endings, events, queries, ratings, results, rows, watching
 from pbem.game.queries import draws_allowed, engine_of, next_move_number, state_of
 
 log = logging.getLogger(__name__)
@@ -285,17 +288,23 @@ def _next_record_number(game: Game) -> int:
 _INSERT_MOVE = DirectWrite(insert(Move.__table__))
 
 
-def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
-            comment: str | None = None) -> Move:
+def _entry_values(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
+                  comment: str | None) -> dict[str, Any]:
+    """The columns of the game's next record entry (all but its id)."""
     if via not in VIA:
         raise ValueError(f"unknown channel {via!r}")
-    values = {
+    return {
         "game_id": game.id, "number": _next_record_number(game), "seat": seat.number, "kind": kind,
         "text": text, "via": via, "user_id": user.id if user else None,
         # Where every comment enters the record and the mails: nothing that acts for a player goes on.
         "comment": blank_secrets((comment or "").strip(), [s.user for s in game.seats if s.user]) or None,
         "created_at": utcnow(),
     }
+
+
+def _record(game: Game, seat: Seat, kind: str, text: str, via: str, user: User | None,
+            comment: str | None = None) -> Move:
+    values = _entry_values(game, seat, kind, text, via, user, comment)
     uow = active()
     if uow.batching:
         # In a batch (the sweep's timeouts) the entry is written with the batch's others, before the
@@ -332,17 +341,46 @@ MAX_MOVE_TEXT = 200
 
 @dataclass(frozen=True)
 class Played:
-    """What :func:`submit` did, for the mails, the mail answer, the web's message and the API to say."""
+    """What :func:`submit` did, for the mails, the mail answer, the web's message and the API to say.
 
-    game: Game
-    seat: Seat  # The mover's seat.
-    move: Move  # The move's record entry.
+    ``game``, ``seat`` and ``move`` are model objects: a move made over plain rows (see
+    :func:`_submit_plain`) reads them from the session when first asked for, in the transaction or after it.
+    """
+
+    game_id: int
+    seat_number: int  # The mover's seat.
+    entry: Move | dict[str, Any]  # The move's record entry, or its columns as written (plain rows).
     number: int  # The move's number as the player counts it (the ``#N`` they confirm: next_move_number).
     answers: tuple[Move, ...]  # The conditional answers played at once after it, in order.
     state: Any  # The engine's state after the move and its answers.
     next_number: int  # The mover's next move number, after the answers.
     notes: dict[int, list[str]]  # Sentences for single seats about their conditional lines.
     outcome: Outcome | None  # The game's end, when the move or an answer ended it.
+    loaded_game: Game | None = None  # The game as the move path held it, when it held a model object.
+
+    @cached_property
+    def game(self) -> Game:
+        """The game, as a model object."""
+        if self.loaded_game is not None:
+            return self.loaded_game
+        game = db.session.get(Game, self.game_id)
+        assert game is not None  # (Its move was just played.)
+        return game
+
+    @cached_property
+    def seat(self) -> Seat:
+        """The mover's seat, as a model object."""
+        return next(s for s in self.game.seats if s.number == self.seat_number)
+
+    @cached_property
+    def move(self) -> Move:
+        """The move's record entry, as a model object."""
+        if isinstance(self.entry, Move):
+            return self.entry
+        move = Move(**self.entry)
+        make_transient_to_detached(move)
+        # (The session may hold the entry already, read since; merged, it is that one.)
+        return db.session.merge(move, load=False)
 
 
 def submit(
@@ -369,6 +407,18 @@ def submit(
     if len(text) > MAX_MOVE_TEXT:
         # No game writes a move that long; refusing it here keeps every engine's parser to short input.
         raise PlayError(f"That is not a move: a move is at most {MAX_MOVE_TEXT} characters.", "illegal")
+    game_id = game if isinstance(game, int) else game.id
+    with joined() as uow:
+        if not conditionals:
+            plain = _submit_plain(uow, game_id, user, text, via, expect, comment, seat)
+            if plain is not None:
+                return plain
+        return _submit_models(game_id, user, text, via, expect, comment, seat, conditionals)
+
+
+def _submit_models(game: int, user: User, text: str, via: str, expect: int | None, comment: str | None,
+                   seat: int | None, conditionals: list[str] | None) -> Played:
+    """:func:`submit` over model objects: every case, the conditional moves and the game's end among them."""
     with locked_game(game) as locked:
         engine = engine_of(locked)
         state = state_of(locked)
@@ -400,10 +450,158 @@ def submit(
             events.publish(events.MovesPlayed(locked, engine, after, played, notes))
         log.info("game %s: %s played %r via %s", locked.id, user.handle, canonical, via)
         return Played(
-            game=locked, seat=player_seat, move=move, number=number, answers=tuple(played[1:]), state=after,
-            next_number=next_move_number(locked, player_seat), notes=notes,
-            outcome=engine.outcome(after) if locked.status != "active" else None,
+            game_id=locked.id, seat_number=player_seat.number, entry=move, number=number,
+            answers=tuple(played[1:]), state=after, next_number=next_move_number(locked, player_seat),
+            notes=notes, outcome=engine.outcome(after) if locked.status != "active" else None,
+            loaded_game=locked,
         )
+
+
+# The move path over plain rows ---------------------------------------------------------------------
+
+# The read of _read_locked as plain columns (Core, not the ORM): the game's, each seat's and each seat's
+# player's, in the tables' order, one row a seat.
+_USER_TABLE = User.__table__
+_GAME_NAMES = rows.attribute_names(_GAME_TABLE, Game)
+_SEAT_NAMES = rows.attribute_names(_SEAT_TABLE, Seat)
+_USER_NAMES = rows.attribute_names(_USER_TABLE, User)
+_READ_PLAIN = (
+    select(*_GAME_TABLE.c, *_SEAT_TABLE.c, *_USER_TABLE.c, _TOP, _WATCHED)
+    .select_from(_GAME_TABLE.outerjoin(_SEAT_TABLE, _SEAT_TABLE.c.game_id == _GAME_TABLE.c.id)
+                 .outerjoin(_USER_TABLE, _USER_TABLE.c.id == _SEAT_TABLE.c.user_id))
+    .where(_GAME_TABLE.c.id == _GAME_ID).order_by(_SEAT_TABLE.c.number)
+    .set_label_style(LABEL_STYLE_TABLENAME_PLUS_COL)
+)
+
+
+def _read_plain(uow: UnitOfWork, game_id: int) -> rows.PlainGame | None:
+    """:func:`_read_locked` into plain rows (:mod:`pbem.game.rows`): lock the game (on PostgreSQL; on
+    SQLite BEGIN IMMEDIATE did), read it with its seats and their players, note its last record number
+    and whether anybody watches it."""
+    connection = uow.connection()
+    if is_postgresql() and _LOCK.run(connection, {"game_id": game_id}).first() is None:
+        return None
+    read = connection.execute(_READ_PLAIN, {"game_id": game_id}).all()
+    if not read:
+        return None
+    first = read[0]
+    game_end, seat_end = len(_GAME_NAMES), len(_GAME_NAMES) + len(_SEAT_NAMES)
+    user_end = seat_end + len(_USER_NAMES)
+    game = rows.PlainGame(dict(zip(_GAME_NAMES, first[:game_end], strict=True)))
+    game.seats = []
+    for row in read:
+        if row[game_end] is None:
+            continue  # (A game without seats comes as one row with none.)
+        seat = rows.PlainSeat(dict(zip(_SEAT_NAMES, row[game_end:seat_end], strict=True)))
+        seat.game = game
+        seat.user = (rows.PlainUser(dict(zip(_USER_NAMES, row[seat_end:user_end], strict=True)))
+                     if row[seat_end] is not None else None)
+        game.seats.append(seat)
+    uow.reads("record_numbers")[game_id] = first[user_end] or 0
+    if not first[user_end + 1]:
+        watching.know_unwatched(game_id)
+    return game
+
+
+def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str, expect: int | None,
+                  comment: str | None, seat_number: int | None) -> Played | None:
+    """:func:`submit` over plain rows, for the common case: a legal move, expected where it was sent, in
+    a game of seats that take turns, that goes on after it, with no conditional move queued.  The steps
+    are the model path's (the same helpers, the same statements); None, having written nothing, for any
+    other case, which the model path then plays (or refuses) as ever.
+
+    A game the caller has already locked and read (the mail processor), or a session with changes not
+    yet sent, goes to the model path at once: what the session holds must not be written after this."""
+    session = uow.session
+    if uow.batching or game_id in uow.reads("locked_games") or session.new or session.dirty \
+            or session.deleted:
+        return None
+    try:
+        plain = _read_plain(uow, game_id)
+        if plain is None or plain.status != "active" or any(s.conditionals for s in plain.seats):
+            return None
+        # Typed as the model: every function below reads only what a plain row has (see rows).
+        game = cast(Game, plain)
+        engine = engine_of(game)
+        if engine.simultaneous:
+            return None
+        state = state_of(game)
+        movers = engine.to_move(state)
+        # The player as read with the game: the caller's object may have been expired by the unit of
+        # work's begin, and reading its id would read its row again.
+        mover_id = _identity_of(user)
+        player = next((s.user for s in plain.seats if s.user is not None and s.user.id == mover_id), None)
+        if player is None:
+            return None
+        try:
+            player_seat = _seat_for(game, cast(User, player), seat_number, movers)
+        except PlayError:
+            return None
+        number = next_move_number(game, player_seat)
+        if expect is not None and expect != number:
+            return None
+        try:
+            new_state = engine.play(state, player_seat.number, text)
+        except IllegalMove:
+            return None
+        if engine.outcome(new_state) is not None:
+            return None
+        canonical = engine.notation(state, player_seat.number, text)
+        values = _entry_values(game, player_seat, "move", canonical, via, cast(User, player), comment)
+        values["id"] = uow.insert(_INSERT_MOVE, values)
+        move = cast(Move, rows.PlainRow(values))
+        last_moves = uow.reads("last_moves")
+        last_moves[game_id] = move  # What the mails show as the last move.
+        before = _advance(game, engine, state, new_state, player_seat)
+        events.publish(events.MovePlayed(game, engine, new_state, move, before, {}))
+        _write_back_plain(uow, plain)
+        # Later readers of the transaction read the entry as stored, a model object.
+        del last_moves[game_id]
+        log.info("game %s: %s played %r via %s", game_id, player.handle, canonical, via)
+        return Played(
+            game_id=game_id, seat_number=player_seat.number, entry=values, number=number, answers=(),
+            state=new_state, next_number=next_move_number(game, player_seat), notes={}, outcome=None,
+        )
+    except StaleDataError:
+        uow.rollback()
+        raise PlayError(
+            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+            "conflict",
+        ) from None
+    except BaseException:
+        uow.rollback()
+        raise
+
+
+def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
+    """Write what the move changed in the plain rows of the game and its seats, by the UPDATEs of
+    :func:`_write_back` (the game's raising its ``version``), and expire the session's own objects of
+    those rows, if it holds any, so that whoever reads them next reads them as written."""
+    changed = game.changed()
+    if changed:
+        version = game.version
+        changed["version"] = version + 1
+        changed.setdefault("updated_at", utcnow())
+        values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
+        uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
+    session = uow.session
+    held = session.identity_map
+    stale: list[object | None] = [held.get(identity_key(Game, game.id))]
+    for seat in game.seats:
+        changed = seat.changed()
+        if changed:
+            uow.write(_UPDATE_SEAT, {**{_SEAT_COLUMNS[key]: value for key, value in changed.items()},
+                                     "seat_id": seat.id})
+        stale.append(held.get(identity_key(Seat, seat.id)))
+    for model in stale:
+        if model is not None and not inspect(model).expired:
+            session.expire(model)
+
+
+def _identity_of(user: User) -> int:
+    """The user's id, without reading their row again when the object has been expired."""
+    identity = inspect(user).identity
+    return int(identity[0]) if identity is not None else user.id
 
 
 def _refuse_if_passed(game: Game, user: User, seat_number: int | None, expect: int, text: str) -> None:

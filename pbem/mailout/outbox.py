@@ -88,13 +88,15 @@ def enqueue(
     ``body`` is what :func:`pbem.mailout.compose.compose` made of the mail's templates; every mail of the
     server is written so (``tests/test_mail_composition.py`` holds to it).  A bare text, with
     ``body_html``, is taken too, for the tests of delivery itself."""
-    if isinstance(to, User) and to.is_bot:
+    # A player is a User, or the move path's plain row of one (pbem.game.rows), which reads the same.
+    player = None if isinstance(to, str) else to
+    if player is not None and player.is_bot:
         return None
     if isinstance(body, Body):
         body_text, body_html = body
     else:
         body_text = body
-    to_addr = to.email if isinstance(to, User) else to
+    to_addr = player.email if player is not None else to
     # The last guard before a header: whatever a caller quotes of a mail or a player (a subject, a
     # Message-ID) goes out on one line, without what no header may carry (PostgreSQL refuses a NUL).
     subject = inputs.clean_line(subject)
@@ -117,7 +119,7 @@ def enqueue(
         "body_html": body_html,
         "headers": all_headers,
         "game_id": game.id if game is not None else None,
-        "user_id": to.id if isinstance(to, User) else None,
+        "user_id": player.id if player is not None else None,
         "created_at": now,
         "attempts": 0,
         # Due now by both clocks: a command run as if at a later time (``pbem sweep --at``) writes mail

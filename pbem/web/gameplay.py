@@ -343,7 +343,9 @@ def move(game_id: int) -> str | Response | tuple[Any, int]:
 def _played_words(played: play.Played) -> str:
     """What the page tells the player who made a move: the move, and the conditional answers to it."""
     message = f"You played {played.move.text}."
-    answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
+    if not played.answers:
+        return message  # (Without reading the game back: the move over plain rows held no model of it.)
+    answered = conditional.answers_words(played.game, list(played.answers), played.seat_number)
     return f"{message} {answered}" if answered else message
 
 

@@ -115,7 +115,8 @@ def play_link(token: str) -> tuple[str, int] | str:
             played = play.submit(link.game.id, link.user, move, "link", expect=link.number, comment=comment,
                                  seat=link.seat.number)
             said = played.move.text
-            answered = conditional.answers_words(played.game, list(played.answers), played.seat.number)
+            answered = (conditional.answers_words(played.game, list(played.answers), played.seat_number)
+                        if played.answers else "")
             uow.commit()
     except PlayError as exc:
         return _page(link, token, error=exc.message), 409 if exc.code in ("stale", "not-your-turn") else 422

@@ -1,0 +1,74 @@
+"""The move path's common case over plain rows (pbem.game.rows): what it wrote is what everyone then reads."""
+
+from __future__ import annotations
+
+from flask import Flask
+from sqlalchemy import select
+
+from pbem.core.extensions import db
+from pbem.core.models import Game, Move, OutboxMail, User
+from pbem.core.unit_of_work import unit_of_work
+from pbem.game import play, queries
+
+
+def cambio(alice: User, bob: User) -> int:
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    return game.id
+
+
+def test_a_game_read_before_a_move_in_its_transaction_shows_the_move_after_it(ctx: Flask, players) -> None:
+    """A caller that read the game, its seats and its record in the same transaction sees each move once
+    it is played, as stored, not the position it read before."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    with unit_of_work() as uow:
+        game = db.session.get(Game, game_id)
+        assert game is not None and game.ply == 0 and len(game.moves) == 0
+        first, second = sorted(game.seats, key=lambda s: s.number)
+        play.submit(game_id, alice, "b3", "web")
+        assert game.ply == 1 and [m.text for m in game.moves] == ["b3"]
+        assert first.moves_made == 1 and first.deadline is None and second.deadline is not None
+        assert queries.seats_to_move(game) == {1}
+        play.submit(game_id, bob, "a2", "web")  # A second move in the same transaction.
+        assert game.ply == 2 and second.moves_made == 1 and first.deadline is not None
+        uow.commit()
+    db.session.expire_all()
+    stored = db.session.get(Game, game_id)
+    assert stored is not None and stored.ply == 2 and [m.text for m in stored.moves] == ["b3", "a2"]
+
+
+def test_what_submit_returns_is_the_game_seat_and_entry_as_stored(ctx: Flask, players) -> None:
+    """The caller's answer (the web's message, the API's JSON) is made of the objects the session holds
+    for what the move wrote, the record entry too when it has been read since."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    with unit_of_work() as uow:
+        played = play.submit(game_id, alice, "B3", "web", expect=1, comment="my first")
+        entry = db.session.scalars(select(Move).where(Move.game_id == game_id)).one()
+        assert played.move is entry
+        assert (entry.text, entry.number, entry.comment, entry.via) == ("b3", 1, "my first", "web")
+        assert played.game is db.session.get(Game, game_id) and played.game.ply == 1
+        assert played.seat.number == 0 and played.seat.user_id == alice.id
+        assert (played.number, played.next_number, played.outcome, played.answers) == (1, 2, None, ())
+        uow.commit()
+    [request] = db.session.scalars(
+        select(OutboxMail).where(OutboxMail.to_addr == bob.email, OutboxMail.kind == "your-move")).all()
+    assert "b3" in request.body_text and "my first" in request.body_text
+
+
+def test_a_move_refused_over_plain_rows_writes_nothing_and_says_why(ctx: Flask, players) -> None:
+    """A move out of turn, a stale one and an illegal one are refused as ever, and nothing is written."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    refusals = [(bob, "a2", None, "not-your-turn"), (alice, "b3", 2, "stale"), (alice, "zz9", 1, "illegal")]
+    for user, text, expect, code in refusals:
+        try:
+            play.submit(game_id, user, text, "web", expect=expect)
+        except play.PlayError as exc:
+            assert exc.code == code
+        else:
+            raise AssertionError(f"{text} was played")
+    db.session.expire_all()
+    game = db.session.get(Game, game_id)
+    assert game is not None and game.ply == 0 and game.moves == []
