@@ -120,6 +120,9 @@ class _Claimed:
     mail_from: str
     rcpt_to: str
     token: str
+    # Whether a later message of the same sender's was waiting when this one's outcome was recorded (on
+    # PostgreSQL; else, or when the outcome was not recorded by _finish, taken to be so).
+    sender_waits: bool = True
 
 
 # The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
@@ -136,7 +139,9 @@ _EARLIER = _TABLE.alias("earlier")
 # processor takes them in order; on PostgreSQL processors run side by side, and a message waits while an
 # earlier one from the same sender is still waiting or in hand (one in hand for longer than a processor
 # ever takes, left by a crash until the next start, holds nothing up).  Whoever finishes a message then
-# takes its sender's next one (see _take_in_order), so that none is left waiting for the next look.
+# takes its sender's next one when one waits (see _take_in_order), so that none is left waiting for the
+# next look.  The partial index ix_inbound_mail_unfinished (lower(mail_from), id) of the messages waiting or
+# in hand answers the condition from those few rows, however many messages the table keeps.
 STALE_CLAIM = timedelta(minutes=10)
 
 
@@ -216,7 +221,7 @@ def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None)
     transaction fewer)."""
     if is_postgresql():
         with writing or nullcontext():
-            return _take_in_order(_TAKE_ONE_PG, row_id=row_id) > 0
+            return _take_by_id_in_order(row_id) > 0
     waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
     if waiting is None:
         db.session.rollback()
@@ -246,6 +251,11 @@ def _take_in_order(statement: Any, **params: object) -> int:
     """On PostgreSQL: claim a message by ``statement`` (one that waits for nothing earlier of its
     sender's) and handle it, then its sender's next waiting messages, one by one; how many it handled.
     A message that had to wait for an earlier one is taken here, by the processor that finished that one.
+
+    The next is looked for only when one is known to wait: the statement recording the outcome says
+    whether a later message of the sender's was stored by then, and a processor of this listener turned
+    away since says so here (_turned_away).  Looking every time cost a statement and a rollback a
+    message, and the rollback made the driver forget every statement it had prepared on the connection.
     """
     handled = 0
     claimed = _take(statement, None, stale_before=utcnow() - STALE_CLAIM, **params)
@@ -253,9 +263,61 @@ def _take_in_order(statement: Any, **params: object) -> int:
         handled += 1
         if not claimed.mail_from:
             break
+        # (Both asked: the turned-away mark is spent either way, the next found answers both.)
+        turned_away = _turned_away.spend(claimed.mail_from)
+        if not (claimed.sender_waits or turned_away):
+            break
         claimed = _take(_TAKE_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
                         sender=claimed.mail_from)
     return handled
+
+
+class _TurnedAway:
+    """The senders one of whose messages a processor of this process could not claim because an earlier
+    one of theirs was waiting or in hand.
+
+    The statement that records an outcome sees what was stored before it ran; a message stored after it,
+    and turned away before that outcome commits, is not seen.  So a processor turned away marks its
+    sender here, then tries once more: whoever finishes an earlier message of the sender after the mark
+    finds it and takes the sender's next; one who finished before it has committed, and the second try
+    takes the message."""
+
+    def __init__(self) -> None:
+        self._senders: set[str] = set()
+        self._lock = threading.Lock()
+
+    def mark(self, sender: str) -> None:
+        """A message of ``sender``'s was turned away."""
+        with self._lock:
+            self._senders.add(sender.lower())
+
+    def spend(self, sender: str) -> bool:
+        """Whether a message of ``sender``'s was turned away since last asked (the mark is taken off)."""
+        with self._lock:
+            if sender.lower() not in self._senders:
+                return False
+            self._senders.discard(sender.lower())
+            return True
+
+
+_turned_away = _TurnedAway()
+# A stored message still waiting, and its sender: read when a claim by its id took nothing.
+_STILL_WAITING = select(_C.mail_from).where(_C.id == bindparam("row_id"), _C.status == "received")
+
+
+def _take_by_id_in_order(row_id: int) -> int:
+    """On PostgreSQL: claim the message ``row_id`` and handle it, with its sender's next ones (see
+    _take_in_order); how many were handled.  When it was turned away by an earlier message of its
+    sender's, mark the sender (see _TurnedAway) and try once more."""
+    handled = _take_in_order(_TAKE_ONE_PG, row_id=row_id)
+    if handled:
+        return handled
+    sender = db.session.connection().execute(_STILL_WAITING, {"row_id": row_id}).scalar()
+    db.session.rollback()  # (Only read: ended by a COMMIT, see pbem.core.database.)
+    if not sender:  # Taken by another processor, or from the null sender (never turned away).
+        return 0
+    _turned_away.mark(sender)
+    return _take_in_order(_TAKE_ONE_PG, row_id=row_id)
 
 
 def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> _Claimed | None:
@@ -283,7 +345,11 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
         row = uow.session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
             .one_or_none()
         if row is None:
-            return None  # (Rolled back as the unit of work ends.)
+            # Nothing changed: ended by a COMMIT, not the rollback the unit of work's end would send, after
+            # which the PostgreSQL driver forgets every statement it has prepared on the connection (and
+            # the next message's would be planned afresh: up to 2 ms of the server's CPU a message).
+            uow.commit()
+            return None
         claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
         mail = read if isinstance(read, parse.Incoming) else None
         try:
@@ -352,12 +418,21 @@ def _finish(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming, outcome: H
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"
-    recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
+    connection = db.session.connection()
+    statements = _RECORDS_PG if connection.dialect.name == "postgresql" else _RECORDS
+    recorded = connection.execute(statements[acting], {
         "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
         "outcome_note": _stored_note(note), "of_user": _identity(outcome.user),
         "of_game": _identity(outcome.game), "now": utcnow(),
     })
-    if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
+    if statements is _RECORDS_PG:
+        row = recorded.first()
+        if row is not None:
+            claimed.sender_waits = row.sender_waits
+        done = row is not None
+    else:
+        done = recorded.rowcount == 1
+    if not done:  # Its claim was lost in a transaction of the handling's own.
         uow.rollback()
         raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
     uow.commit()
@@ -371,6 +446,16 @@ _RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
 )
 # The same in the transaction that acted, which it marks acted on as _mark_acted would, in one statement.
 _RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
+_LATER = _TABLE.alias("later")
+# On PostgreSQL each also says whether a later message of the sender's waits (see _take_in_order).
+_SENDER_WAITS = select(_LATER.c.id).where(
+    func.lower(_LATER.c.mail_from) == func.lower(_C.mail_from), _LATER.c.id > _C.id,
+    _LATER.c.status == "received",
+).exists()
+# By whether the transaction acted.
+_RECORDS = {False: _RECORD_OUTCOME, True: _RECORD_ACTED_OUTCOME}
+_RECORDS_PG = {acting: statement.returning(_SENDER_WAITS.label("sender_waits"))
+               for acting, statement in _RECORDS.items()}
 
 
 def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
