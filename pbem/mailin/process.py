@@ -31,6 +31,8 @@ from typing import Any
 
 from flask import Flask, current_app
 from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.attributes import instance_state
 
 import games
@@ -43,7 +45,7 @@ from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped,
 from pbem.core.redaction import KeysFound
 from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import play, queries
-from pbem.mailin import answered, authentication, parse, quotes, reading, reports
+from pbem.mailin import answered, authentication, parse, quotes, reading, receive, reports
 from pbem.mailin.commands import (
     Answer,
     CommandError,
@@ -123,6 +125,11 @@ class _Claimed:
     # Whether a later message of the same sender's was waiting when this one's outcome was recorded (on
     # PostgreSQL; else, or when the outcome was not recorded by _finish, taken to be so).
     sender_waits: bool = True
+    # The message as it was stored, when it was stored in the transaction that claimed it (see
+    # receive_and_process): to be stored again if that transaction is rolled back.
+    stored: receive.Message | None = None
+    # Whether an action committed while it was handled (see _mark_acted).
+    committed: bool = False
 
 
 # The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
@@ -157,6 +164,17 @@ def _nothing_earlier_unfinished(message: Any) -> Any:
     ).exists()
 
 
+def _senders_turn(message: Any) -> Any:
+    """On PostgreSQL: no other transaction is processing a message of the same sender as ``message``
+    (taking the sender's lock until this transaction ends).  A message received and processed in one
+    transaction (see receive_and_process) is not in the table for anyone else until it commits, so the
+    condition above cannot see it: this lock can.  (Tried, never waited for; delivery reports, from the
+    null sender, take none.  In a key space of its own: _refusals_lately's locks take one key.)"""
+    return (message.c.mail_from == "") | func.pg_try_advisory_xact_lock(
+        _SENDER_LOCKS, func.hashtext(func.lower(message.c.mail_from)))
+
+
+_SENDER_LOCKS = 0x6D61696C  # ("mail")
 _WAITING = (
     select(_QUEUE.c.id).where(_QUEUE.c.status == "received", _nothing_earlier_unfinished(_QUEUE))
     .order_by(_QUEUE.c.id).limit(1)
@@ -164,14 +182,15 @@ _WAITING = (
 # On PostgreSQL processors running side by side each take a different message, rather than queueing for
 # the lock of the same one.  (On SQLite a message is chosen, and read, before the write lock is taken.)
 _TAKE_NEXT_PG = _TAKE.where(
-    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
+    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received",
+    _senders_turn(_TABLE),
 )
-_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE))
+_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE), _senders_turn(_TABLE))
 # The sender's next waiting message, once one of theirs is finished.
 _TAKE_SENDERS_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.where(func.lower(_QUEUE.c.mail_from) == func.lower(bindparam("sender")))
     .with_for_update(skip_locked=True).scalar_subquery(),
-    _C.status == "received",
+    _C.status == "received", _senders_turn(_TABLE),
 )
 # Whether the message is still this processor's to finish: claimed by it in a transaction that committed
 # (the row is "processing" under its token), or "received" again because the claim's transaction was
@@ -351,29 +370,165 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
             uow.commit()
             return None
         claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
-        mail = read if isinstance(read, parse.Incoming) else None
-        try:
-            if isinstance(read, str):
-                raise UnreadableMessage(read)
-            stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
-            try:
-                if mail is None:
-                    mail = parse.read(claimed.raw, claimed.rcpt_to)
-                outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
-            finally:
-                stop_marking()
-            # Still in that transaction, the outcome marks the message acted on itself; after an action that
-            # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
-            _finish(uow, claimed, mail, outcome, acting=uow.in_transaction)
-        except Exception as exc:
-            log.exception("inbound message #%s could not be processed", claimed.id)
-            uow.rollback()
-            if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
-                # Not even the failure could be written: the database is away, not the message at fault.
-                # The caller stops here (the listener looks again after its interval) rather than take it
-                # again.
-                raise
+        _act(uow, claimed, read)
     return claimed
+
+
+def _act(uow: UnitOfWork, claimed: _Claimed, read: parse.Incoming | str | None, *,
+         may_leave: bool = False) -> None:
+    """Handle the message ``claimed`` in the transaction that claimed it: act on it, record the outcome
+    and answer it (see :func:`_take`).  With ``may_leave``, a wait for a lock that ran out of time, before
+    anything was committed, raises :class:`_LeftForLater` (see :func:`receive_and_process`)."""
+    mail = read if isinstance(read, parse.Incoming) else None
+    try:
+        if isinstance(read, str):
+            raise UnreadableMessage(read)
+        stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
+        try:
+            if mail is None:
+                mail = parse.read(claimed.raw, claimed.rcpt_to)
+            outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
+        finally:
+            stop_marking()
+        # Still in that transaction, the outcome marks the message acted on itself; after an action that
+        # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
+        _finish(uow, claimed, mail, outcome, acting=uow.in_transaction)
+    except Exception as exc:
+        if may_leave and not claimed.committed and _lock_timed_out(exc):
+            uow.rollback()
+            raise _LeftForLater("a lock it waited for was held too long") from exc
+        log.exception("inbound message #%s could not be processed", claimed.id)
+        uow.rollback()
+        if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
+            # Not even the failure could be written: the database is away, not the message at fault.
+            # The caller stops here (the listener looks again after its interval; the listener that had
+            # just received it answers the sending MTA that it failed for now) rather than take it again.
+            raise
+
+
+# Received and processed in one transaction ------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """What came of a message the listener received: its row, and what is left for its processors."""
+
+    row_id: int
+    # Stored only, for the processors to take by its id: it had to wait for an earlier one of its
+    # sender's, or it was stored before.
+    waiting: bool
+    # Processed, and a later message of its sender's waits (see _take_in_order): for the processors to
+    # look for.
+    sender_waits: bool = False
+
+
+def receive_and_process(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None,
+                        writing: AbstractContextManager[Any] | None = None) -> Received:
+    """Store a message and process it in the same transaction, where it can be (the listener, while the
+    sending MTA waits for its answer): a commit, a claim and a connection fewer a message than storing it
+    and handing it to a processor.  The stages stay those of the queue (store, claim, act, record and
+    answer), in one transaction: the claim is the statement after the INSERT, and a message that must
+    wait for an earlier one of its sender's (see ``_nothing_earlier_unfinished``) is only stored.  The
+    sending MTA is answered after the commit; a crash before it leaves nothing, and the MTA, which got no
+    answer, sends the message again.  A message whose handling is rolled back (a refused move, a fault)
+    is stored again, as its processor's, in the transaction that records its outcome (see ``_restore``).
+    ``writing`` (the listener's turn among its writers on SQLite) is held while it is stored and
+    processed; the message is read (parsed) before.
+
+    Raises :class:`pbem.mailin.receive.MalformedMessage` for bytes that have no header block at all.
+    """
+    message = receive.prepare(raw, mail_from, rcpt_to)
+    if isinstance(writing, _LOCK_TYPE) and writing.locked():
+        # SQLite: another of the listener's writers has the database (a message in hand): this one is
+        # only stored, in its turn, for the processor, rather than wait for that one and then be
+        # processed here while the next ones wait; and a backlog is taken in the order it came.
+        return Received(receive.store_message(raw, mail_from, rcpt_to, writing)[0], waiting=True)
+    read = _read(raw, message.rcpt_to)  # (Before the turn is taken, as the processor reads.)
+    token = f"claimed by a processor ({uuid.uuid4().hex})"
+    try:
+        with writing or nullcontext(), unit_of_work(keep_loaded=True) as uow:
+            connection = uow.connection()
+            row_id = receive.insert(connection, message)
+            if row_id is None:  # Stored before: its processor has it, or will.
+                row_id = receive.find(connection, message.key)
+                uow.rollback()
+                log.info("duplicate message %s ignored", message.key)
+                return Received(row_id, waiting=True)
+            try:
+                row = connection.execute(_TAKE_STORED[connection.dialect.name], {
+                    "row_id": row_id, "now": utcnow(), "claim_token": token,
+                    "stale_before": utcnow() - STALE_CLAIM,
+                }).one_or_none()
+            except DBAPIError as exc:
+                raise _LeftForLater(f"the claim failed: {exc.orig}") from exc
+            if row is None:  # An earlier message of its sender's is waiting or in hand.
+                uow.commit()
+                log.info("stored message %s from %s as #%s, after an earlier one", message.key,
+                         message.mail_from, row_id)
+                return Received(row_id, waiting=True)
+            claimed = _Claimed(row_id, raw, message.mail_from, message.rcpt_to, token=token, stored=message)
+            _act(uow, claimed, read, may_leave=True)
+    except _LeftForLater as exc:
+        # Only stored, as before: the listener's processors take it (and wait for whatever it waits for).
+        log.info("message %s from %s not processed as it came (%s); stored for the processors", message.key,
+                 message.mail_from, exc)
+        return Received(receive.store_message(raw, mail_from, rcpt_to, writing)[0], waiting=True)
+    # (On SQLite what was only stored is handed to the processor by its id, and taken in that order.)
+    return Received(claimed.id, waiting=False, sender_waits=is_postgresql() and bool(claimed.mail_from) and (
+        _turned_away.spend(claimed.mail_from) or claimed.sender_waits))
+
+
+_LOCK_TYPE = type(threading.Lock())
+
+
+class _LeftForLater(Exception):
+    """A message received and processed in one transaction is left to the processors instead: its claim
+    failed, or it waited for a lock for too long (a game another request holds) while its sender waits."""
+
+
+# How long a message processed as it is received waits for a lock (a game's) before it is left to the
+# processors: the sending MTA waits for the answer meanwhile, and so does every mail after it.
+RECEIVING_LOCK_TIMEOUT = "100ms"
+
+
+def _lock_timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's refusal of a lock waited for longer than lock_timeout."""
+    return isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == "55P03"
+
+
+# The message stored in this transaction, claimed as the next statement: only when nothing earlier of its
+# sender's is unfinished.  (On SQLite the processor the listener hands stored messages to takes them in
+# the order they came, so this is asked of what it has not taken yet; on PostgreSQL as of every claim.)
+_TAKE_STORED = {
+    "sqlite": _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE)),
+    # (The lock timeout for the rest of the transaction set by the claim itself: not a round trip more.)
+    "postgresql": _TAKE_ONE_PG.where(func.set_config("lock_timeout", RECEIVING_LOCK_TIMEOUT, True) != ""),
+}
+
+
+_RESTORE = {
+    dialect: module.insert(_TABLE).values(
+        status="processing", note=bindparam("claim_token"), processed_at=bindparam("now"),
+    ).on_conflict_do_nothing().returning(_C.id)
+    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+def _restore(claimed: _Claimed) -> None:
+    """At the start of a transaction recording the outcome of a message received and processed in one
+    (see :func:`receive_and_process`): store it again, as this processor's, when the transaction that
+    stored it was rolled back.  Under a new id (its old one may be another's by now on SQLite), so it is
+    recorded after any later message of its sender's: what was rolled back did nothing.  When its key is
+    stored (its own row, committed by an action that commits by itself, or the same message sent again
+    and stored meanwhile) nothing is stored, and the row is left to whoever holds it (see ``_HELD``)."""
+    if claimed.stored is None:
+        return
+    connection = db.session.connection()
+    row_id = connection.execute(_RESTORE[connection.dialect.name], {
+        **claimed.stored.values(), "claim_token": claimed.token, "now": utcnow(),
+    }).scalar()
+    if row_id is not None:
+        claimed.id = row_id
 
 
 class UnreadableMessage(RuntimeError):
@@ -392,6 +547,7 @@ def _hold(claimed: _Claimed) -> bool:
     """At the start of a write transaction: whether the message is still this processor's, taking it
     again when its claim was rolled back.  First, before any other lock is taken: on PostgreSQL a
     processor that took it meanwhile holds its row, and this one waits for it with nothing else held."""
+    _restore(claimed)
     held = db.session.connection().execute(_HOLD, {
         "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
     })
@@ -469,6 +625,7 @@ def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note:
     for answer in (True, False) if answering else (False,):
         try:
             uow.begin()
+            _restore(claimed)
             failed = db.session.connection().execute(_RECORD_OUTCOME, {
                 "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
                 "outcome_note": _stored_note(note if answer or not answering else unanswered),
@@ -520,6 +677,7 @@ def _mark_acted(uow: UnitOfWork, claimed: _Claimed) -> None:
     })
     if held.rowcount != 1:
         raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
+    claimed.committed = True
 
 
 _HOLD_ACTED = _HOLD.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
