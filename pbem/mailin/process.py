@@ -1,8 +1,10 @@
 """The second stage of inbound mail: act on stored messages, and answer each one once.
 
 A stored message (status "received") is claimed with a conditional UPDATE to "processing" before
-anything is done, as the first statement of the transaction it is handled in, so two processors, or a
-processor and a restart, never act on it twice.  Then:
+anything is done, as the first statement of the transaction it is handled in (or, for a message the
+listener processes as it receives it, the statement after the INSERT that stores it: see
+:func:`receive_and_process`), so two processors, or a processor and a restart, never act on it twice.
+Then:
 
 - a message to a mail's own envelope sender, ``bounces+TOKEN@<mail domain>``, is "ignored", never
   answered: a delivery report that says the mail failed for good marks its address as bouncing (see
@@ -1079,10 +1081,11 @@ def _subject_is_ours(mail: parse.Incoming) -> bool:
 
 
 class Runner:
-    """Processes stored messages in threads of their own, so the listener answers the sending MTA as soon
-    as a message is stored.  A thread takes each message the listener stored, by its id, as soon as it is
-    stored; the threads also look for whatever waits every ``interval`` seconds, after a failure, and on
-    start (what an earlier run left "received").
+    """Processes stored messages in threads of their own: those the listener only stored (see
+    :func:`receive_and_process`: they had to wait), each taken by its id as soon as it is stored; the
+    threads also look for whatever waits every ``interval`` seconds, after a failure, when a message the
+    listener processed has a later one of its sender's waiting, and on start (what an earlier run left
+    "received").
 
     On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
     while one waits for the database (a commit waits for the disk), the others go on; a sender's messages
@@ -1101,6 +1104,9 @@ class Runner:
         # the listener's time under 8 senders, and a p99 of seconds); this one wakes the next at once.
         # It is held for the writes only: a message is read (parsed) before, while stores go on.
         self.writing: AbstractContextManager[Any] = threading.Lock() if on_sqlite else nullcontext()
+        # The listener's receiving threads process a message as it comes (receive_and_process) while they
+        # hold one of these: at most as many at once as there are processor threads (and connections).
+        self.receiving = threading.BoundedSemaphore(self.workers)
         # The messages stored since, by row id, for the threads to take one at a time: a thread told which
         # message to take claims it by its id, without looking first for what waits (on SQLite a read
         # transaction of its own) and without a last look that finds nothing (a transaction each).

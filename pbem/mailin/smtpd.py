@@ -1,8 +1,11 @@
-"""The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message and answers at once.
+"""The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message, processes it where it
+can in the same transaction, and answers once that has committed.
 
-Storing is the only work done while the sender waits; a database failure answers 451 so the sending
-MTA keeps the message and retries, and nothing is lost.  Processing happens beside it, in the
-listener's :class:`pbem.mailin.process.Runner` thread, which is woken after each store.
+A database failure answers 451 so the sending MTA keeps the message and retries, and nothing is lost;
+so does a crash before the commit (the MTA got no answer).  A message that must wait (for an earlier one
+of its sender's, a busy game, or because as many are in hand as the listener has processor threads) is
+only stored, and handed to the listener's :class:`pbem.mailin.process.Runner` threads, which also take
+up whatever an earlier run left waiting.
 """
 
 from __future__ import annotations
@@ -67,9 +70,15 @@ class StoreHandler:
         the same transaction where it can be (see :func:`pbem.mailin.process.receive_and_process`)."""
         with self.app.app_context():
             try:
-                if self.runner is None:
-                    return process.Received(receive.store_message(raw, mail_from, rcpt_tos)[0], waiting=True)
-                return process.receive_and_process(raw, mail_from, rcpt_tos, self.runner.writing)
+                if self.runner is None or not self.runner.receiving.acquire(blocking=False):
+                    # No processor, or as many messages in hand as it has threads: only stored, for them.
+                    writing = self.runner.writing if self.runner is not None else None
+                    return process.Received(receive.store_message(raw, mail_from, rcpt_tos, writing)[0],
+                                            waiting=True)
+                try:
+                    return process.receive_and_process(raw, mail_from, rcpt_tos, self.runner.writing)
+                finally:
+                    self.runner.receiving.release()
             finally:
                 db.session.remove()
 
