@@ -1,8 +1,10 @@
 """The second stage of inbound mail: act on stored messages, and answer each one once.
 
 A stored message (status "received") is claimed with a conditional UPDATE to "processing" before
-anything is done, as the first statement of the transaction it is handled in, so two processors, or a
-processor and a restart, never act on it twice.  Then:
+anything is done, as the first statement of the transaction it is handled in (or, for a message the
+listener processes as it receives it, the statement after the INSERT that stores it: see
+:func:`receive_and_process`), so two processors, or a processor and a restart, never act on it twice.
+Then:
 
 - a message to a mail's own envelope sender, ``bounces+TOKEN@<mail domain>``, is "ignored", never
   answered: a delivery report that says the mail failed for good marks its address as bouncing (see
@@ -31,6 +33,8 @@ from typing import Any
 
 from flask import Flask, current_app
 from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.attributes import instance_state
 
 import games
@@ -43,7 +47,7 @@ from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped,
 from pbem.core.redaction import KeysFound
 from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import play, queries
-from pbem.mailin import answered, authentication, parse, quotes, reading, reports
+from pbem.mailin import answered, authentication, parse, quotes, reading, receive, reports
 from pbem.mailin.commands import (
     Answer,
     CommandError,
@@ -120,6 +124,14 @@ class _Claimed:
     mail_from: str
     rcpt_to: str
     token: str
+    # Whether a later message of the same sender's was waiting when this one's outcome was recorded (on
+    # PostgreSQL; else, or when the outcome was not recorded by _finish, taken to be so).
+    sender_waits: bool = True
+    # The message as it was stored, when it was stored in the transaction that claimed it (see
+    # receive_and_process): to be stored again if that transaction is rolled back.
+    stored: receive.Message | None = None
+    # Whether an action committed while it was handled (see _mark_acted).
+    committed: bool = False
 
 
 # The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
@@ -136,7 +148,9 @@ _EARLIER = _TABLE.alias("earlier")
 # processor takes them in order; on PostgreSQL processors run side by side, and a message waits while an
 # earlier one from the same sender is still waiting or in hand (one in hand for longer than a processor
 # ever takes, left by a crash until the next start, holds nothing up).  Whoever finishes a message then
-# takes its sender's next one (see _take_in_order), so that none is left waiting for the next look.
+# takes its sender's next one when one waits (see _take_in_order), so that none is left waiting for the
+# next look.  The partial index ix_inbound_mail_unfinished (lower(mail_from), id) of the messages waiting or
+# in hand answers the condition from those few rows, however many messages the table keeps.
 STALE_CLAIM = timedelta(minutes=10)
 
 
@@ -152,6 +166,17 @@ def _nothing_earlier_unfinished(message: Any) -> Any:
     ).exists()
 
 
+def _senders_turn(message: Any) -> Any:
+    """On PostgreSQL: no other transaction is processing a message of the same sender as ``message``
+    (taking the sender's lock until this transaction ends).  A message received and processed in one
+    transaction (see receive_and_process) is not in the table for anyone else until it commits, so the
+    condition above cannot see it: this lock can.  (Tried, never waited for; delivery reports, from the
+    null sender, take none.  In a key space of its own: _refusals_lately's locks take one key.)"""
+    return (message.c.mail_from == "") | func.pg_try_advisory_xact_lock(
+        _SENDER_LOCKS, func.hashtext(func.lower(message.c.mail_from)))
+
+
+_SENDER_LOCKS = 0x6D61696C  # ("mail")
 _WAITING = (
     select(_QUEUE.c.id).where(_QUEUE.c.status == "received", _nothing_earlier_unfinished(_QUEUE))
     .order_by(_QUEUE.c.id).limit(1)
@@ -159,14 +184,15 @@ _WAITING = (
 # On PostgreSQL processors running side by side each take a different message, rather than queueing for
 # the lock of the same one.  (On SQLite a message is chosen, and read, before the write lock is taken.)
 _TAKE_NEXT_PG = _TAKE.where(
-    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received"
+    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received",
+    _senders_turn(_TABLE),
 )
-_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE))
+_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE), _senders_turn(_TABLE))
 # The sender's next waiting message, once one of theirs is finished.
 _TAKE_SENDERS_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.where(func.lower(_QUEUE.c.mail_from) == func.lower(bindparam("sender")))
     .with_for_update(skip_locked=True).scalar_subquery(),
-    _C.status == "received",
+    _C.status == "received", _senders_turn(_TABLE),
 )
 # Whether the message is still this processor's to finish: claimed by it in a transaction that committed
 # (the row is "processing" under its token), or "received" again because the claim's transaction was
@@ -216,7 +242,7 @@ def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None)
     transaction fewer)."""
     if is_postgresql():
         with writing or nullcontext():
-            return _take_in_order(_TAKE_ONE_PG, row_id=row_id) > 0
+            return _take_by_id_in_order(row_id) > 0
     waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
     if waiting is None:
         db.session.rollback()
@@ -246,6 +272,11 @@ def _take_in_order(statement: Any, **params: object) -> int:
     """On PostgreSQL: claim a message by ``statement`` (one that waits for nothing earlier of its
     sender's) and handle it, then its sender's next waiting messages, one by one; how many it handled.
     A message that had to wait for an earlier one is taken here, by the processor that finished that one.
+
+    The next is looked for only when one is known to wait: the statement recording the outcome says
+    whether a later message of the sender's was stored by then, and a processor of this listener turned
+    away since says so here (_turned_away).  Looking every time cost a statement and a rollback a
+    message, and the rollback made the driver forget every statement it had prepared on the connection.
     """
     handled = 0
     claimed = _take(statement, None, stale_before=utcnow() - STALE_CLAIM, **params)
@@ -253,9 +284,61 @@ def _take_in_order(statement: Any, **params: object) -> int:
         handled += 1
         if not claimed.mail_from:
             break
+        # (Both asked: the turned-away mark is spent either way, the next found answers both.)
+        turned_away = _turned_away.spend(claimed.mail_from)
+        if not (claimed.sender_waits or turned_away):
+            break
         claimed = _take(_TAKE_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
                         sender=claimed.mail_from)
     return handled
+
+
+class _TurnedAway:
+    """The senders one of whose messages a processor of this process could not claim because an earlier
+    one of theirs was waiting or in hand.
+
+    The statement that records an outcome sees what was stored before it ran; a message stored after it,
+    and turned away before that outcome commits, is not seen.  So a processor turned away marks its
+    sender here, then tries once more: whoever finishes an earlier message of the sender after the mark
+    finds it and takes the sender's next; one who finished before it has committed, and the second try
+    takes the message."""
+
+    def __init__(self) -> None:
+        self._senders: set[str] = set()
+        self._lock = threading.Lock()
+
+    def mark(self, sender: str) -> None:
+        """A message of ``sender``'s was turned away."""
+        with self._lock:
+            self._senders.add(sender.lower())
+
+    def spend(self, sender: str) -> bool:
+        """Whether a message of ``sender``'s was turned away since last asked (the mark is taken off)."""
+        with self._lock:
+            if sender.lower() not in self._senders:
+                return False
+            self._senders.discard(sender.lower())
+            return True
+
+
+_turned_away = _TurnedAway()
+# A stored message still waiting, and its sender: read when a claim by its id took nothing.
+_STILL_WAITING = select(_C.mail_from).where(_C.id == bindparam("row_id"), _C.status == "received")
+
+
+def _take_by_id_in_order(row_id: int) -> int:
+    """On PostgreSQL: claim the message ``row_id`` and handle it, with its sender's next ones (see
+    _take_in_order); how many were handled.  When it was turned away by an earlier message of its
+    sender's, mark the sender (see _TurnedAway) and try once more."""
+    handled = _take_in_order(_TAKE_ONE_PG, row_id=row_id)
+    if handled:
+        return handled
+    sender = db.session.connection().execute(_STILL_WAITING, {"row_id": row_id}).scalar()
+    db.session.rollback()  # (Only read: ended by a COMMIT, see pbem.core.database.)
+    if not sender:  # Taken by another processor, or from the null sender (never turned away).
+        return 0
+    _turned_away.mark(sender)
+    return _take_in_order(_TAKE_ONE_PG, row_id=row_id)
 
 
 def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> _Claimed | None:
@@ -283,31 +366,171 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
         row = uow.session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
             .one_or_none()
         if row is None:
-            return None  # (Rolled back as the unit of work ends.)
+            # Nothing changed: ended by a COMMIT, not the rollback the unit of work's end would send, after
+            # which the PostgreSQL driver forgets every statement it has prepared on the connection (and
+            # the next message's would be planned afresh: up to 2 ms of the server's CPU a message).
+            uow.commit()
+            return None
         claimed = _Claimed(row.id, row.raw, row.mail_from, row.rcpt_to, token=token)
-        mail = read if isinstance(read, parse.Incoming) else None
-        try:
-            if isinstance(read, str):
-                raise UnreadableMessage(read)
-            stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
-            try:
-                if mail is None:
-                    mail = parse.read(claimed.raw, claimed.rcpt_to)
-                outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
-            finally:
-                stop_marking()
-            # Still in that transaction, the outcome marks the message acted on itself; after an action that
-            # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
-            _finish(uow, claimed, mail, outcome, acting=uow.in_transaction)
-        except Exception as exc:
-            log.exception("inbound message #%s could not be processed", claimed.id)
-            uow.rollback()
-            if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
-                # Not even the failure could be written: the database is away, not the message at fault.
-                # The caller stops here (the listener looks again after its interval) rather than take it
-                # again.
-                raise
+        _act(uow, claimed, read)
     return claimed
+
+
+def _act(uow: UnitOfWork, claimed: _Claimed, read: parse.Incoming | str | None, *,
+         may_leave: bool = False) -> None:
+    """Handle the message ``claimed`` in the transaction that claimed it: act on it, record the outcome
+    and answer it (see :func:`_take`).  With ``may_leave``, a wait for a lock that ran out of time, before
+    anything was committed, raises :class:`_LeftForLater` (see :func:`receive_and_process`)."""
+    mail = read if isinstance(read, parse.Incoming) else None
+    try:
+        if isinstance(read, str):
+            raise UnreadableMessage(read)
+        stop_marking = uow.before_each_commit(lambda: _mark_acted(uow, claimed))
+        try:
+            if mail is None:
+                mail = parse.read(claimed.raw, claimed.rcpt_to)
+            outcome = _handle(mail, claimed.mail_from, bool(claimed.rcpt_to))
+        finally:
+            stop_marking()
+        # Still in that transaction, the outcome marks the message acted on itself; after an action that
+        # committed by itself (stamped then) or was refused, it is recorded in a transaction of its own.
+        _finish(uow, claimed, mail, outcome, acting=uow.in_transaction)
+    except Exception as exc:
+        if may_leave and not claimed.committed and _lock_timed_out(exc):
+            uow.rollback()
+            raise _LeftForLater("a lock it waited for was held too long") from exc
+        log.exception("inbound message #%s could not be processed", claimed.id)
+        uow.rollback()
+        if not _fail(uow, claimed, mail, f"{type(exc).__name__}: {exc}"):
+            # Not even the failure could be written: the database is away, not the message at fault.
+            # The caller stops here (the listener looks again after its interval; the listener that had
+            # just received it answers the sending MTA that it failed for now) rather than take it again.
+            raise
+
+
+# Received and processed in one transaction ------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """What came of a message the listener received: its row, and what is left for its processors."""
+
+    row_id: int
+    # Stored only, for the processors to take by its id: it had to wait for an earlier one of its
+    # sender's, or it was stored before.
+    waiting: bool
+    # Processed, and a later message of its sender's waits (see _take_in_order): for the processors to
+    # look for.
+    sender_waits: bool = False
+
+
+def receive_and_process(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None,
+                        writing: AbstractContextManager[Any] | None = None) -> Received:
+    """Store a message and process it in the same transaction, where it can be (the listener, while the
+    sending MTA waits for its answer): a commit, a claim and a connection fewer a message than storing it
+    and handing it to a processor.  The stages stay those of the queue (store, claim, act, record and
+    answer), in one transaction: the claim is the statement after the INSERT, and a message that must
+    wait for an earlier one of its sender's (see ``_nothing_earlier_unfinished``) is only stored.  The
+    sending MTA is answered after the commit; a crash before it leaves nothing, and the MTA, which got no
+    answer, sends the message again.  A message whose handling is rolled back (a refused move, a fault)
+    is stored again, as its processor's, in the transaction that records its outcome (see ``_restore``).
+    ``writing`` (the listener's turn among its writers on SQLite) is held while it is stored and
+    processed; the message is read (parsed) before.
+
+    Raises :class:`pbem.mailin.receive.MalformedMessage` for bytes that have no header block at all.
+    """
+    message = receive.prepare(raw, mail_from, rcpt_to)
+    if isinstance(writing, _LOCK_TYPE) and writing.locked():
+        # SQLite: another of the listener's writers has the database (a message in hand): this one is
+        # only stored, in its turn, for the processor, rather than wait for that one and then be
+        # processed here while the next ones wait; and a backlog is taken in the order it came.
+        return Received(receive.store_message(raw, mail_from, rcpt_to, writing)[0], waiting=True)
+    read = _read(raw, message.rcpt_to)  # (Before the turn is taken, as the processor reads.)
+    token = f"claimed by a processor ({uuid.uuid4().hex})"
+    try:
+        with writing or nullcontext(), unit_of_work(keep_loaded=True) as uow:
+            connection = uow.connection()
+            row_id = receive.insert(connection, message)
+            if row_id is None:  # Stored before: its processor has it, or will.
+                row_id = receive.find(connection, message.key)
+                uow.rollback()
+                log.info("duplicate message %s ignored", message.key)
+                return Received(row_id, waiting=True)
+            try:
+                row = connection.execute(_TAKE_STORED[connection.dialect.name], {
+                    "row_id": row_id, "now": utcnow(), "claim_token": token,
+                    "stale_before": utcnow() - STALE_CLAIM,
+                }).one_or_none()
+            except DBAPIError as exc:
+                raise _LeftForLater(f"the claim failed: {exc.orig}") from exc
+            if row is None:  # An earlier message of its sender's is waiting or in hand.
+                uow.commit()
+                log.info("stored message %s from %s as #%s, after an earlier one", message.key,
+                         message.mail_from, row_id)
+                return Received(row_id, waiting=True)
+            claimed = _Claimed(row_id, raw, message.mail_from, message.rcpt_to, token=token, stored=message)
+            _act(uow, claimed, read, may_leave=True)
+    except _LeftForLater as exc:
+        # Only stored, as before: the listener's processors take it (and wait for whatever it waits for).
+        log.info("message %s from %s not processed as it came (%s); stored for the processors", message.key,
+                 message.mail_from, exc)
+        return Received(receive.store_message(raw, mail_from, rcpt_to, writing)[0], waiting=True)
+    # (On SQLite what was only stored is handed to the processor by its id, and taken in that order.)
+    return Received(claimed.id, waiting=False, sender_waits=is_postgresql() and bool(claimed.mail_from) and (
+        _turned_away.spend(claimed.mail_from) or claimed.sender_waits))
+
+
+_LOCK_TYPE = type(threading.Lock())
+
+
+class _LeftForLater(Exception):
+    """A message received and processed in one transaction is left to the processors instead: its claim
+    failed, or it waited for a lock for too long (a game another request holds) while its sender waits."""
+
+
+# How long a message processed as it is received waits for a lock (a game's) before it is left to the
+# processors: the sending MTA waits for the answer meanwhile, and so does every mail after it.
+RECEIVING_LOCK_TIMEOUT = "100ms"
+
+
+def _lock_timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's refusal of a lock waited for longer than lock_timeout."""
+    return isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == "55P03"
+
+
+# The message stored in this transaction, claimed as the next statement: only when nothing earlier of its
+# sender's is unfinished.  (On SQLite the processor the listener hands stored messages to takes them in
+# the order they came, so this is asked of what it has not taken yet; on PostgreSQL as of every claim.)
+_TAKE_STORED = {
+    "sqlite": _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE)),
+    # (The lock timeout for the rest of the transaction set by the claim itself: not a round trip more.)
+    "postgresql": _TAKE_ONE_PG.where(func.set_config("lock_timeout", RECEIVING_LOCK_TIMEOUT, True) != ""),
+}
+
+
+_RESTORE = {
+    dialect: module.insert(_TABLE).values(
+        status="processing", note=bindparam("claim_token"), processed_at=bindparam("now"),
+    ).on_conflict_do_nothing().returning(_C.id)
+    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+def _restore(claimed: _Claimed) -> None:
+    """At the start of a transaction recording the outcome of a message received and processed in one
+    (see :func:`receive_and_process`): store it again, as this processor's, when the transaction that
+    stored it was rolled back.  Under a new id (its old one may be another's by now on SQLite), so it is
+    recorded after any later message of its sender's: what was rolled back did nothing.  When its key is
+    stored (its own row, committed by an action that commits by itself, or the same message sent again
+    and stored meanwhile) nothing is stored, and the row is left to whoever holds it (see ``_HELD``)."""
+    if claimed.stored is None:
+        return
+    connection = db.session.connection()
+    row_id = connection.execute(_RESTORE[connection.dialect.name], {
+        **claimed.stored.values(), "claim_token": claimed.token, "now": utcnow(),
+    }).scalar()
+    if row_id is not None:
+        claimed.id = row_id
 
 
 class UnreadableMessage(RuntimeError):
@@ -326,6 +549,7 @@ def _hold(claimed: _Claimed) -> bool:
     """At the start of a write transaction: whether the message is still this processor's, taking it
     again when its claim was rolled back.  First, before any other lock is taken: on PostgreSQL a
     processor that took it meanwhile holds its row, and this one waits for it with nothing else held."""
+    _restore(claimed)
     held = db.session.connection().execute(_HOLD, {
         "row_id": claimed.id, "claim_token": claimed.token, "now": utcnow(),
     })
@@ -352,12 +576,21 @@ def _finish(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming, outcome: H
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"
-    recorded = db.session.connection().execute(_RECORD_ACTED_OUTCOME if acting else _RECORD_OUTCOME, {
+    connection = db.session.connection()
+    statements = _RECORDS_PG if connection.dialect.name == "postgresql" else _RECORDS
+    recorded = connection.execute(statements[acting], {
         "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
         "outcome_note": _stored_note(note), "of_user": _identity(outcome.user),
         "of_game": _identity(outcome.game), "now": utcnow(),
     })
-    if recorded.rowcount != 1:  # Its claim was lost in a transaction of the handling's own.
+    if statements is _RECORDS_PG:
+        row = recorded.first()
+        if row is not None:
+            claimed.sender_waits = row.sender_waits
+        done = row is not None
+    else:
+        done = recorded.rowcount == 1
+    if not done:  # Its claim was lost in a transaction of the handling's own.
         uow.rollback()
         raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
     uow.commit()
@@ -371,6 +604,16 @@ _RECORD_OUTCOME = update(_TABLE).where(_HELD).values(
 )
 # The same in the transaction that acted, which it marks acted on as _mark_acted would, in one statement.
 _RECORD_ACTED_OUTCOME = _RECORD_OUTCOME.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
+_LATER = _TABLE.alias("later")
+# On PostgreSQL each also says whether a later message of the sender's waits (see _take_in_order).
+_SENDER_WAITS = select(_LATER.c.id).where(
+    func.lower(_LATER.c.mail_from) == func.lower(_C.mail_from), _LATER.c.id > _C.id,
+    _LATER.c.status == "received",
+).exists()
+# By whether the transaction acted.
+_RECORDS = {False: _RECORD_OUTCOME, True: _RECORD_ACTED_OUTCOME}
+_RECORDS_PG = {acting: statement.returning(_SENDER_WAITS.label("sender_waits"))
+               for acting, statement in _RECORDS.items()}
 
 
 def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
@@ -384,6 +627,7 @@ def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note:
     for answer in (True, False) if answering else (False,):
         try:
             uow.begin()
+            _restore(claimed)
             failed = db.session.connection().execute(_RECORD_OUTCOME, {
                 "row_id": claimed.id, "claim_token": claimed.token, "outcome": "failed",
                 "outcome_note": _stored_note(note if answer or not answering else unanswered),
@@ -435,6 +679,7 @@ def _mark_acted(uow: UnitOfWork, claimed: _Claimed) -> None:
     })
     if held.rowcount != 1:
         raise MessageTaken(f"inbound #{claimed.id} was taken by another processor while it was handled")
+    claimed.committed = True
 
 
 _HOLD_ACTED = _HOLD.values(acted_at=func.coalesce(_C.acted_at, bindparam("now")))
@@ -836,10 +1081,11 @@ def _subject_is_ours(mail: parse.Incoming) -> bool:
 
 
 class Runner:
-    """Processes stored messages in threads of their own, so the listener answers the sending MTA as soon
-    as a message is stored.  A thread takes each message the listener stored, by its id, as soon as it is
-    stored; the threads also look for whatever waits every ``interval`` seconds, after a failure, and on
-    start (what an earlier run left "received").
+    """Processes stored messages in threads of their own: those the listener only stored (see
+    :func:`receive_and_process`: they had to wait), each taken by its id as soon as it is stored; the
+    threads also look for whatever waits every ``interval`` seconds, after a failure, when a message the
+    listener processed has a later one of its sender's waiting, and on start (what an earlier run left
+    "received").
 
     On PostgreSQL there are ``[smtpd] workers`` of them: each takes the next message no other holds, so
     while one waits for the database (a commit waits for the disk), the others go on; a sender's messages
@@ -858,6 +1104,9 @@ class Runner:
         # the listener's time under 8 senders, and a p99 of seconds); this one wakes the next at once.
         # It is held for the writes only: a message is read (parsed) before, while stores go on.
         self.writing: AbstractContextManager[Any] = threading.Lock() if on_sqlite else nullcontext()
+        # The listener's receiving threads process a message as it comes (receive_and_process) while they
+        # hold one of these: at most as many at once as there are processor threads (and connections).
+        self.receiving = threading.BoundedSemaphore(self.workers)
         # The messages stored since, by row id, for the threads to take one at a time: a thread told which
         # message to take claims it by its id, without looking first for what waits (on SQLite a read
         # transaction of its own) and without a last look that finds nothing (a transaction each).

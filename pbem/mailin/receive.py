@@ -12,10 +12,11 @@ import hashlib
 import logging
 import re
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from pbem.core import inputs
@@ -150,23 +151,51 @@ def store_message(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = N
 
     Raises :class:`MalformedMessage` for bytes that have no header block at all.
     """
-    if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
-        raise MalformedMessage("The message has no headers.")
-    key = message_key(raw)
-    # The envelope as the sending MTA gave it may hold what no text stored may carry.
-    mail_from = inputs.clean_line(mail_from or "")
-    rcpt_to = [inputs.clean_line(address) for address in rcpt_to or []]
+    message = prepare(raw, mail_from, rcpt_to)
     # The write lock first (BEGIN IMMEDIATE on SQLite), as for every write.
     with writing or nullcontext(), unit_of_work() as uow:
         connection = db.session.connection()
-        row_id = connection.execute(_INSERTS[connection.dialect.name], {
-            "message_id": key, "raw": raw, "mail_from": mail_from or "", "rcpt_to": ", ".join(rcpt_to or []),
-        }).scalar()
+        row_id = insert(connection, message)
         if row_id is None:  # Stored before, by this receiver or another one a moment ago.
-            row_id = connection.execute(_FIND, {"key": key}).scalar_one()
+            row_id = find(connection, message.key)
             uow.rollback()
-            log.info("duplicate message %s ignored", key)
+            log.info("duplicate message %s ignored", message.key)
             return row_id, False
         uow.commit()
-    log.info("stored message %s from %s as #%s", key, mail_from, row_id)
+    log.info("stored message %s from %s as #%s", message.key, message.mail_from, row_id)
     return row_id, True
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message as it is stored: its key (see :func:`message_key`), bytes and envelope."""
+
+    key: str
+    raw: bytes
+    mail_from: str
+    rcpt_to: str  # Every envelope recipient, joined by ", ".
+
+    def values(self) -> dict[str, Any]:
+        """The row's columns."""
+        return {"message_id": self.key, "raw": self.raw, "mail_from": self.mail_from, "rcpt_to": self.rcpt_to}
+
+
+def prepare(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> Message:
+    """``raw`` with its envelope as it is stored.  Raises :class:`MalformedMessage` for bytes that have no
+    header block at all."""
+    if not raw.strip() or b":" not in raw.split(b"\n", 1)[0]:
+        raise MalformedMessage("The message has no headers.")
+    # The envelope as the sending MTA gave it may hold what no text stored may carry.
+    recipients = [inputs.clean_line(address) for address in rcpt_to or []]
+    return Message(message_key(raw), raw, inputs.clean_line(mail_from or ""), ", ".join(recipients))
+
+
+def insert(connection: Connection, message: Message) -> int | None:
+    """Insert ``message`` in the connection's transaction; its row's id, or None when its key is stored
+    already."""
+    return connection.execute(_INSERTS[connection.dialect.name], message.values()).scalar()
+
+
+def find(connection: Connection, key: str) -> int:
+    """The id of the message stored under ``key``."""
+    return connection.execute(_FIND, {"key": key}).scalar_one()

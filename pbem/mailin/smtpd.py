@@ -1,8 +1,11 @@
-"""The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message and answers at once.
+"""The mail listener: an aiosmtpd SMTP (or LMTP) server that stores each message, processes it where it
+can in the same transaction, and answers once that has committed.
 
-Storing is the only work done while the sender waits; a database failure answers 451 so the sending
-MTA keeps the message and retries, and nothing is lost.  Processing happens beside it, in the
-listener's :class:`pbem.mailin.process.Runner` thread, which is woken after each store.
+A database failure answers 451 so the sending MTA keeps the message and retries, and nothing is lost;
+so does a crash before the commit (the MTA got no answer).  A message that must wait (for an earlier one
+of its sender's, a busy game, or because as many are in hand as the listener has processor threads) is
+only stored, and handed to the listener's :class:`pbem.mailin.process.Runner` threads, which also take
+up whatever an earlier run left waiting.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class StoreHandler:
         mail_from, rcpt_tos = str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos]
         loop = asyncio.get_running_loop()
         try:
-            row_id = await loop.run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
+            received = await loop.run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
         except receive.MalformedMessage as exc:
             status = f"554 5.6.0 {exc}"
         except Exception:
@@ -63,20 +66,30 @@ class StoreHandler:
             status = "451 4.3.0 Temporary failure storing the message; please retry"
         else:
             status = "250 2.0.0 Message accepted"
-            if self.runner is not None:
-                self.runner.wake(row_id)
+            if self.runner is not None and received.waiting:
+                self.runner.wake(received.row_id)
+            elif self.runner is not None and received.sender_waits:
+                self.runner.wake()
         if isinstance(server, LMTP):
             # LMTP answers DATA once per recipient (RFC 2033): an MTA such as Postfix that hands one
             # message to several of our addresses waits for every answer.  The message is stored once.
             return "\r\n".join([status] * max(1, len(envelope.rcpt_tos)))
         return status
 
-    def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
-        """Store the message (or find it stored before); its row's id."""
+    def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> process.Received:
+        """Store the message (or find it stored before) and, with a processor beside it, process it in
+        the same transaction where it can be (see :func:`pbem.mailin.process.receive_and_process`)."""
         with self.app.app_context():
             try:
-                return receive.store_message(
-                    raw, mail_from, rcpt_tos, self.runner.writing if self.runner is not None else None)[0]
+                if self.runner is None or not self.runner.receiving.acquire(blocking=False):
+                    # No processor, or as many messages in hand as it has threads: only stored, for them.
+                    writing = self.runner.writing if self.runner is not None else None
+                    return process.Received(receive.store_message(raw, mail_from, rcpt_tos, writing)[0],
+                                            waiting=True)
+                try:
+                    return process.receive_and_process(raw, mail_from, rcpt_tos, self.runner.writing)
+                finally:
+                    self.runner.receiving.release()
             finally:
                 db.session.remove()
 

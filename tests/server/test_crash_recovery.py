@@ -13,6 +13,7 @@ import signal
 import smtplib
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from email.message import EmailMessage, Message
@@ -31,10 +32,13 @@ from pbem.mailout import outbox, tokens
 from tests.conftest import free_port
 from tests.server.test_mail_play import COMMANDS
 
-# Enough messages that the listener is still working through them when it is killed: each is stored
-# before the next is sent, and processing one (a move and its answers) costs more than storing it, so a
-# backlog builds; with a dozen, a fast processor could catch up before the kill.
+# Enough messages that the listener is still working through them when it is killed.  The listener
+# processes a message as it receives it, before it answers, unless an earlier one of its sender's is
+# waiting or in hand: then it only stores it, for its processors.  The batch comes over several
+# connections at once, so that alice's moves come while one of hers is in hand, and a backlog builds;
+# with a dozen, a fast processor could catch up before the kill.
 GAMES = 30
+CONNECTIONS = 6
 
 
 def _listener(port: int) -> subprocess.Popen:
@@ -91,11 +95,20 @@ def test_a_killed_listener_answers_every_message_once(app: Flask, ctx: Flask, pl
     port = free_port()
     first = _listener(port)
     try:
-        client = smtplib.SMTP("127.0.0.1", port, timeout=30)
-        for msg in batch:
-            client.send_message(msg)  # Each is stored (250) before the next is sent.
+        clients = [smtplib.SMTP("127.0.0.1", port, timeout=30) for _ in range(CONNECTIONS)]
+
+        def send(number: int) -> None:
+            for msg in batch[number::CONNECTIONS]:
+                clients[number].send_message(msg)  # Each is stored (250) before the next is sent.
+
+        sending = [threading.Thread(target=send, args=(number,)) for number in range(CONNECTIONS)]
+        for thread in sending:
+            thread.start()
+        for thread in sending:
+            thread.join(60)
         os.kill(first.pid, signal.SIGKILL)  # At once after the last, not after a goodbye.
-        client.close()
+        for client in clients:
+            client.close()
         first.wait(30)
     finally:
         if first.poll() is None:

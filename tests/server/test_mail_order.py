@@ -19,7 +19,7 @@ from email.utils import make_msgid
 
 import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
@@ -176,3 +176,55 @@ def test_delivery_reports_are_not_held_up_behind_one_another(app: Flask, ctx: Fl
     db.session.commit()
     assert process.process_one(rows[1]) is True
     assert process.process_one(rows[0]) is True
+
+
+def test_a_mail_stored_as_the_one_before_it_commits_is_not_left_waiting(
+    app: Flask, ctx: Flask, sink, players
+) -> None:
+    if not is_postgresql():
+        pytest.skip("on SQLite one processor takes the mail, in the order it came")
+    alice, bob, _ = players
+    game = play.create_game("easyslider", [alice, bob], {})
+    db.session.commit()
+    key = give_mail_key(alice)
+    first, second = _slides(game.id, 0, 2)
+    db.session.rollback()
+    subject = f"easyslider move {game.id} alice {key} {first}#1"
+    earlier = receive.store_message(_command_mail(alice.email, subject), alice.email, [COMMANDS])[0]
+    db.session.commit()
+
+    # The second mail comes after the first's outcome is written and before that commits: the statement
+    # that wrote it could not see the second, and the second's processor finds the first still in hand.
+    took: dict[str, object] = {}
+
+    def second_arrives() -> None:
+        with app.app_context():
+            try:
+                row_id = receive.store_message(
+                    _command_mail(alice.email, f"easyslider move {game.id} alice {key} {second}#2"),
+                    alice.email, [COMMANDS])[0]
+                took["later"] = row_id
+                took["later taken by its own processor"] = process.process_one(row_id)
+            finally:
+                db.session.remove()
+
+    def before_commit(_session: object) -> None:
+        if "later" not in took:
+            arriving = threading.Thread(target=second_arrives)
+            arriving.start()
+            arriving.join(10)
+
+    session = db.session()
+    event.listen(session, "before_commit", before_commit)
+    try:
+        took["earlier"] = process.process_one(earlier)
+    finally:
+        event.remove(session, "before_commit", before_commit)
+    assert took["earlier"] is True and took["later taken by its own processor"] is False
+    # The first's processor went on to the second as soon as the first was done.
+    db.session.rollback()
+    assert db.session.scalars(
+        select(Move.text).where(Move.game_id == game.id, Move.seat == 0).order_by(Move.id)
+    ).all() == [first, second]
+    statuses = [db.session.get(InboundMail, row_id).status for row_id in (earlier, took["later"])]
+    assert statuses == ["processed"] * 2

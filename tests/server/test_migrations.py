@@ -31,6 +31,10 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
         drop_pg_database(url)
 
 
+# The one index of an expression, PostgreSQL's alone (ddl_if): SQLite neither has it nor can reflect it,
+# and Alembic says it cannot compare it there.
+@pytest.mark.filterwarnings(
+    "ignore:autogenerate skipping metadata-specified expression-based index 'ix_inbound_mail_unfinished'")
 def test_migrations_match_the_models(empty_database: str, tmp_path: Path) -> None:
     app = create_app({"database": {"url": empty_database}, "server": {"instance_path": str(tmp_path)}})
     with app.app_context():
