@@ -144,8 +144,8 @@ def is_postgresql() -> bool:
 
 def insert_with_conflicts(dialect: str | None = None) -> Any:
     """The ``insert`` of the app's database (or of ``dialect``, "sqlite" or "postgresql") that offers
-    ON CONFLICT: each dialect's own is imported only when asked for, so a server on SQLite never loads
-    SQLAlchemy's PostgreSQL dialect (2.4 MB of a web worker, a twentieth of its start)."""
+    ON CONFLICT, each dialect's imported only when asked for (one place that picks it for the models'
+    upserts)."""
     if (dialect or db.engine.dialect.name) == "postgresql":
         from sqlalchemy.dialects import postgresql
         return postgresql.insert
