@@ -107,18 +107,28 @@ def _install_generation_hooks(engine: Engine, shared: generation.Generation) -> 
         try:
             commit(dbapi_connection)
         finally:
-            if isinstance(dbapi_connection, PoolProxiedConnection) and dbapi_connection.info.pop(
-                    _WRITTEN, False):
+            if _marks(dbapi_connection).pop(_WRITTEN, False):
                 shared.change()
 
     def do_rollback(dbapi_connection: Any) -> None:
-        if isinstance(dbapi_connection, PoolProxiedConnection):
-            dbapi_connection.info.pop(_WRITTEN, None)
+        _marks(dbapi_connection).pop(_WRITTEN, None)
         rollback(dbapi_connection)
 
     # (Over the PostgreSQL hooks' own, which they call: see _install_postgresql_hooks.)
     dialect.do_commit = do_commit  # type: ignore[method-assign]
     dialect.do_rollback = do_rollback  # type: ignore[method-assign]
+
+
+def _marks(dbapi_connection: Any) -> dict[Any, Any]:
+    """The info of the pool's proxy of a driver's connection, where its transaction is marked as writing;
+    an empty dict for a connection the engine has no record of (its first, read for the server's version,
+    and anything handed over bare), on which the engine sent no statement of ours."""
+    if isinstance(dbapi_connection, PoolProxiedConnection):
+        try:
+            return dbapi_connection.info
+        except NotImplementedError:
+            pass
+    return {}
 
 
 # How many statements' kinds are kept before they are forgotten all at once (texts made anew each time,

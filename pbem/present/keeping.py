@@ -62,6 +62,7 @@ from sqlalchemy.exc import DBAPIError
 
 from pbem.core.database import ONE_STATEMENT, generation_of, is_postgresql
 from pbem.core.extensions import db
+from pbem.core.models import clock_is_set
 
 # Headers of a kept answer that are the response's own rather than the answer's.
 _OWN_HEADERS = frozenset({"content-length"})
@@ -203,23 +204,16 @@ def kept_headers(response: Any) -> tuple[tuple[str, str], ...]:
 
 # The write generation -------------------------------------------------------------------------------------
 
-# Where an app keeps its generation and max age for kept answers (see generation_now).
-_FAST = "pbem_kept_generation"
-
-
 def generation_now() -> tuple[bytes, float, float] | None:
     """The host's write generation now, the monotonic time it was read and the longest a kept answer may
     be served on it unread (``pages.generation_max_age_seconds``); None without a generation (turned
-    off, or not to be mapped), when every kept answer reads its stamp.  Read it before the stamp."""
+    off, not to be mapped, a max age of 0) or while the time is set (:func:`pbem.core.models.set_clock`:
+    a test's or ``pbem sweep --at``'s, which moves without the monotonic clock), when every kept answer
+    reads its stamp.  Read it before the stamp."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    fast = app.extensions.get(_FAST)
-    if fast is None:
-        shared = generation_of(app)
-        max_age = float(app.config["PBEM"]["pages"]["generation_max_age_seconds"])
-        fast = app.extensions.setdefault(_FAST, (shared, max_age) if shared is not None and max_age > 0
-                                         else (None, 0.0))
-    shared, max_age = fast
-    if shared is None:
+    shared = generation_of(app)
+    max_age = app.config["PBEM"]["pages"]["generation_max_age_seconds"]
+    if shared is None or max_age <= 0 or clock_is_set():
         return None
     return shared.now(), time.monotonic(), max_age
 
