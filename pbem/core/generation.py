@@ -61,6 +61,10 @@ class Generation:
         """Make the generation a value never seen before (after a commit that wrote)."""
         self._map[:SIZE] = os.urandom(SIZE)
 
+    def close(self) -> None:
+        """Unmap the file (the generation is not to be used after)."""
+        self._map.close()
+
 
 def file_for(settings: dict[str, Any]) -> Path | None:
     """Where the installation's generation lives on this host: ``pages.generation_file``, or else a file

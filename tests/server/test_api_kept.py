@@ -70,13 +70,6 @@ class Client:
 
 
 @pytest.fixture
-def stamps_read(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kept answer read against its stamp, never served unread on the host's write generation
-    (its max age 0): for the tests of what the stamps read."""
-    monkeypatch.setitem(app.config["PBEM"]["pages"], "generation_max_age_seconds", 0)
-
-
-@pytest.fixture
 def client(server: str) -> Client:  # noqa: F811
     """A client of the app served over HTTP."""
     return Client(server)
