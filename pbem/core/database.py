@@ -68,10 +68,11 @@ def _install_generation_hooks(engine: Engine, shared: generation.Generation) -> 
     (:func:`pbem.core.generation.writes`), and right after such a statement the driver committed by
     itself (outside a transaction: an AUTOCOMMIT connection, SQLite's statements outside BEGIN).
 
-    Marked on the connection before the statement is sent (so a write that then fails is still counted,
-    an executemany stopped halfway among them), and the generation changed after the driver's commit
-    returns, or fails (a commit whose answer was lost may have happened).  A rollback clears the mark.
-    The statements' kinds are kept by their text: the same few texts are sent again and again."""
+    Marked on the connection after the statement (and after one that failed: an executemany stopped
+    halfway may have written part, which its caller may commit), and the generation changed after the
+    driver's commit returns, or fails (a commit whose answer was lost may have happened).  A rollback
+    clears the mark.  One listener on every statement, which looks its kind up by its text (the same few
+    texts are sent again and again): about half a microsecond a statement (docs/PERFORMANCE.md)."""
     dialect = engine.dialect
     commit, rollback = dialect.do_commit, dialect.do_rollback
     kinds: dict[str, bool] = {}
@@ -90,18 +91,21 @@ def _install_generation_hooks(engine: Engine, shared: generation.Generation) -> 
             kind = kinds[statement] = generation.writes(statement)
         return kind
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _mark_writes(conn: Connection, _cursor: Any, statement: str, _parameters: Any, _context: Any,
+    @event.listens_for(engine, "after_cursor_execute")
+    def _note_writes(conn: Connection, cursor: Any, statement: str, _parameters: Any, _context: Any,
                      _executemany: bool) -> None:
         if writing(statement):
-            conn.info[_WRITTEN] = True
+            if in_transaction(cursor.connection):
+                conn.info[_WRITTEN] = True
+            else:
+                shared.change()
 
-    @event.listens_for(engine, "after_cursor_execute")
-    def _committed_by_itself(conn: Connection, cursor: Any, statement: str, _parameters: Any,
-                             _context: Any, _executemany: bool) -> None:
-        if kinds.get(statement) and not in_transaction(cursor.connection):
-            conn.info.pop(_WRITTEN, None)
-            shared.change()
+    @event.listens_for(engine, "handle_error")
+    def _note_failed_writes(context: Any) -> None:
+        # A write that failed may have written part (an executemany stopped halfway) for the transaction
+        # to commit all the same, if its caller goes on.
+        if context.statement is not None and context.connection is not None and writing(context.statement):
+            context.connection.info[_WRITTEN] = True
 
     def do_commit(dbapi_connection: Any) -> None:
         try:

@@ -184,6 +184,13 @@ def test_the_hooks_change_the_generation_after_each_commit_that_wrote_and_only_t
     assert shared.now() == now
     db.session.commit()
     assert shared.now() != now
+    # A write that failed, in a transaction its caller commits all the same.
+    now = shared.now()
+    with db.engine.connect() as conn:
+        with pytest.raises(sa.exc.IntegrityError):
+            conn.execute(update(Seat).where(*seat).values(game_id=game_id + 1000))
+        conn.commit()
+    assert shared.now() != now
     # Outside a transaction (SQLite's statements outside BEGIN, PostgreSQL's AUTOCOMMIT).
     now = shared.now()
     outside = ({database.ONE_STATEMENT: True} if db.engine.dialect.name == "sqlite"
