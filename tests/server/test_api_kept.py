@@ -346,3 +346,22 @@ def test_a_kept_answer_reads_its_caller_in_its_stamps_statement_and_sees_them_ch
         with statements() as sent:
             assert "JST" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
     assert len([statement for statement in sent if statement.startswith("SELECT")]) == 1
+
+
+def test_a_token_whose_last_use_is_due_is_written_though_its_answer_is_kept_unread(
+        client: Client, players, tokens, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer served unread on the host's write generation still checks the token's "last used", as
+    its row was read, against the time: once it is due the request is answered afresh and writes it."""
+    game_id = a_game(players)
+    path = f"/api/v1/games/{game_id}"
+    for _ in range(3):
+        assert get(client, path, tokens["alice"]).status_code == 200
+    row = select(apitokens.ApiToken.last_used_at).where(apitokens.ApiToken.user_id == players[0].id)
+    used = db.session.scalar(row)
+    later = utcnow() + timedelta(hours=2)
+    with monkeypatch.context() as patched:
+        patched.setattr(kept, "utcnow", lambda: later)
+        patched.setattr(apitokens, "utcnow", lambda: later)
+        assert get(client, path, tokens["alice"]).status_code == 200
+    db.session.rollback()
+    assert used is not None and db.session.scalar(row) == later
