@@ -283,15 +283,22 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
     the operation always does; ``render(False)`` ignores If-None-Match (an answer to keep has a body)."""
     if request.method not in ("GET", "HEAD"):
         return render(True)
+    answers, url = answers_of(), keeping.request_url()
+    generation = keeping.generation_now()
+    if generation is not None:
+        unread = _unread(answers, url, generation)
+        if unread is not None:
+            return _answer(unread)
     with keeping.reading():
         found = _read_stamp(stamp, public, path_args)
     if found is None:
         return render(True)
     caller, made_of = found
     caller_id = caller.user_id if caller is not None else None
-    answers, url = answers_of(), keeping.request_url()
-    kept = answers.get(url, made_of, caller_id)
+    digest = _digest() if caller is not None else None
+    kept = answers.get(url, made_of, caller_id, keeping.checked_at(generation, digest))
     if kept is None:
+        generation = keeping.generation_now()
         with keeping.snapshot():
             again = _read_stamp(stamp, public, path_args, again=True)
         if again is None or again[0] != caller:
@@ -300,11 +307,41 @@ def serve(stamp: Stamp, public: bool, path_args: dict[str, Any], render: Render)
         if not keeping.plain_ok(response):
             return response
         etag, _weak = response.get_etag()
-        kept = Answer(again[1], response.get_data(), keeping.kept_headers(response), etag)
+        kept = Answer(again[1], response.get_data(), keeping.kept_headers(response), etag,
+                      keeping.checked_at(generation, digest))
         answers.put(url, kept, caller_id)
+    return _answer(kept)
+
+
+def _answer(kept: Answer) -> Response:
+    """A kept answer to the request: a 304 if it names the answer's ETag."""
     if kept.etag is not None and request.if_none_match.contains_weak(kept.etag):
         return _unchanged(kept.etag)
     return current_app.response_class(kept.body, headers=list(kept.headers))
+
+
+def _unread(answers: Answers, url: str, generation: tuple[bytes, float, float]) -> Answer | None:
+    """The answer kept for ``url`` and the request's caller that may be served without reading its
+    stamp (see :mod:`pbem.present.keeping`): found to hold lately, under the write generation that is
+    still the host's, for the token the request carries (or for no token, if it carries none).  The
+    token's row as read then still holds (revoking a token, or anything its player may no longer do, is
+    a write); its "last used" is checked here as :func:`_caller` checks it, so that one due to be written
+    is answered afresh and written."""
+    now, _at, max_age = generation
+    if "Authorization" not in request.headers:
+        caller_id, digest = None, None
+    else:
+        digest = _digest()
+        known = answers.known.get(digest) if digest is not None else None
+        if known is None:
+            return None
+        _token_id, caller_id, last_used_at, verified_at = known[:4]
+        if verified_at is None or last_used_at is None or utcnow() - last_used_at > _USE_MARGIN:
+            return None
+    found = answers.fresh(url, caller_id, now, max_age)
+    if found is None or found[1][2] != digest:
+        return None
+    return found[0]
 
 
 # Stamps -------------------------------------------------------------------------------------------------

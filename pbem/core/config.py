@@ -205,6 +205,9 @@ def _check(settings: Settings) -> None:
     if settings["server"]["password_hash"].split(":")[0] not in ("scrypt", "pbkdf2"):
         raise ConfigError('server.password_hash must be a werkzeug method: "scrypt" (the default) or '
                           '"pbkdf2:sha256:ROUNDS".')
+    if not 0 <= settings["pages"]["generation_max_age_seconds"] <= 60:
+        raise ConfigError("pages.generation_max_age_seconds must be from 0 to 60 (1 is usual; 0 reads every "
+                          "kept answer's stamp).")
     ratings = settings["ratings"]
     if not 0 < ratings["tau"] <= 5:
         raise ConfigError(f"ratings.tau must be above 0 (0.3 to 1.2 are usual), not {ratings['tau']}.")

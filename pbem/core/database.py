@@ -8,6 +8,10 @@ therefore begins its transaction with ``BEGIN IMMEDIATE`` (every unit of work do
 the first left it.  On PostgreSQL the same
 guarantee comes from ``SELECT … FOR UPDATE`` on the game row, and a transaction that only read is ended
 by a COMMIT where SQLAlchemy asks for a rollback (see :func:`_install_postgresql_hooks`).
+
+Every commit that wrote changes the host's write generation after the database has it (see
+:mod:`pbem.core.generation` and :func:`_install_generation_hooks`), which kept answers are checked
+against.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from flask import Flask
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.default import DefaultDialect
+from sqlalchemy.pool import PoolProxiedConnection
 
+from pbem.core import generation
 from pbem.core.extensions import db
 
 # The execution option of a connection that begins a write transaction (see pbem.core.unit_of_work).
@@ -27,10 +33,13 @@ BEGIN_IMMEDIATE = "pbem_begin_immediate"
 # The execution option of a connection that reads one statement and nothing else (a page's stamp): on
 # SQLite no transaction is begun around it, since a statement alone reads one state of the database.
 ONE_STATEMENT = "pbem_one_statement"
+# Where the app keeps its write generation (None when it has none): see generation_of.
+_GENERATION = "pbem_write_generation"
 
 
 def init_app(app: Flask) -> None:
-    """Install the SQLite hooks on the app's engine, when the database is SQLite."""
+    """Install the SQLite or PostgreSQL hooks on the app's engine, and those that change the host's write
+    generation after every commit that wrote (unless it is turned off or cannot be mapped)."""
     with app.app_context():
         engine = db.engine
         if engine.dialect.name == "sqlite":
@@ -38,6 +47,97 @@ def init_app(app: Flask) -> None:
             _install_sqlite_hooks(engine, settings["sqlite_busy_timeout_ms"], settings["sqlite_synchronous"])
         elif engine.dialect.name == "postgresql":
             _install_postgresql_hooks(engine)
+        shared = generation.open_for(app.config["PBEM"])
+        app.extensions[_GENERATION] = shared
+        if shared is not None:
+            _install_generation_hooks(engine, shared)
+
+
+def generation_of(app: Flask) -> generation.Generation | None:
+    """The write generation ``app``'s commits change, or None (turned off, or not to be mapped)."""
+    return app.extensions.get(_GENERATION)
+
+
+# The key, in a connection's info (its pool record's, kept with the driver's connection), of a mark that
+# its transaction wrote.
+_WRITTEN = "pbem_written"
+
+
+def _install_generation_hooks(engine: Engine, shared: generation.Generation) -> None:
+    """Change ``shared`` after every commit of a transaction that sent a statement that may write
+    (:func:`pbem.core.generation.writes`), and right after such a statement the driver committed by
+    itself (outside a transaction: an AUTOCOMMIT connection, SQLite's statements outside BEGIN).
+
+    Marked on the connection after the statement (and after one that failed: an executemany stopped
+    halfway may have written part, which its caller may commit), and the generation changed after the
+    driver's commit returns, or fails (a commit whose answer was lost may have happened).  A rollback
+    clears the mark.  One listener on every statement, which looks its kind up by its text (the same few
+    texts are sent again and again): about half a microsecond a statement (docs/PERFORMANCE.md)."""
+    dialect = engine.dialect
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+    kinds: dict[str, bool] = {}
+    if dialect.name == "postgresql":
+        def in_transaction(driver: Any) -> bool:
+            return not driver.autocommit and _in_transaction(driver)
+    else:
+        def in_transaction(driver: Any) -> bool:
+            return bool(driver.in_transaction)
+
+    def writing(statement: str) -> bool:
+        kind = kinds.get(statement)
+        if kind is None:
+            if len(kinds) > _KINDS_KEPT:
+                kinds.clear()
+            kind = kinds[statement] = generation.writes(statement)
+        return kind
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _note_writes(conn: Connection, cursor: Any, statement: str, _parameters: Any, _context: Any,
+                     _executemany: bool) -> None:
+        if writing(statement):
+            if in_transaction(cursor.connection):
+                conn.info[_WRITTEN] = True
+            else:
+                shared.change()
+
+    @event.listens_for(engine, "handle_error")
+    def _note_failed_writes(context: Any) -> None:
+        # A write that failed may have written part (an executemany stopped halfway) for the transaction
+        # to commit all the same, if its caller goes on.
+        if context.statement is not None and context.connection is not None and writing(context.statement):
+            context.connection.info[_WRITTEN] = True
+
+    def do_commit(dbapi_connection: Any) -> None:
+        try:
+            commit(dbapi_connection)
+        finally:
+            if _marks(dbapi_connection).pop(_WRITTEN, False):
+                shared.change()
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        _marks(dbapi_connection).pop(_WRITTEN, None)
+        rollback(dbapi_connection)
+
+    # (Over the PostgreSQL hooks' own, which they call: see _install_postgresql_hooks.)
+    dialect.do_commit = do_commit  # type: ignore[method-assign]
+    dialect.do_rollback = do_rollback  # type: ignore[method-assign]
+
+
+def _marks(dbapi_connection: Any) -> dict[Any, Any]:
+    """The info of the pool's proxy of a driver's connection, where its transaction is marked as writing;
+    an empty dict for a connection the engine has no record of (its first, read for the server's version,
+    and anything handed over bare), on which the engine sent no statement of ours."""
+    if isinstance(dbapi_connection, PoolProxiedConnection):
+        try:
+            return dbapi_connection.info
+        except NotImplementedError:
+            pass
+    return {}
+
+
+# How many statements' kinds are kept before they are forgotten all at once (texts made anew each time,
+# an IN list written out, would otherwise grow it without end).
+_KINDS_KEPT = 4096
 
 
 def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str) -> None:

@@ -46,6 +46,11 @@ def wall_clock() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def clock_is_set() -> bool:
+    """Whether :func:`utcnow` answers a time set by :func:`set_clock` rather than the real one."""
+    return _clock_override is not None
+
+
 def set_clock(at: datetime | None) -> None:
     """Make :func:`utcnow` answer ``at`` (naive UTC); None returns to the real clock."""
     global _clock_override

@@ -5,8 +5,28 @@ session and its form tokens for pages, a Bearer token and ETags for the API).
 
 An answer is kept for a URL and a reader (a user's id, or None for everyone without one) with the
 *stamp* it was rendered under: one cheap read of every row it depends on, as tuples, no model objects.
-It is served while a fresh read of the stamp is equal, and nothing has to be told to forget it, so the
-processes share nothing: each reads the stamp from the database every time.
+It is served while a fresh read of the stamp is equal, and nothing has to be told to forget it.
+
+The processes of the installation on this host share one thing: the *write generation*
+(:mod:`pbem.core.generation`), eight bytes in a mapped file that every commit that wrote changes, after
+the commit, to a value never seen before.  A kept answer remembers the generation read *before* its
+stamp was read (for an answer just rendered, before the snapshot's read of it) and when that was (the
+monotonic clock): :meth:`KeptStore.fresh`.  While the generation is still that value, and for at most
+``pages.generation_max_age_seconds`` since, the answer is served with no read of the database at all;
+else its stamp is read as ever, and if it is equal the answer's generation and time are taken anew.
+
+Why that is right: a reader records generation G, then reads the stamp; a writer changes the generation
+only after its commit.  So an answer checked at G saw every commit whose change came before G was read,
+and any commit after that changes the generation away from G, never back to it (the values are
+random, never one more than the last, which two writers could both write).  A commit that wrote and
+whose change has not come yet was either seen by the stamp or will change the generation later.  So
+reads follow writes across the processes of one host: a player's POST commits and changes the
+generation before its answer is sent, and the GET it is redirected to, on whichever worker, misses the
+fast path and reads the stamp.  What writes without changing it (a process that died between its commit
+and the change, an operator's psql, web workers on another host, which must then turn the generation
+off or accept the max age) and the words that change with time alone (a running clock's, ratings'
+deviations now, which the stamps hold) are shown at most the max age late.  Without a generation (turned
+off, or its file not to be opened or mapped) every request reads its stamp.
 
 The stamp is read first by statements on a connection of their own, outside the session (on
 PostgreSQL outside any transaction, which would cost two more round trips to the server, BEGIN then
@@ -27,6 +47,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,8 +60,9 @@ from sqlalchemy import CompoundSelect, Select, event
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 
-from pbem.core.database import ONE_STATEMENT, is_postgresql
+from pbem.core.database import ONE_STATEMENT, generation_of, is_postgresql
 from pbem.core.extensions import db
+from pbem.core.models import clock_is_set
 
 # Headers of a kept answer that are the response's own rather than the answer's.
 _OWN_HEADERS = frozenset({"content-length"})
@@ -55,15 +77,23 @@ _HELD = "pbem_stamp_connections"
 _Store = TypeVar("_Store", bound="KeptStore")
 
 
-@dataclass(frozen=True)
+# When a kept answer was last found to hold: the write generation read before its stamp was read, the
+# monotonic time then, and whom it was checked for (what the page or the API compares the request's
+# credentials with: a session token as the reader's row held it, a token's digest; None for a visitor).
+Checked = tuple[bytes, float, object]
+
+
+@dataclass(eq=False)
 class Kept:
     """An answer as rendered: the stamp it was rendered under, its bytes, the headers its view gave and
-    its weak ETag, if any."""
+    its weak ETag, if any; and when it was last found to hold (see :data:`Checked`), taken anew (one
+    assignment of a tuple, so threads see all of it or none) whenever its stamp reads the same."""
 
     stamp: object
     body: bytes
     headers: tuple[tuple[str, str], ...]
     etag: str | None = None
+    checked: Checked | None = None
 
 
 class KeptStore:
@@ -86,15 +116,35 @@ class KeptStore:
         """The bytes held: answers and their URLs."""
         return self._bytes
 
-    def get(self, url: str, stamp: object, reader: int | None = None) -> Kept | None:
-        """The answer kept for ``url`` and ``reader`` if it was rendered under ``stamp``."""
+    def get(self, url: str, stamp: object, reader: int | None = None,
+            checked: Checked | None = None) -> Kept | None:
+        """The answer kept for ``url`` and ``reader`` if it was rendered under ``stamp``; found to hold
+        as ``checked`` says, if given."""
         key = (url, reader)
         with self._lock:
             kept = self._kept.get(key)
             if kept is None or kept.stamp != stamp:
                 return None
             self._kept.move_to_end(key)
-            return kept
+        if checked is not None:
+            kept.checked = checked
+        return kept
+
+    def fresh(self, url: str, reader: int | None, generation: bytes,
+              max_age: float) -> tuple[Kept, Checked] | None:
+        """The answer kept for ``url`` and ``reader`` if it was last found to hold under ``generation``
+        less than ``max_age`` seconds ago, and how (whom it was checked for is the caller's to compare):
+        one to serve without reading its stamp."""
+        key = (url, reader)
+        kept = self._kept.get(key)
+        checked = kept.checked if kept is not None else None
+        if kept is None or checked is None or checked[0] != generation or (
+                time.monotonic() - checked[1] >= max_age):
+            return None
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+        return kept, checked
 
     def put(self, url: str, kept: Kept, reader: int | None = None) -> None:
         """Keep ``kept`` for ``url`` and ``reader`` (in place of any older one), forgetting the least
@@ -150,6 +200,28 @@ def kept_headers(response: Any) -> tuple[tuple[str, str], ...]:
     """The headers of ``response`` to keep with its body: all but those each answer sets for itself."""
     return tuple((name, value) for name, value in response.headers.items()
                  if name.lower() not in _OWN_HEADERS)
+
+
+# The write generation -------------------------------------------------------------------------------------
+
+def generation_now() -> tuple[bytes, float, float] | None:
+    """The host's write generation now, the monotonic time it was read and the longest a kept answer may
+    be served on it unread (``pages.generation_max_age_seconds``); None without a generation (turned
+    off, not to be mapped, a max age of 0) or while the time is set (:func:`pbem.core.models.set_clock`:
+    a test's or ``pbem sweep --at``'s, which moves without the monotonic clock), when every kept answer
+    reads its stamp.  Read it before the stamp."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    shared = generation_of(app)
+    max_age = app.config["PBEM"]["pages"]["generation_max_age_seconds"]
+    if shared is None or max_age <= 0 or clock_is_set():
+        return None
+    return shared.now(), time.monotonic(), max_age
+
+
+def checked_at(now: tuple[bytes, float, float] | None, who: object = None) -> Checked | None:
+    """What a kept answer found to hold after :func:`generation_now` gave ``now`` remembers (see
+    :data:`Checked`), for ``who``; None without a generation."""
+    return None if now is None else (now[0], now[1], who)
 
 
 # Reading the stamp ---------------------------------------------------------------------------------------

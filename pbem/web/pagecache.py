@@ -300,6 +300,29 @@ def _in_snapshot(stamp: Callable[..., Stamp | None], reader_id: int | None,
         return stamp(reader_id, **kwargs)
 
 
+def _unread(cache: PageCache, url: str, reader_id: int | None, signed_in: tuple[int, str] | None,
+            generation: tuple[bytes, float, float]) -> Page | None:
+    """The page kept for ``url`` and the reader that may be served without reading its stamp: found to
+    hold under the write generation that is still the host's, lately (see :mod:`pbem.present.keeping`),
+    and for a signed-in reader under the session token the request's session carries, as their row held
+    it then (so a session ended since, by a write, is not served)."""
+    now, _at, max_age = generation
+    found = cache.fresh(url, reader_id, now, max_age)
+    if found is None:
+        return None
+    page, checked = found
+    if signed_in is not None and not (checked[2] is not None and session_token_matches(checked[2],
+                                                                                       signed_in[1])):
+        return None
+    return page
+
+
+def _serve_kept(page: Page, signed_in: tuple[int, str] | None) -> ResponseReturnValue:
+    """The answer of a kept page: for a signed-in reader with their session's form token put in."""
+    body = page.body if signed_in is None else _with_form_token(page.body)
+    return current_app.response_class(body, headers=list(page.headers))
+
+
 def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
     """Keep the view's page for visitors and for each signed-in player under ``stamp``, called with the
     reader's user id (None for a visitor) and the view's arguments.  The stamp answers what the page is
@@ -316,6 +339,13 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if signed_in is None and not _visitor():
                 return view(**kwargs)
             reader_id = signed_in[0] if signed_in else None
+            cache = cache_of()
+            url = keeping.request_url()
+            generation = keeping.generation_now()
+            if generation is not None:
+                page = _unread(cache, url, reader_id, signed_in, generation)
+                if page is not None:
+                    return _serve_kept(page, signed_in)
             read = stamp(reader_id, **kwargs)
             if read is None:
                 return view(**kwargs)
@@ -326,12 +356,11 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if ended:
                 return view(**kwargs)
             made_of = _page_key(made_of, reader_id, reader)
-            cache = cache_of()
-            url = keeping.request_url()
-            page = cache.get(url, made_of, reader_id)
+            holder = reader[0] if reader is not None else None
+            page = cache.get(url, made_of, reader_id, keeping.checked_at(generation, holder))
             if page is not None:
-                body = page.body if signed_in is None else _with_form_token(page.body)
-                return current_app.response_class(body, headers=list(page.headers))
+                return _serve_kept(page, signed_in)
+            generation = keeping.generation_now()
             read = _in_snapshot(stamp, reader_id, kwargs)
             if read is None or read[1] != reader:
                 return view(**kwargs)
@@ -349,7 +378,8 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
                 if signed_in is not None:
                     g.pop(_TOKEN_IN_G, None)
             if keep:
-                cache.put(url, Page(made_of, response.get_data(), keeping.kept_headers(response)), reader_id)
+                cache.put(url, Page(made_of, response.get_data(), keeping.kept_headers(response),
+                                    checked=keeping.checked_at(generation, holder)), reader_id)
             if signed_in is not None and not response.direct_passthrough and not response.is_streamed:
                 response.set_data(_with_form_token(response.get_data()))
             return response

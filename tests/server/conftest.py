@@ -141,6 +141,13 @@ def runner(app: Flask) -> FlaskCliRunner:
 
 
 @pytest.fixture
+def stamps_read(app: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kept page and API answer of ``app`` read against its stamp, never served unread on the
+    host's write generation (its max age 0): for the tests of what the stamps read and how."""
+    monkeypatch.setitem(app.config["PBEM"]["pages"], "generation_max_age_seconds", 0)
+
+
+@pytest.fixture
 def ctx(app: Flask) -> Iterator[Flask]:
     """The app with an app context pushed for the test body."""
     with app.app_context():

@@ -130,8 +130,9 @@ def test_a_kept_game_follows_every_move_and_each_caller_gets_their_own(ctx: Flas
     assert get(client, path, tokens[other]).json["your_turn"] is True
 
 
-def test_a_kept_game_shows_its_clocks_as_they_are_now(client: Client, players, tokens,
+def test_a_kept_game_shows_its_clocks_as_they_are_now(client: Client, players, tokens, stamps_read,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # (The words as the stamp reads them: unread on the write generation they can be a second late.)
     game_id = a_game(players)
     mover, other, seat, _other_seat = seats(game_id)
     path = f"/api/v1/games/{game_id}"
@@ -318,7 +319,7 @@ def test_the_directory_follows_new_players_and_ratings(client: Client, players, 
 
 
 def test_a_kept_answer_reads_its_caller_in_its_stamps_statement_and_sees_them_change(
-        client: Client, players, tokens) -> None:
+        client: Client, players, tokens, stamps_read) -> None:
     """A kept answer reads the caller's token and player in its stamp's own statement (one statement a
     request); when their row changed meanwhile (their time zone), the answer shows it at once, and the
     next is read in one statement again."""
@@ -345,3 +346,22 @@ def test_a_kept_answer_reads_its_caller_in_its_stamps_statement_and_sees_them_ch
         with statements() as sent:
             assert "JST" in get(client, path, tokens[mover]).json["players"][seat - 1]["clock"]
     assert len([statement for statement in sent if statement.startswith("SELECT")]) == 1
+
+
+def test_a_token_whose_last_use_is_due_is_written_though_its_answer_is_kept_unread(
+        client: Client, players, tokens, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer served unread on the host's write generation still checks the token's "last used", as
+    its row was read, against the time: once it is due the request is answered afresh and writes it."""
+    game_id = a_game(players)
+    path = f"/api/v1/games/{game_id}"
+    for _ in range(3):
+        assert get(client, path, tokens["alice"]).status_code == 200
+    row = select(apitokens.ApiToken.last_used_at).where(apitokens.ApiToken.user_id == players[0].id)
+    used = db.session.scalar(row)
+    later = utcnow() + timedelta(hours=2)
+    with monkeypatch.context() as patched:
+        patched.setattr(kept, "utcnow", lambda: later)
+        patched.setattr(apitokens, "utcnow", lambda: later)
+        assert get(client, path, tokens["alice"]).status_code == 200
+    db.session.rollback()
+    assert used is not None and db.session.scalar(row) == later

@@ -428,7 +428,7 @@ def test_kept_pages_are_read_on_held_connections_and_right_after_the_server_ende
 
 
 def test_pages_whose_stamps_read_several_statements_are_right_after_the_server_ended_them(
-        app: Flask, ctx: Flask, players) -> None:
+        app: Flask, ctx: Flask, players, stamps_read) -> None:
     """PostgreSQL: the standings, the directory, a player's page and My games, whose stamps read several
     statements on one held connection, answer the first request after a restart of the server too."""
     if db.engine.dialect.name != "postgresql":
