@@ -39,6 +39,7 @@ def _safe_next(target: str | None) -> str:
 # A sign-up mails the address (a confirmation link, or a notice to the account that has it): counted with
 # the other mails to it, but only when one may have gone, so that typing a short password is no cost.
 @per_account("mail_link_per_address", "email", answered, shared_scope=MAIL_LINK_SCOPE)
+@pagecache.kept(pagecache.static_stamp, forms=True)
 def signup() -> str | Response | tuple[str, int]:
     """Create an account; a confirmation link goes to the address given."""
     form = request.form
@@ -81,6 +82,7 @@ def resend() -> str:
 
 @bp.route("/login", methods=["GET", "POST"])
 @per_ip_and("signin_per_ip", "login", "signin_per_account", only_failures=True)
+@pagecache.kept(pagecache.static_stamp, forms=True)
 def login() -> str | Response | tuple[str, int]:
     """Sign in with handle (or address) and password."""
     if request.method == "POST":
@@ -106,6 +108,7 @@ def logout() -> Response:
 
 @bp.route("/reset", methods=["GET", "POST"])
 @per_ip_and("mail_link_per_ip", "email", "mail_link_per_address", shared_scope=MAIL_LINK_SCOPE)
+@pagecache.kept(pagecache.static_stamp, forms=True)
 def reset_request() -> str:
     """Ask for a password-reset link by mail, naming the account by its handle or its address."""
     # The field keeps its name "email" (it now takes a handle too), so the per-address limit and forms

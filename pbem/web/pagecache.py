@@ -66,13 +66,15 @@ session ended by a new password) gets nothing kept.
 Visitors qualify with a GET or HEAD with no session content at all (no sign-in, no flashed message,
 no form token) and no user loaded by any other means; signed-in players with a GET or HEAD whose session
 carries no flashed message.  A page is kept only when rendering it wrote nothing into the session and
-set no cookie, answered 200, and is not too large; so a page carrying a message is never kept, and a
-visitor's page never carries a form token.  A player's pages are kept under their own user id, never
-given to anyone else, and carry no form token either: they are rendered with :data:`FORM_TOKEN` in its
-place, and each answer (kept or fresh) puts in the token of the session asking, as Flask-WTF makes it
-for this request, so a form posted from a kept page is accepted as from a fresh one.  Each process
-keeps at most :data:`MAX_BYTES` of pages, the least recently used going first, one page per URL and
-reader.
+set no cookie, answered 200, and is not too large; so a page carrying a message is never kept.  A
+player's pages are kept under their own user id, never given to anyone else, and carry no form token:
+they are rendered with :data:`FORM_TOKEN` in its place, and each answer (kept or fresh) puts in the
+token of the session asking, as Flask-WTF makes it for this request, so a form posted from a kept page
+is accepted as from a fresh one.  The sign-in forms (sign in, sign up, ask for a reset link) are kept
+so for visitors too, whose session may then hold a form token already (``kept(..., forms=True)``); a
+form shown after a refused POST (its error, the address typed) is never kept, being a POST's answer.
+Each process keeps at most :data:`MAX_BYTES` of pages, the least recently used going first, one page
+per URL and reader.
 """
 
 from __future__ import annotations
@@ -154,10 +156,33 @@ def _visitor() -> bool:
     # With nothing in the session and no remember-me cookie, Flask-Login loads nobody (pbem gives it no
     # loader by request): not asking it spares the session-protection digest it makes for every
     # visitor, a tenth of a kept page.
-    remember = current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token")
-    if g.get("_login_user") is None and remember not in request.cookies:
+    if g.get("_login_user") is None and not _remembered():
         return True
     return not current_user.is_authenticated
+
+
+# What a visitor's session may hold and still be given a kept form (see :func:`kept`): the raw form
+# token Flask-WTF put there, and the mark Flask-Login's session protection leaves on a session signed in
+# to nobody.
+_FORM_VISITOR_KEYS = frozenset({_TOKEN_IN_G, "_fresh"})
+
+
+def _form_visitor() -> bool:
+    """Whether the request is a visitor's asking for a form (sign in, sign up, a reset link) that every
+    other visitor would be answered alike but for the form token: a GET or HEAD whose session holds
+    nothing but a form token (no sign-in, no flashed message), and nobody signed in by other means."""
+    if request.method not in ("GET", "HEAD") or not _FORM_VISITOR_KEYS.issuperset(session.keys()):
+        return False
+    if session.get("_fresh", False) is not False:
+        return False
+    if g.get("_login_user") is None and not _remembered():
+        return True
+    return not current_user.is_authenticated
+
+
+def _remembered() -> bool:
+    """Whether the request carries Flask-Login's remember-me cookie."""
+    return current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token") in request.cookies
 
 
 def _signed_in_as() -> tuple[int, str] | None:
@@ -317,27 +342,34 @@ def _unread(cache: PageCache, url: str, reader_id: int | None, signed_in: tuple[
     return page
 
 
-def _serve_kept(page: Page, signed_in: tuple[int, str] | None) -> ResponseReturnValue:
-    """The answer of a kept page: for a signed-in reader with their session's form token put in."""
-    body = page.body if signed_in is None else _with_form_token(page.body)
+def _serve_kept(page: Page, tokened: bool) -> ResponseReturnValue:
+    """The answer of a kept page: if it is rendered with :data:`FORM_TOKEN`, with the asking session's
+    form token put in."""
+    body = _with_form_token(page.body) if tokened else page.body
     return current_app.response_class(body, headers=list(page.headers))
 
 
-def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
+def kept(stamp: Callable[..., Stamp | None], forms: bool = False) -> Callable[[View], View]:
     """Keep the view's page for visitors and for each signed-in player under ``stamp``, called with the
     reader's user id (None for a visitor) and the view's arguments.  The stamp answers what the page is
     made of and, for a reader, their row's :data:`READER_COLUMNS` (None if there is no such user); or
     None when the page is not to be kept (a private game, say), and the view answers as always.
 
     A signed-in reader's session token is checked against their row, as the sign-in would, before
-    anything kept for them is given out; their page is then served without loading them."""
+    anything kept for them is given out; their page is then served without loading them.
+
+    With ``forms``, a page whose form a visitor posts (sign in, sign up): the visitor's page too is
+    rendered with :data:`FORM_TOKEN` and served with their session's own token put in (made, and the
+    session cookie set, as Flask-WTF would, when the session has none yet); and a visitor whose session
+    holds a form token already is served it kept as well (see :func:`_form_visitor`)."""
 
     def decorate(view: View) -> View:
         @wraps(view)
         def serve(**kwargs: Any) -> ResponseReturnValue:
             signed_in = _signed_in_as()
-            if signed_in is None and not _visitor():
+            if signed_in is None and not (_form_visitor() if forms else _visitor()):
                 return view(**kwargs)
+            tokened = forms or signed_in is not None
             reader_id = signed_in[0] if signed_in else None
             cache = cache_of()
             url = keeping.request_url()
@@ -345,7 +377,7 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             if generation is not None:
                 page = _unread(cache, url, reader_id, signed_in, generation)
                 if page is not None:
-                    return _serve_kept(page, signed_in)
+                    return _serve_kept(page, tokened)
             read = stamp(reader_id, **kwargs)
             if read is None:
                 return view(**kwargs)
@@ -359,28 +391,28 @@ def kept(stamp: Callable[..., Stamp | None]) -> Callable[[View], View]:
             holder = reader[0] if reader is not None else None
             page = cache.get(url, made_of, reader_id, keeping.checked_at(generation, holder))
             if page is not None:
-                return _serve_kept(page, signed_in)
+                return _serve_kept(page, tokened)
             generation = keeping.generation_now()
             read = _in_snapshot(stamp, reader_id, kwargs)
             if read is None or read[1] != reader:
                 return view(**kwargs)
             made_of = _page_key(read[0], reader_id, reader)
-            if signed_in is not None:
-                # A player's page is rendered with the stand-in for the form token, which Flask-WTF
-                # then gives out as the request's own; it is taken back whatever happens, so that an
-                # error page rendered after the view carries a real token.
+            if tokened:
+                # A player's page (or a form's) is rendered with the stand-in for the form token, which
+                # Flask-WTF then gives out as the request's own; it is taken back whatever happens, so
+                # that an error page rendered after the view carries a real token.
                 setattr(g, _TOKEN_IN_G, FORM_TOKEN)
             try:
                 response = current_app.make_response(view(**kwargs))
                 keep = _keepable(response) and (
                     signed_in is None or (reader is not None and _rendered_for(signed_in[0], reader)))
             finally:
-                if signed_in is not None:
+                if tokened:
                     g.pop(_TOKEN_IN_G, None)
             if keep:
                 cache.put(url, Page(made_of, response.get_data(), keeping.kept_headers(response),
                                     checked=keeping.checked_at(generation, holder)), reader_id)
-            if signed_in is not None and not response.direct_passthrough and not response.is_streamed:
+            if tokened and not response.direct_passthrough and not response.is_streamed:
                 response.set_data(_with_form_token(response.get_data()))
             return response
 
