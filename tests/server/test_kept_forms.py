@@ -49,7 +49,7 @@ def test_each_visitor_gets_a_kept_form_with_a_token_that_signs_in_only_them(app:
         assert first_page.replace(first_token, second_token) == second_page, path
         # A visitor coming back (their session holds a token now) is served kept too, with that token.
         again_page, again_token, again_rendered = _form(first, path)
-        assert not again_rendered and again_token == first_token, path
+        assert not again_rendered and again_token == first_token and again_page == first_page, path
     visitor, other = WebClient(app), WebClient(app)
     _page, token, _rendered = _form(visitor, "/login")
     _page, other_token, _rendered = _form(other, "/login")
