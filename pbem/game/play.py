@@ -125,10 +125,7 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
             uow.flush()
         except StaleDataError:
             uow.rollback()
-            raise PlayError(
-                f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
-                "conflict",
-            ) from None
+            raise _changed_meanwhile(game_id) from None
         except BaseException:
             uow.rollback()
             raise
@@ -564,13 +561,18 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
         )
     except StaleDataError:
         uow.rollback()
-        raise PlayError(
-            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
-            "conflict",
-        ) from None
+        raise _changed_meanwhile(game_id) from None
     except BaseException:
         uow.rollback()
         raise
+
+
+def _changed_meanwhile(game_id: int) -> PlayError:
+    """The refusal of a move whose game another request changed under it (its version moved on)."""
+    return PlayError(
+        f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+        "conflict",
+    )
 
 
 def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
