@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from email.message import EmailMessage
 from email.utils import make_msgid
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -115,9 +116,9 @@ def _command_mail(sender: str, subject: str) -> bytes:
     return msg.as_bytes()
 
 
-def test_a_processor_that_comes_to_a_later_mail_first_leaves_it_for_after_the_earlier(
-    app: Flask, ctx: Flask, sink, players
-) -> None:
+def _alices_two_slides(players: Any) -> tuple[Any, Any, str, str, str]:
+    """On PostgreSQL (skipped on SQLite, where one processor takes the mail in the order it came): a game
+    of Easy Slider between alice and bob, alice's mail key, and two slides of hers in a row."""
     if not is_postgresql():
         pytest.skip("on SQLite one processor takes the mail, in the order it came")
     alice, bob, _ = players
@@ -126,6 +127,13 @@ def test_a_processor_that_comes_to_a_later_mail_first_leaves_it_for_after_the_ea
     key = give_mail_key(alice)
     first, second = _slides(game.id, 0, 2)
     db.session.rollback()
+    return alice, game, key, first, second
+
+
+def test_a_processor_that_comes_to_a_later_mail_first_leaves_it_for_after_the_earlier(
+    app: Flask, ctx: Flask, sink, players
+) -> None:
+    alice, game, key, first, second = _alices_two_slides(players)
     earlier, later = (
         receive.store_message(_command_mail(alice.email, f"easyslider move {game.id} alice {key} {slide}"),
                               alice.email, [COMMANDS])[0]
@@ -181,14 +189,7 @@ def test_delivery_reports_are_not_held_up_behind_one_another(app: Flask, ctx: Fl
 def test_a_mail_stored_as_the_one_before_it_commits_is_not_left_waiting(
     app: Flask, ctx: Flask, sink, players
 ) -> None:
-    if not is_postgresql():
-        pytest.skip("on SQLite one processor takes the mail, in the order it came")
-    alice, bob, _ = players
-    game = play.create_game("easyslider", [alice, bob], {})
-    db.session.commit()
-    key = give_mail_key(alice)
-    first, second = _slides(game.id, 0, 2)
-    db.session.rollback()
+    alice, game, key, first, second = _alices_two_slides(players)
     subject = f"easyslider move {game.id} alice {key} {first}#1"
     earlier = receive.store_message(_command_mail(alice.email, subject), alice.email, [COMMANDS])[0]
     db.session.commit()
