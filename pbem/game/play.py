@@ -119,16 +119,10 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
         if game is None:
             uow.rollback()
             raise PlayError(f"There is no game #{game_id}.", "no-game")
-        try:
+        with _undone_on_failure(uow, game_id):
             yield game
             _write_back(uow, game)
             uow.flush()
-        except StaleDataError:
-            uow.rollback()
-            raise _changed_meanwhile(game_id) from None
-        except BaseException:
-            uow.rollback()
-            raise
 
 
 # The columns of a game and of a seat, by attribute name: what _write_back may write by a plain UPDATE.
@@ -513,7 +507,7 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
     if uow.batching or game_id in uow.reads("locked_games") or session.new or session.dirty \
             or session.deleted:
         return None
-    try:
+    with _undone_on_failure(uow, game_id):
         plain = _read_plain(uow, game_id)
         if plain is None or plain.status != "active" or any(s.conditionals for s in plain.seats):
             return None
@@ -559,20 +553,23 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
             game_id=game_id, seat_number=player_seat.number, entry=values, number=number, answers=(),
             state=new_state, next_number=next_move_number(game, player_seat), notes={}, outcome=None,
         )
+
+
+@contextmanager
+def _undone_on_failure(uow: UnitOfWork, game_id: int) -> Iterator[None]:
+    """Roll the unit of work back if the block fails; a game changed under it (its version moved on) is
+    refused as such."""
+    try:
+        yield
     except StaleDataError:
         uow.rollback()
-        raise _changed_meanwhile(game_id) from None
+        raise PlayError(
+            f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
+            "conflict",
+        ) from None
     except BaseException:
         uow.rollback()
         raise
-
-
-def _changed_meanwhile(game_id: int) -> PlayError:
-    """The refusal of a move whose game another request changed under it (its version moved on)."""
-    return PlayError(
-        f"Game #{game_id} changed while your request was being applied; look at it again and resend.",
-        "conflict",
-    )
 
 
 def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
