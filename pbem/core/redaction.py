@@ -222,9 +222,14 @@ class KeysFound:
 
 
 def blank_key(text: str, key: str) -> str:
-    """``text`` (a subject, a comment) with the mail key ``key`` hidden wherever it stands, in any case
-    (keys are read in any case), so that answers and records never carry it."""
-    return re.sub(re.escape(key), KEY_REMOVED, text, flags=re.IGNORECASE)
+    """``text`` (a subject, a comment) with the mail key ``key`` hidden wherever it stands as a word of
+    its own, in any case (keys are read in any case), so that answers and records never carry it.
+
+    Only whole words: ``key`` is what stood in a command's key place, which may be no key at all (a
+    move written where the key goes, "b2"), and blanking it inside other words would cut into them,
+    the sender's real key among them, leaving that key's other characters for anyone to read."""
+    return re.sub(rf"(?<![A-Za-z0-9]){re.escape(key)}(?![A-Za-z0-9])", KEY_REMOVED, text,
+                  flags=re.IGNORECASE)
 
 
 def init_app(app: Flask) -> None:

@@ -242,12 +242,12 @@ def message_id_of(stored: InboundMail) -> str:
     return stored.message_id.split(" ", 1)[0]
 
 
-def give_mail_key(user: User) -> str:
-    """Give ``user`` a known mail key (stored hashed, as always) and return it."""
+def give_mail_key(user: User, key: str | None = None) -> str:
+    """Give ``user`` a known mail key (``key``, or a fresh one; stored hashed, as always) and return it."""
     from pbem.core.models import hash_mail_key, new_mail_key
     from pbem.core.unit_of_work import unit_of_work
 
-    key = new_mail_key()
+    key = key or new_mail_key()
     with unit_of_work() as uow:
         db.session.get(User, user.id).mail_key_hash = hash_mail_key(key)
         uow.commit()
