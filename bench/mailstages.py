@@ -113,14 +113,14 @@ def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
         store_cpu = [0.0]
 
         class Handler(smtpd.StoreHandler):
-            def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
+            def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> process.Received:
                 started = time.thread_time()
                 try:
-                    row_id = super()._store(raw, mail_from, rcpt_tos)
+                    received = super()._store(raw, mail_from, rcpt_tos)
                 finally:
                     store_cpu[0] += time.thread_time() - started
-                stored.append(row_id)
-                return row_id
+                stored.append(received.row_id)
+                return received
 
         port = free_port()
         controller = Controller(Handler(bench.app), hostname="127.0.0.1", port=port, decode_data=False,
