@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import cProfile
 import functools
+import os
 import pstats
 import smtplib
 import statistics
@@ -192,7 +193,7 @@ def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
             values = figures[stage]
             print(f"  {stage:<11} {min(values):7.3f} {statistics.median(values):7.3f}")
         if profile:
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+            pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(profile)
     print(f"{label}: load average {load_average()}", flush=True)
 
 
