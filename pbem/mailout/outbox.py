@@ -17,6 +17,7 @@ import binascii
 import email.policy
 import email.quoprimime
 import logging
+import re
 import smtplib
 import socket
 import time
@@ -295,9 +296,11 @@ def _smtp_timeout(seconds: float) -> Iterator[None]:
 # for a bulk UPDATE cost as much as the statement.
 _TABLE = OutboxMail.__table__
 _C = _TABLE.c
-# What a deliverer reads of a row it has claimed.
+# What a deliverer reads of a row it has claimed; ``to_bouncing``, whether its address is a player's that
+# bounces (asked in the claim, a statement and a transaction fewer a batch than asking after it).
 _CLAIMED = (_C.id, _C.message_id, _C.kind, _C.to_addr, _C.from_addr, _C.reply_to, _C.subject,
-            _C.body_text, _C.body_html, _C.headers, _C.attempts, _C.created_at)
+            _C.body_text, _C.body_html, _C.headers, _C.attempts, _C.created_at,
+            bouncing.bouncing_in_sql(_C.to_addr).label("to_bouncing"))
 # The mails still to send: neither sent nor given up.
 WAITING = _C.sent_at.is_(None) & _C.failed_at.is_(None)
 # Rows claimed by one statement: enough that a run of mail costs a few claims, few enough that rows wait
@@ -400,10 +403,12 @@ def _send(rows: list[Row], connection: _Connection, went: _Sent, until: datetime
 def _hold_back(rows: list[Row]) -> tuple[list[Row], int]:
     """The claimed ``rows`` to send, and how many were given up instead: game mail to an address that
     bounces (see :mod:`pbem.mailout.bouncing`) is not sent, so that the sending host is not seen mailing
-    a dead address; account mail still goes."""
+    a dead address; account mail still goes.  The claim asked for an ASCII address (``to_bouncing``);
+    one beyond ASCII is asked here, where its letters are lowercased as the players' addresses were."""
     game_mail = [row for row in rows if row.kind not in bouncing.ACCOUNT_KINDS]
-    stopped = bouncing.bouncing(row.to_addr for row in game_mail)
-    held = [row.id for row in game_mail if row.to_addr.lower() in stopped]
+    stopped = bouncing.bouncing(row.to_addr for row in game_mail if not row.to_addr.isascii())
+    held = [row.id for row in game_mail
+            if (row.to_bouncing if row.to_addr.isascii() else row.to_addr.lower() in stopped)]
     if not held:
         return rows, 0
     _record(held, failed_at=utcnow(), claimed_until=None, last_error=bouncing.HELD_BACK)
@@ -537,16 +542,34 @@ class _Connection:
         self._open = None
 
 
+# An address made of dot-atoms on either side of its "@" (RFC 5321's common form, every address the
+# deliverer writes to in practice), which smtplib's ``quoteaddr`` gives back unchanged within angle
+# brackets after parsing it as RFC 5322 (0.035 ms a mail, a tenth of the deliverer's CPU).
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_PLAIN_ADDRESS = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@{_ATOM}(?:\.{_ATOM})*")
+
+
+def smtp_path(address: str) -> str:
+    """``address`` as MAIL FROM and RCPT TO write it, ``<address>``: what smtplib's ``quoteaddr`` makes
+    of it, without its parse for a plain address."""
+    if _PLAIN_ADDRESS.fullmatch(address):
+        return f"<{address}>"
+    return smtplib.quoteaddr(address)
+
+
 def _transmit(smtp: smtplib.SMTP, sender: str, recipient: str, data: bytes) -> str:
-    """smtplib's ``sendmail`` for one recipient, raising the same exceptions, but keeping the server's
-    answer to the mail ("250 2.0.0 Ok: queued as 4XyZ"), which names it in the server's log."""
+    """smtplib's ``sendmail`` for one recipient, the same commands and raising the same exceptions, but
+    keeping the server's answer to the mail ("250 2.0.0 Ok: queued as 4XyZ"), which names it in the
+    server's log."""
     smtp.ehlo_or_helo_if_needed()
-    options = [f"SIZE={len(data)}"] if smtp.does_esmtp and smtp.has_extn("size") else []
-    code, said = smtp.mail(sender, options)
+    size = f" SIZE={len(data)}" if smtp.does_esmtp and smtp.has_extn("size") else ""
+    smtp.putcmd("mail", f"FROM:{smtp_path(sender)}{size}")
+    code, said = smtp.getreply()
     if code != 250:
         _reset(smtp, code)
         raise smtplib.SMTPSenderRefused(code, said, sender)
-    code, said = smtp.rcpt(recipient)
+    smtp.putcmd("rcpt", f"TO:{smtp_path(recipient)}")
+    code, said = smtp.getreply()
     if code not in (250, 251):
         _reset(smtp, code)
         raise smtplib.SMTPRecipientsRefused({recipient: (code, said)})
