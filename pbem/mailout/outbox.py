@@ -30,7 +30,7 @@ from email.utils import formataddr, formatdate
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Row, insert, or_, select, update
+from sqlalchemy import Row, bindparam, insert, or_, select, update
 
 from pbem.core import inputs
 from pbem.core.database import DirectWrite
@@ -306,18 +306,25 @@ WAITING = _C.sent_at.is_(None) & _C.failed_at.is_(None)
 # Rows claimed by one statement: enough that a run of mail costs a few claims, few enough that rows wait
 # little for their turn under a claim another deliverer cannot take.
 _CLAIM_BATCH = 25
+# The look for the due mails, the claim and the mark of the mails sent, each built once with its values
+# (a list of ids among them) as parameters: built anew for each pass and batch (the list's every id made
+# a parameter of its own, the statement's cache key computed) they cost more Python than their execution.
+_DUE = select(_C.id).where(WAITING, _C.next_attempt_at <= bindparam("now")).order_by(_C.id).limit(
+    bindparam("limit"))
+_CLAIM = (update(_TABLE)
+          .where(_C.id.in_(bindparam("ids", expanding=True)), WAITING,
+                 or_(_C.claimed_until.is_(None), _C.claimed_until < bindparam("now")))
+          .values(claimed_until=bindparam("until"))
+          .returning(*_CLAIMED))
+_MARK_SENT = (update(_TABLE).where(_C.id.in_(bindparam("ids", expanding=True)))
+              .values(attempts=_C.attempts + 1, sent_at=bindparam("at"), last_error=None))
 
 
 def _claim(row_ids: list[int], now: datetime, until: datetime) -> list[Row]:
     """Take the rows for this deliverer until ``until``, except those another one holds or that were sent
     meanwhile; returns what is needed to send the ones taken, in id order."""
     with unit_of_work() as uow:
-        taken = db.session.execute(
-            update(_TABLE)
-            .where(_C.id.in_(row_ids), WAITING, or_(_C.claimed_until.is_(None), _C.claimed_until < now))
-            .values(claimed_until=until)
-            .returning(*_CLAIMED)
-        ).all()
+        taken = db.session.execute(_CLAIM, {"ids": row_ids, "now": now, "until": until}).all()
         uow.commit()
     return sorted(taken, key=lambda row: row.id)
 
@@ -338,13 +345,12 @@ def deliver_due(limit: int = 100) -> tuple[int, int]:
     """Send every due outbox mail (up to ``limit``); returns (sent, failed)."""
     cfg = settings()
     now = utcnow()
-    due = db.session.scalars(
-        select(_C.id)
-        .where(WAITING, _C.next_attempt_at <= now)
-        .order_by(_C.id)
-        .limit(limit)
-    ).all()
-    db.session.rollback()
+    due = db.session.scalars(_DUE, {"now": now, "limit": limit}).all()
+    if not due:
+        db.session.rollback()
+        return 0, 0
+    # The look's transaction, which only read, is left open for the first claim's unit of work to carry
+    # on (on SQLite, to begin the claim on its connection): no end, check-out and ping of its own.
     sent = failed = 0
     connection = _Connection(cfg["smtp_timeout_seconds"])
     until = now + timedelta(seconds=cfg["claim_seconds"])
@@ -508,7 +514,7 @@ class _Sent:
     def mark(self) -> None:
         """Mark the mails that went as sent (one attempt more each)."""
         if self.ids:
-            _record(self.ids, attempts=_C.attempts + 1, sent_at=utcnow(), last_error=None)
+            _retried(_MARK_SENT, {"ids": self.ids, "at": utcnow()}, self.ids, "sent")
             self.marked += self.ids
             self.ids = []
 
@@ -620,18 +626,25 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
 
 
 def _record(row_ids: list[int], tries: int = 5, **values: object) -> None:
-    """Write how sending went.  A mail that went out must be marked sent, or it would go out again when
-    its claim lapses: a failure here is retried (the run goes on with the other mails either way)."""
+    """Write how sending went (``values`` on the rows ``row_ids``), retried as :func:`_retried` says."""
+    _retried(update(_TABLE).where(_C.id.in_(row_ids)).values(**values), {}, row_ids, sorted(values), tries)
+
+
+def _retried(statement: Any, parameters: dict[str, Any], row_ids: list[int], what: object,
+             tries: int = 5) -> None:
+    """Run ``statement`` (an UPDATE of the rows ``row_ids`` recording ``what``) in a transaction of its
+    own.  A mail that went out must be marked sent, or it would go out again when its claim lapses: a
+    failure here is retried (the run goes on with the other mails either way)."""
     for attempt in range(1, tries + 1):
         try:
             with unit_of_work() as uow:
-                db.session.execute(update(_TABLE).where(_C.id.in_(row_ids)).values(**values))
+                db.session.execute(statement, parameters)
                 uow.commit()
             return
         except Exception:
             db.session.rollback()
             if attempt == tries:
-                log.exception("outbox %s: could not record %s after %s tries", row_ids, sorted(values), tries)
+                log.exception("outbox %s: could not record %s after %s tries", row_ids, what, tries)
                 return
             time.sleep(0.1 * 2 ** attempt)
 
