@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from flask import Flask, current_app
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import and_, bindparam, case, false, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.attributes import instance_state
@@ -166,14 +166,22 @@ def _nothing_earlier_unfinished(message: Any) -> Any:
     ).exists()
 
 
-def _senders_turn(message: Any) -> Any:
-    """On PostgreSQL: no other transaction is processing a message of the same sender as ``message``
-    (taking the sender's lock until this transaction ends).  A message received and processed in one
-    transaction (see receive_and_process) is not in the table for anyone else until it commits, so the
-    condition above cannot see it: this lock can.  (Tried, never waited for; delivery reports, from the
-    null sender, take none.  In a key space of its own: _refusals_lately's locks take one key.)"""
-    return (message.c.mail_from == "") | func.pg_try_advisory_xact_lock(
+def _senders_turn(message: Any, *first: Any) -> Any:
+    """On PostgreSQL: the conditions ``first`` hold for ``message``, and then no other transaction is
+    processing a message of the same sender (taking the sender's lock until this transaction ends).  A
+    message received and processed in one transaction (see receive_and_process) is not in the table for
+    anyone else until it commits, so the conditions cannot see it: this lock can.  (Tried, never waited
+    for; delivery reports, from the null sender, take none.  In a key space of its own: _refusals_lately's
+    locks take one key.)
+
+    The lock is asked for only once the other conditions hold (a CASE is evaluated in order; the
+    planner puts a cheap function before a subquery): a claim that fails because an earlier message of
+    the sender's is unfinished must not hold the sender's lock until its transaction ends, or the
+    claim of that earlier message, made meanwhile, fails on it, each turns the other away, and the
+    sender's mail waits for the next look (30 s) with nobody in hand to take it up."""
+    lock = (message.c.mail_from == "") | func.pg_try_advisory_xact_lock(
         _SENDER_LOCKS, func.hashtext(func.lower(message.c.mail_from)))
+    return case((and_(*first), lock), else_=false()) if first else lock
 
 
 _SENDER_LOCKS = 0x6D61696C  # ("mail")
@@ -184,15 +192,16 @@ _WAITING = (
 # On PostgreSQL processors running side by side each take a different message, rather than queueing for
 # the lock of the same one.  (On SQLite a message is chosen, and read, before the write lock is taken.)
 _TAKE_NEXT_PG = _TAKE.where(
-    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(), _C.status == "received",
-    _senders_turn(_TABLE),
+    _C.id == _WAITING.with_for_update(skip_locked=True).scalar_subquery(),
+    _senders_turn(_TABLE, _C.status == "received"),
 )
-_TAKE_ONE_PG = _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE), _senders_turn(_TABLE))
+_TAKE_ONE_PG = _TAKE.where(_C.id == bindparam("row_id"), _senders_turn(
+    _TABLE, _C.status == "received", _nothing_earlier_unfinished(_TABLE)))
 # The sender's next waiting message, once one of theirs is finished.
 _TAKE_SENDERS_NEXT_PG = _TAKE.where(
     _C.id == _WAITING.where(func.lower(_QUEUE.c.mail_from) == func.lower(bindparam("sender")))
     .with_for_update(skip_locked=True).scalar_subquery(),
-    _C.status == "received", _senders_turn(_TABLE),
+    _senders_turn(_TABLE, _C.status == "received"),
 )
 # Whether the message is still this processor's to finish: claimed by it in a transaction that committed
 # (the row is "processing" under its token), or "received" again because the claim's transaction was

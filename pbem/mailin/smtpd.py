@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from aiosmtpd.controller import Controller
@@ -21,6 +22,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 
 from pbem.core import heartbeat
+from pbem.core.config import listener_store_threads
 from pbem.core.extensions import db
 from pbem.mailin import process, receive
 
@@ -30,9 +32,12 @@ log = logging.getLogger(__name__)
 class StoreHandler:
     """aiosmtpd handler: store the message in the database inside the app's context."""
 
-    def __init__(self, app: Flask, runner: process.Runner | None = None) -> None:
+    def __init__(self, app: Flask, runner: process.Runner | None = None,
+                 storing: ThreadPoolExecutor | None = None) -> None:
         self.app = app
         self.runner = runner
+        # The threads that store (None: the event loop's default ones).
+        self.storing = storing
 
     _dir_names: ClassVar[dict[type, list[str]]] = {}
 
@@ -58,7 +63,7 @@ class StoreHandler:
         mail_from, rcpt_tos = str(envelope.mail_from or ""), [str(r) for r in envelope.rcpt_tos]
         loop = asyncio.get_running_loop()
         try:
-            received = await loop.run_in_executor(None, self._store, raw, mail_from, rcpt_tos)
+            received = await loop.run_in_executor(self.storing, self._store, raw, mail_from, rcpt_tos)
         except receive.MalformedMessage as exc:
             status = f"554 5.6.0 {exc}"
         except Exception:
@@ -182,6 +187,8 @@ class _ListenerController(Controller):
     def stop(self, no_assert: bool = False) -> None:
         """Stop listening, then processing; then write that the listener stopped."""
         super().stop(no_assert)
+        if self.handler.storing is not None:
+            self.handler.storing.shutdown()
         self.runner.stop()
         self.beating.stop()
 
@@ -204,7 +211,11 @@ def controller(app: Flask, host: str, port: int, lmtp: bool = False) -> Controll
     limit = app.config["PBEM"]["smtpd"]["max_message_bytes"]
     runner = process.Runner(app)
     cls = _LMTPController if lmtp else _ListenerController
+    # As many threads store as the database pool keeps connections for (see pbem.core.config's
+    # flask_config), not the event loop's default number, which grows with the host's cores.
+    storing = ThreadPoolExecutor(listener_store_threads(app.config["PBEM"]),
+                                 thread_name_prefix="pbem-mail-store")
     return cls(
-        StoreHandler(app, runner), runner, hostname=host, port=port, data_size_limit=limit,
+        StoreHandler(app, runner, storing), runner, hostname=host, port=port, data_size_limit=limit,
         decode_data=False, server_hostname=app.config["PBEM"]["mail"]["domain"],
     )
