@@ -27,6 +27,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from pbem.core import generation
 from pbem.core.extensions import db
+from pbem.core.models import give_index_conditions
 
 # The execution option of a connection that begins a write transaction (see pbem.core.unit_of_work).
 BEGIN_IMMEDIATE = "pbem_begin_immediate"
@@ -39,9 +40,11 @@ _GENERATION = "pbem_write_generation"
 
 def init_app(app: Flask) -> None:
     """Install the SQLite or PostgreSQL hooks on the app's engine, and those that change the host's write
-    generation after every commit that wrote (unless it is turned off or cannot be mapped)."""
+    generation after every commit that wrote (unless it is turned off or cannot be mapped); give the
+    models' partial indexes their conditions in the app's database."""
     with app.app_context():
         engine = db.engine
+        give_index_conditions(engine.dialect.name)
         if engine.dialect.name == "sqlite":
             settings = app.config["PBEM"]["database"]
             _install_sqlite_hooks(engine, settings["sqlite_busy_timeout_ms"], settings["sqlite_synchronous"])
