@@ -29,19 +29,20 @@ from collections import deque
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any, cast
 
 from flask import Flask, current_app
 from sqlalchemy import and_, bindparam, case, false, func, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.attributes import instance_state
+from sqlalchemy.sql.dml import Insert
 
 import games
 from pbem.accounts import mailkeys
 from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
-from pbem.core.database import is_postgresql
+from pbem.core.database import insert_with_conflicts, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, Seat, User, is_key_shaped, utcnow
 from pbem.core.redaction import KeysFound
@@ -517,12 +518,12 @@ _TAKE_STORED = {
 }
 
 
-_RESTORE = {
-    dialect: module.insert(_TABLE).values(
+@cache
+def _restore_statement(dialect: str) -> Insert:
+    """The INSERT of :func:`_restore` for ``dialect``, built when first asked (see ``receive._insert``)."""
+    return insert_with_conflicts(dialect)(_TABLE).values(
         status="processing", note=bindparam("claim_token"), processed_at=bindparam("now"),
     ).on_conflict_do_nothing().returning(_C.id)
-    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
-}
 
 
 def _restore(claimed: _Claimed) -> None:
@@ -535,7 +536,7 @@ def _restore(claimed: _Claimed) -> None:
     if claimed.stored is None:
         return
     connection = db.session.connection()
-    row_id = connection.execute(_RESTORE[connection.dialect.name], {
+    row_id = connection.execute(_restore_statement(connection.dialect.name), {
         **claimed.stored.values(), "claim_token": claimed.token, "now": utcnow(),
     }).scalar()
     if row_id is not None:

@@ -14,12 +14,14 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from email.parser import BytesHeaderParser
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
 
 from pbem.core import inputs
+from pbem.core.database import insert_with_conflicts
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
 from pbem.core.unit_of_work import unit_of_work
@@ -135,11 +137,16 @@ def store(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -> 
 # Storing writes through the table, by one INSERT that does nothing for a key already stored: the
 # listener stores every message while its sender waits, and an ORM object cost more than the statement.
 _TABLE = InboundMail.__table__
-_INSERTS = {
-    dialect: module.insert(_TABLE).on_conflict_do_nothing(index_elements=["message_id"])
-    .returning(_TABLE.c.id)
-    for dialect, module in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+
+
+@cache
+def _insert(dialect: str) -> Insert:
+    """The INSERT of a message that does nothing for a stored key, for ``dialect`` (built when first
+    asked: each dialect's module is megabytes of a process that runs on the other database)."""
+    return (insert_with_conflicts(dialect)(_TABLE).on_conflict_do_nothing(index_elements=["message_id"])
+            .returning(_TABLE.c.id))
+
+
 _FIND = select(_TABLE.c.id).where(_TABLE.c.message_id == bindparam("key"))
 
 
@@ -193,7 +200,7 @@ def prepare(raw: bytes, mail_from: str = "", rcpt_to: list[str] | None = None) -
 def insert(connection: Connection, message: Message) -> int | None:
     """Insert ``message`` in the connection's transaction; its row's id, or None when its key is stored
     already."""
-    return connection.execute(_INSERTS[connection.dialect.name], message.values()).scalar()
+    return connection.execute(_insert(connection.dialect.name), message.values()).scalar()
 
 
 def find(connection: Connection, key: str) -> int:

@@ -1,6 +1,6 @@
 """What a process loads when it starts: a web worker carries none of the parts it never runs (the mail
-listener, the scheduler, the bots, migrations, Swiss pairing, feeds, metrics, the other database), and `make run` upgrades
-a database that is behind and leaves one at its head alone."""
+listener, the scheduler, the bots, migrations, Swiss pairing, feeds, metrics, the other database), and
+`make run` upgrades a database that is behind and leaves one at its head alone."""
 
 from __future__ import annotations
 
@@ -43,20 +43,40 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         drop_pg_database(url)
 
 
-def test_a_web_worker_loads_only_what_it_serves(database_url: str, tmp_path: Path) -> None:
-    """The module gunicorn loads, in a process of its own: the app is built, and the parts of the other
-    processes, the libraries only a rare request needs, and the other database's, are not loaded."""
+def modules_loaded(code: str, database_url: str, tmp_path: Path) -> set[str]:
+    """The modules loaded by the Python ``code``, run in a process of its own on ``database_url``."""
     env = dict(os.environ, PBEM_CONFIG=str(ROOT / "config" / "testing.toml"),
                PBEM_SERVER_INSTANCE_PATH=str(tmp_path), PBEM_DATABASE_URL=database_url,
                PYTHONPATH=str(ROOT))
     loaded = subprocess.run(
-        [sys.executable, "-c", "import json, sys; import pbem.wsgi; print(json.dumps(sorted(sys.modules)))"],
+        [sys.executable, "-c", f"import json, sys; {code}; print(json.dumps(sorted(sys.modules)))"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
-    modules = set(json.loads(loaded.stdout))
+    return set(json.loads(loaded.stdout))
+
+
+def loaded_of(names: tuple[str, ...], modules: set[str]) -> list[str]:
+    """Those of the packages or modules ``names`` that are among ``modules``."""
+    return [name for name in names if name in modules or any(m.startswith(f"{name}.") for m in modules)]
+
+
+def test_a_web_worker_loads_only_what_it_serves(database_url: str, tmp_path: Path) -> None:
+    """The module gunicorn loads, in a process of its own: the app is built, and the parts of the other
+    processes, the libraries only a rare request needs, and the other database's, are not loaded."""
+    modules = modules_loaded("import pbem.wsgi", database_url, tmp_path)
     assert "pbem.web.gameplay" in modules and "pbem.api.routes" in modules  # (the app was built)
-    never = NOT_IN_A_WEB_WORKER + OTHER_DATABASE[sa.make_url(database_url).get_backend_name()]
-    assert [name for name in never if name in modules or any(m.startswith(f"{name}.") for m in modules)] == []
+    other = OTHER_DATABASE[sa.make_url(database_url).get_backend_name()]
+    assert loaded_of(NOT_IN_A_WEB_WORKER + other, modules) == []
+
+
+def test_the_listener_and_the_scheduler_load_one_database(database_url: str, tmp_path: Path) -> None:
+    """The mail listener's and the scheduler's modules, their app built, leave the other database's
+    dialect and driver out (its statements are built when first sent)."""
+    started = ("from pbem import create_app; import pbem.mailin.smtpd, pbem.schedule.scheduler; "
+               "create_app(role='pbem smtpd')")
+    modules = modules_loaded(started, database_url, tmp_path)
+    assert "pbem.mailin.process" in modules
+    assert loaded_of(OTHER_DATABASE[sa.make_url(database_url).get_backend_name()], modules) == []
 
 
 def test_the_schema_is_at_its_head_only_once_upgraded(tmp_path: Path) -> None:
