@@ -88,7 +88,7 @@ def reply_token(game_id: int, seat: int, user: User) -> str:
 @functools.lru_cache(maxsize=4096)
 def _reply_token(secret_key: str, token_secret: str, game_id: int, seat: int, user_id: int) -> str:
     """The reply token of one seat's player under both secrets, made once: every mail of the game to
-    that player carries the same one, and its MAC and base32 were a tenth of a move request."""
+    that player carries the same one, and its MAC and base32 were 7% of a move request."""
     payload = _PAYLOAD.pack(game_id, seat, user_id)
     return _encode(payload + _mac(payload, secret_key, token_secret))
 
