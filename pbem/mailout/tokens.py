@@ -182,6 +182,11 @@ def _link_mac(secret_key: str) -> hmac.HMAC:
     return hmac.new(signer.derive_key(), digestmod=signer.digest_method)
 
 
+# The JSON itsdangerous's serializer writes (``json.dumps`` with these options makes this encoder anew
+# at each call).
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def move_link_token(game_id: int, seat: int, user: User, number: int, move: str | None = None) -> str:
     """A signed token for ``/m/<token>``: play ``move`` (or choose one) as move ``number``.
 
@@ -192,7 +197,7 @@ def move_link_token(game_id: int, seat: int, user: User, number: int, move: str 
     data = {"g": game_id, "s": seat, "u": user.id, "n": number, "t": user.token_secret[:8]}
     if move is not None:
         data["m"] = move
-    claims = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    claims = _COMPACT_JSON.encode(data).encode()
     if len(zlib.compress(claims)) < len(claims) - 1:
         return _links().dumps(data)
     payload = base64.urlsafe_b64encode(claims).rstrip(b"=")
