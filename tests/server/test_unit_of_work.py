@@ -3,13 +3,15 @@ than the transaction it was read in."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from flask import Flask
-from sqlalchemy import inspect, select, text, update
+from sqlalchemy import DateTime, inspect, select, text, update
 
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
-from pbem.core.models import Game, Move, User
+from pbem.core.models import Game, Move, User, set_clock
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.game import play
 
@@ -172,3 +174,26 @@ def test_what_the_session_holds_is_read_afresh_after_a_commit(ctx: Flask, player
         uow.flush()
         uow.commit()
     assert inspect(entry).detached and _record(game_id) == ["b3", "a2"]
+
+
+@pytest.mark.parametrize("moment", [datetime(2025, 11, 28, 12, 0, 0), datetime(2025, 11, 28, 12, 0, 0, 70)],
+                         ids=["whole second", "microseconds"])
+def test_a_moment_written_directly_is_stored_as_the_session_stores_it(ctx: Flask, players, moment) -> None:
+    """The move path's direct writes (the record entry, the game, the seats' deadlines, the outbox) store
+    a moment as the session does, to the microsecond's digits even at a whole second: SQLite compares
+    moments as text, so a deadline or a mail's due time written otherwise would sort against the sweep's
+    and the deliverer's "now" wrongly."""
+    alice, _bob, _ = players
+    game_id = _cambio(players)
+    set_clock(moment)
+    try:
+        play.submit(game_id, alice, "b3", "web")
+    finally:
+        set_clock(None)
+    stored = db.session.execute(text(
+        "SELECT m.created_at, g.updated_at, o.created_at, o.next_attempt_at FROM move m"
+        " JOIN game g ON g.id = m.game_id JOIN outbox_mail o ON o.game_id = g.id AND o.kind = 'your-move'"
+        " WHERE m.game_id = :game_id ORDER BY o.id DESC LIMIT 1"), {"game_id": game_id}).one()
+    dialect = db.engine.dialect
+    as_the_session_writes = DateTime().dialect_impl(dialect).bind_processor(dialect) or (lambda value: value)
+    assert list(stored) == [as_the_session_writes(moment)] * 4
