@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import cProfile
 import functools
+import os
 import pstats
 import smtplib
 import statistics
@@ -113,14 +114,14 @@ def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
         store_cpu = [0.0]
 
         class Handler(smtpd.StoreHandler):
-            def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> int:
+            def _store(self, raw: bytes, mail_from: str, rcpt_tos: list[str]) -> process.Received:
                 started = time.thread_time()
                 try:
-                    row_id = super()._store(raw, mail_from, rcpt_tos)
+                    received = super()._store(raw, mail_from, rcpt_tos)
                 finally:
                     store_cpu[0] += time.thread_time() - started
-                stored.append(row_id)
-                return row_id
+                stored.append(received.row_id)
+                return received
 
         port = free_port()
         controller = Controller(Handler(bench.app), hostname="127.0.0.1", port=port, decode_data=False,
@@ -192,7 +193,7 @@ def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
             values = figures[stage]
             print(f"  {stage:<11} {min(values):7.3f} {statistics.median(values):7.3f}")
         if profile:
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+            pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(profile)
     print(f"{label}: load average {load_average()}", flush=True)
 
 

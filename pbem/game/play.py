@@ -348,6 +348,23 @@ class Played:
     notes: dict[int, list[str]]  # Sentences for single seats about their conditional lines.
     outcome: Outcome | None  # The game's end, when the move or an answer ended it.
     loaded_game: Game | None = None  # The game as the move path held it, when it held a model object.
+    # The game's plain rows as the move left them, when it was played over them (see as_left).
+    plain_game: rows.PlainGame | None = None
+
+    @property
+    def text(self) -> str:
+        """The move as the record writes it."""
+        return self.entry.text if isinstance(self.entry, Move) else str(self.entry["text"])
+
+    def as_left(self) -> tuple[Game, Seat]:
+        """The game and the mover's seat as the move left them, for a caller that only shows them (the
+        mail's answer): the plain rows when the move was played over them (their columns and the few
+        relationships of :mod:`pbem.game.rows`; typed as the models, read nothing else), without reading
+        them again from the session; else :attr:`game` and :attr:`seat`."""
+        if self.plain_game is None:
+            return self.game, self.seat
+        seat = next(s for s in self.plain_game.seats if s.number == self.seat_number)
+        return cast(Game, self.plain_game), cast(Seat, seat)
 
     @cached_property
     def game(self) -> Game:
@@ -494,6 +511,18 @@ def _read_plain(uow: UnitOfWork, game_id: int) -> rows.PlainGame | None:
     return game
 
 
+def lock_game_rows(game_id: int) -> rows.PlainGame | None:
+    """Inside a unit of work: lock the game and read it with its seats and players as plain rows
+    (:mod:`pbem.game.rows`), for a caller that reads it before a move in the same transaction (the mail
+    processor: the reply's token and words), so that the move path's common case then plays on these
+    rows (see :func:`_submit_plain`) rather than on model objects.  Read once until a move takes them."""
+    uow = active()
+    read = uow.reads("plain_games")
+    if game_id not in read:
+        read[game_id] = _read_plain(uow, game_id)
+    return cast(rows.PlainGame | None, read[game_id])
+
+
 def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str, expect: int | None,
                   comment: str | None, seat_number: int | None) -> Played | None:
     """:func:`submit` over plain rows, for the common case: a legal move, expected where it was sent, in
@@ -501,14 +530,17 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
     are the model path's (the same helpers, the same statements); None, having written nothing, for any
     other case, which the model path then plays (or refuses) as ever.
 
-    A game the caller has already locked and read (the mail processor), or a session with changes not
-    yet sent, goes to the model path at once: what the session holds must not be written after this."""
+    A game the caller has already locked and read as plain rows (the mail processor: see
+    :func:`lock_game_rows`) is taken as read then, under the lock held since.  One it has locked and read
+    as model objects (:func:`lock_game`), or a session with changes not yet sent, goes to the model path
+    at once: what the session holds must not be written after this."""
     session = uow.session
     if uow.batching or game_id in uow.reads("locked_games") or session.new or session.dirty \
             or session.deleted:
         return None
     with _undone_on_failure(uow, game_id):
-        plain = _read_plain(uow, game_id)
+        # (Taken once: the move changes the rows, and a later move of the transaction reads them again.)
+        plain = uow.reads("plain_games").pop(game_id, None) or _read_plain(uow, game_id)
         if plain is None or plain.status != "active" or any(s.conditionals for s in plain.seats):
             return None
         # Typed as the model: every function below reads only what a plain row has (see rows).
@@ -552,6 +584,7 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
         return Played(
             game_id=game_id, seat_number=player_seat.number, entry=values, number=number, answers=(),
             state=new_state, next_number=next_move_number(game, player_seat), notes={}, outcome=None,
+            plain_game=plain,
         )
 
 
@@ -599,6 +632,8 @@ def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
 
 def _identity_of(user: User) -> int:
     """The user's id, without reading their row again when the object has been expired."""
+    if isinstance(user, rows.PlainRow):  # (The mail processor's player, read with the game's rows.)
+        return user.id
     identity = inspect(user).identity
     return int(identity[0]) if identity is not None else user.id
 

@@ -51,6 +51,7 @@ class PlainSeat(PlainRow):
     label = Seat.label
     # (Among the columns, those the move path reads here itself, typed.)
     id: int
+    number: int
     conditionals: list[list[str]] | None
     game: PlainGame
     user: PlainUser | None

@@ -29,7 +29,7 @@ from collections import deque
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app
 from sqlalchemy import bindparam, func, select, text, update
@@ -43,10 +43,10 @@ from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
-from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
+from pbem.core.models import Game, InboundMail, OutboxMail, Seat, User, is_key_shaped, utcnow
 from pbem.core.redaction import KeysFound
 from pbem.core.unit_of_work import UnitOfWork, unit_of_work
-from pbem.game import play, queries
+from pbem.game import play, queries, rows
 from pbem.mailin import answered, authentication, parse, quotes, reading, receive, reports
 from pbem.mailin.commands import (
     Answer,
@@ -541,6 +541,8 @@ def _identity(obj: User | Game | None) -> int | None:
     """The id of a loaded object without reading it again (a commit since has expired its attributes)."""
     if obj is None:
         return None
+    if isinstance(obj, rows.PlainRow):  # (Read as plain rows: see _reply.)
+        return obj.id
     identity = instance_state(obj).identity
     return identity[0] if identity else obj.id
 
@@ -856,11 +858,12 @@ def _return_path(mail: parse.Incoming) -> str | None:
 def _reply(mail: parse.Incoming, token_text: str, address: str, keys: KeysFound) -> Handling:
     """A reply to a game mail: check the token and the sender, then run the first line's command."""
     token = tokens.parse_reply(token_text)
-    # The game is locked and read as the move path does it, which then takes it from here (in this
-    # transaction); its players come with it, so the token's player is read with them.  What is wrong
-    # with the token is still said first: a forged address learns nothing of the game it names.
-    game = play.lock_game(token.game_id) if token is not None else None
-    user = db.session.get(User, token.user_id) if token is not None else None
+    # The game is locked and read as plain rows, as the move path's common case reads it, which then
+    # plays on them (in this transaction); its players come with it, so the token's player is read with
+    # them.  What is wrong with the token is still said first: a forged address learns nothing of the
+    # game it names.
+    game = cast(Game | None, play.lock_game_rows(token.game_id)) if token is not None else None
+    user = _token_user(token.user_id, game) if token is not None else None
     if token is None or user is None or not tokens.verify_reply(token, user):
         return Handling("rejected", f"bad reply token {token_text[:40]}", CommandError(
             f"The address you replied to ({address}) is not a valid reply address: it was changed, or it "
@@ -895,13 +898,36 @@ def _reply(mail: parse.Incoming, token_text: str, address: str, keys: KeysFound)
     try:
         if said.moves:
             raise CommandError(said.question())
-        answer = run_reply(parse_reply(line, ifs), user, game, token.seat, comment)
+        command = parse_reply(line, ifs)
+        if command.verb != "move" or command.conditionals:
+            # Every other command reads and changes the game as model objects, as the web's do (the
+            # move path's other cases among them).
+            game, user = _as_models(game, user)
+        answer = run_reply(command, user, game, token.seat, comment)
     except CommandError as exc:
         if exc.game is None:
             # Show the player where their game stands, from their seat, under what went wrong.
             exc.game, exc.seat = game, game.seat_of(user)
         return Handling("rejected", _note(keys, line, exc.message), exc, user, game, reply_to)
     return Handling("processed", _note(keys, line), answer, user, game, reply_to)
+
+
+def _token_user(user_id: int, game: Game | None) -> User | None:
+    """The player a reply token names: as read with the game, when they hold one of its seats."""
+    seated = next((s.user for s in game.seats if s.user is not None and s.user.id == user_id), None) \
+        if game is not None else None
+    return seated if seated is not None else db.session.get(User, user_id)
+
+
+def _as_models(game: Game, user: User) -> tuple[Game, User]:
+    """The game and the player of a reply as model objects, when they were read as plain rows (see
+    :func:`_reply`): the game locked and read again by the move path's read, the player with it."""
+    if not isinstance(game, rows.PlainRow):
+        return game, user
+    locked = play.lock_game(game.id)
+    player = db.session.get(User, user.id)
+    assert locked is not None and player is not None  # (Both read under the game's lock just now.)
+    return locked, player
 
 
 def _former_address(user: User, address: str) -> bool:
@@ -1012,7 +1038,10 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
     seat = answer.seat
     context: dict = {"message": answer.message, "ok": ok, "extra": getattr(answer, "extra", ""),
                      "position": None, "reply_to": outcome.reply_to}
-    if game is not None:
+    # As the session holds it now; a move's answer shows the plain rows the move left as they are (see
+    # play.Played.as_left), and a refusal's game is read again (a move refused after changing them has
+    # changed nothing).
+    if game is not None and not (ok and isinstance(game, rows.PlainRow)):
         game = db.session.get(Game, game.id)
     if game is not None and game.state is not None and (answer.game is not None or not ok):
         engine = games.get(game.engine)
@@ -1021,7 +1050,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         # A move's answer carries the state the move path left (else it is loaded from the game).
         kept = answer.state if isinstance(answer, Answer) else None
         state = kept if kept is not None else engine.load(game.state)
-        context["position"] = notify.position(game, engine, state, seat)
+        context["position"] = _position_answered(game, engine, state, seat)
     subject = _answer_subject(mail, outcome.keys)
     headers = {}
     if mail.message_id:
@@ -1037,6 +1066,35 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         headers=headers,
     )
     return True
+
+
+def _position_answered(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+    """What an answer (``mail/answer.txt``) shows of ``game`` for ``seat``: the keys of
+    :func:`pbem.mailout.notify.position` it reads, made the same way, and none of those it does not (the
+    clocks, the roster, the last move, the turn note and the move links of a move request)."""
+    number = seat.number if seat is not None else None
+    movers = engine.to_move(state) if game.status == "active" else frozenset()
+    mover = number if number is not None and number in movers else None
+    to_move = mover is not None
+    legal = engine.moves(state, mover) if mover is not None else []
+    move_number = queries.next_move_number(game, seat) if seat is not None else game.ply + 1
+    return {
+        "game": game,
+        "engine": engine,
+        "seat": seat,
+        "board": engine.render_text(state, number, over=game.status != "active"),
+        "to_move": to_move,
+        "whose": notify.seat_names(game, movers),
+        "legal": legal if len(legal) <= notify.MAX_LISTED_MOVES else None,
+        "legal_count": len(legal),
+        "move_number": move_number,
+        "url": notify.game_url(game),
+        "link": notify.move_link(game, seat, move_number)
+        if to_move and seat is not None and seat.user is not None else None,
+        "example": legal[0] if legal else None,
+        "draws": queries.draws_allowed(game),
+        "comments_held_back": queries.comments_held_back(game),
+    }
 
 
 def _answer_subject(mail: parse.Incoming, keys: KeysFound | None = None) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, exists, func, select, update
 
 from pbem.core.extensions import db
 from pbem.core.models import OutboxMail, User, utcnow
@@ -143,6 +143,13 @@ def count_refusal(address: str, status: str, words: str) -> None:
     except Exception:
         db.session.rollback()
         log.exception("could not count the refusal of %s as a bounce", address)
+
+
+def bouncing_in_sql(address: ColumnElement[str]) -> ColumnElement[bool]:
+    """Whether the ``address`` (a column or expression of the caller's statement) is a player's and
+    marked as bouncing, asked inside that statement: the same answer as :func:`bouncing` for an ASCII
+    address (SQL's ``lower`` folds only ASCII letters alike in every database)."""
+    return exists().where(User.email == func.lower(address), User.mail_bouncing_since.is_not(None))
 
 
 def bouncing(addresses: Iterable[str]) -> set[str]:

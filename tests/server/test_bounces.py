@@ -485,3 +485,22 @@ def test_when_the_mark_comes_off_each_game_awaiting_the_players_move_asks_again(
         f"[pbem] Cambio #{game_id}: your move (move 2)" for game_id in (missed, waiting)
     )
     assert not marked(bob) and not marked(carol)
+
+
+def test_game_mail_is_held_back_however_its_address_is_written(ctx: Flask, sink, players) -> None:
+    """The address a mail was written to is matched to the player's in any case, and beyond ASCII too
+    (where the database's own lowercasing may differ from the one the players' addresses were stored by)."""
+    alice, bob, _ = players
+    with unit_of_work() as uow:
+        db.session.get(User, alice.id).email = "ålice@example.org"
+        uow.commit()
+    mark(alice)
+    mark(bob)
+    for to in ("Bob@Example.ORG", "ÅLICE@example.org", "carol@example.org"):
+        outbox.enqueue(to, "[pbem] Your move", "The board\n", kind="move")
+    db.session.commit()
+    assert outbox.deliver_due() == (1, 2)
+    assert [m["To"] for m in sink.messages()] == ["carol@example.org"]
+    db.session.rollback()
+    given_up = select(OutboxMail.last_error).where(OutboxMail.failed_at.is_not(None))
+    assert db.session.scalars(given_up).all() == [bouncing.HELD_BACK] * 2

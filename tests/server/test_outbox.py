@@ -323,3 +323,19 @@ def test_pbem_mail_test_sends_through_the_outbound_path_and_says_what_the_mta_an
     away = CliRunner().invoke(cli.main, ["mail", "test", "dora@example.org"])
     assert away.exit_code == 1 and "Connection refused" in away.output
     assert "is not a mail address" in CliRunner().invoke(cli.main, ["mail", "test", "nobody"]).output
+
+
+def test_an_envelope_address_is_written_as_smtplib_writes_it() -> None:
+    """MAIL FROM and RCPT TO carry each address as smtplib's own ``sendmail`` would (the deliverer
+    writes a plain one without parsing it)."""
+    import smtplib
+
+    addresses = [
+        "alice@example.org", "bounces+abc123@pbem.localhost", "o'neil.x-y_z+tag@mail.example.co.uk",
+        "a!#$%&*/=?^`{|}~@example.org", "x@localhost", "a..b@example.org", ".a@example.org",
+        "a.@example.org", "a@b..c", "Alice <alice@example.org>", "<alice@example.org>", "<>", "",
+        "alice@example.org (Alice)", '"a b"@example.org', "a@[127.0.0.1]", "alice", "a@b@c",
+        "ålice@example.org", " alice@example.org", "alice@example.org\n", "a,b@example.org",
+    ]
+    for address in addresses:
+        assert outbox.smtp_path(address) == smtplib.quoteaddr(address), address

@@ -72,3 +72,27 @@ def test_a_move_refused_over_plain_rows_writes_nothing_and_says_why(ctx: Flask, 
     db.session.expire_all()
     game = db.session.get(Game, game_id)
     assert game is not None and game.ply == 0 and game.moves == []
+
+
+def test_a_game_read_as_plain_rows_before_its_moves_shows_each_as_played(ctx: Flask, players) -> None:
+    """The mail processor's way: the game locked and read as plain rows first (its token and words are
+    checked over them), then the move played on those very rows, which show it; a second move in the same
+    transaction reads the game again, and both are stored, the game's version raised by each."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    version = db.session.get_one(Game, game_id).version
+    db.session.rollback()
+    with unit_of_work() as uow:
+        read = play.lock_game_rows(game_id)
+        assert read is not None and read.ply == 0
+        played = play.submit(game_id, alice, "b3", "mail")
+        game, seat = played.as_left()
+        assert game is read and read.ply == 1 and seat.number == 0 and seat.moves_made == 1
+        assert played.text == "b3" and queries.seats_to_move(game) == {1}
+        second = play.submit(game_id, bob, "a2", "mail")
+        assert second.as_left()[0] is not read and second.as_left()[0].ply == 2
+        uow.commit()
+    db.session.expire_all()
+    stored = db.session.get_one(Game, game_id)
+    assert stored.ply == 2 and stored.version == version + 2
+    assert [m.text for m in stored.moves] == ["b3", "a2"]

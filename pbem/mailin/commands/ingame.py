@@ -96,12 +96,12 @@ def comment_goes(game: Game) -> str:
 def _played(played: play.Played, request: Request) -> Answer:
     """The answer to a move played: the move as the record writes it, its number, the comment, what
     conditional moves answered it, the player's conditional lines still queued, and the result if it ended
-    the game.  (All read from what submit returned, not read again.)"""
+    the game.  (All read from what submit returned, not read again: over plain rows, from those.)"""
     user = request.player()
-    game, seat, move = played.game, played.seat, played.move
+    game, seat = played.as_left()
     engine = games.get(game.engine)
     # The move's own number, not the game's next: conditional answers may have followed it at once.
-    done = f"Your move {move.text} (move {played.number}) in {engine.title} #{game.id} is played."
+    done = f"Your move {played.text} (move {played.number}) in {engine.title} #{game.id} is played."
     done += request.passed_on(comment_goes(game))
     answered = conditional.answers_words(game, list(played.answers), seat.number)
     if answered:
