@@ -44,13 +44,16 @@ def compose(template: str, /, *, html: bool = False, **context: Any) -> Body:
     Rendered by Jinja alone: Flask's ``render_template`` adds what pages use (its context processors'
     ``g``, ``request`` and ``session``, and the signals page tests listen to), which no mail template
     reads; for the two mails of a move that cost about a fifth of their rendering.  The environment's
-    globals and filters are still there.
+    globals and filters are still there: the globals merged with ``context`` once, into the one dict
+    both parts read (Jinja's ``render`` copies its variables and merges the globals anew for each).
     """
-    text = _template(template).render(context)
+    templates = _templates()
+    variables = {**templates.globals, **context}
+    text = templates.render(template, variables)
     if not html:
         return Body(text)
-    context["text"] = text
-    return Body(text, _template(_html_twin(template)).render(context))
+    variables["text"] = text
+    return Body(text, templates.render(templates.html_twin(template), variables))
 
 
 def kind_of(template: str) -> str:
@@ -59,44 +62,63 @@ def kind_of(template: str) -> str:
     return template.rsplit("/", 1)[-1].split(".")[0].replace("_", "-")
 
 
-def _html_twin(template: str) -> str:
-    """The HTML template of the mail ``template`` writes: its own, or :data:`PLAIN_HTML`."""
-    html = template.removesuffix(".txt") + ".html"
-    return html if html in _mail_templates() else PLAIN_HTML
+def _templates() -> MailTemplates:
+    """The app's mail templates, made once per app."""
+    templates = current_app.extensions.get("pbem_mail_templates")
+    if templates is None:
+        templates = current_app.extensions["pbem_mail_templates"] = MailTemplates(current_app.jinja_env)
+    return templates
 
 
-def _mail_templates() -> frozenset[str]:
-    """The names of the templates there are, listed once per app: looking for a missing template costs a
-    search of the template folders every time, and most mails have no HTML template of their own."""
-    names = current_app.extensions.get("pbem_templates")
-    if names is None:
-        names = current_app.extensions["pbem_templates"] = frozenset(current_app.jinja_env.list_templates())
-    return names
-
-
-def _template(name: str) -> Template:
-    """The mail template ``name`` compiled with the pieces it includes and the layout it extends written
-    into it (:func:`_flat_source`), compiled once per app.
+class MailTemplates:
+    """An app's mail templates, each compiled once with the pieces it includes and the layout it extends
+    written into it (:func:`_flat_source`), and the globals they all read.
 
     Each ``{% include %}`` costs Jinja a template lookup and a new context for every mail, and a move
     request has five; the output is the same, byte for byte (``tests/server/test_mail_golden.py``).
     Where Jinja reloads edited templates (``auto_reload``, debug), so does this, by the same checks.
+    The globals are the environment's as a dict of their own, not Jinja's chain of a template's over the
+    environment's: every render reads them from its context, and copying a 25-name chain key by key was
+    a third of a render.  The app registers its globals when it is made, before any mail.
     """
-    environment = current_app.jinja_env
-    compiled: dict[str, tuple[Template, list[Callable[[], bool]]]]
-    compiled = current_app.extensions.setdefault("pbem_mail_compiled", {})
-    entry = compiled.get(name)
-    if entry is not None and (not environment.auto_reload or all(fresh() for fresh in entry[1])):
-        return entry[0]
-    fresh_checks: list[Callable[[], bool]] = []
-    source, filename = _flat_source(environment, name, fresh_checks)
-    code = environment.compile(source, name, filename)
-    # The globals as a dict of their own, not Jinja's chain of the template's over the environment's:
-    # every render copies them into its context, and copying a 25-name chain key by key was a third of
-    # a render.  The app registers its globals when it is made, before any mail.
-    template = environment.template_class.from_code(environment, code, dict(environment.globals))
-    compiled[name] = (template, fresh_checks)
-    return template
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.globals = dict(environment.globals)
+        self._compiled: dict[str, tuple[Template, list[Callable[[], bool]]]] = {}
+        self._names: frozenset[str] | None = None
+
+    def render(self, name: str, variables: dict[str, Any]) -> str:
+        """What the template ``name`` writes reading ``variables`` (the globals among them), which it
+        shares rather than copies: Jinja's ``render`` but for the copy."""
+        template = self.template(name)
+        try:
+            return self.environment.concat(
+                template.root_render_func(template.new_context(variables, shared=True)))
+        except Exception:
+            self.environment.handle_exception()
+
+    def template(self, name: str) -> Template:
+        """The mail template ``name``, compiled with its pieces and layout written in."""
+        environment = self.environment
+        entry = self._compiled.get(name)
+        if entry is not None and (not environment.auto_reload or all(fresh() for fresh in entry[1])):
+            return entry[0]
+        fresh_checks: list[Callable[[], bool]] = []
+        source, filename = _flat_source(environment, name, fresh_checks)
+        code = environment.compile(source, name, filename)
+        template = environment.template_class.from_code(environment, code, self.globals)
+        self._compiled[name] = (template, fresh_checks)
+        return template
+
+    def html_twin(self, template: str) -> str:
+        """The HTML template of the mail ``template`` writes: its own, or :data:`PLAIN_HTML`."""
+        html = template.removesuffix(".txt") + ".html"
+        if self._names is None:
+            # Listed once: looking for a missing template costs a search of the template folders every
+            # time, and most mails have no HTML template of their own.
+            self._names = frozenset(self.environment.list_templates())
+        return html if html in self._names else PLAIN_HTML
 
 
 def _flat_source(

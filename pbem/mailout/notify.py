@@ -166,7 +166,8 @@ def _mail(to: User, game: Game, what: str, template: str, kind: str, /, **contex
     """One game mail to a player: text and HTML from ``template``, the reply token, the game's thread."""
     context.pop("game", None)
     engine = context.pop("engine", None) or games.get(game.engine)
-    context.setdefault("url", game_url(game))
+    if "url" not in context:  # (A move request's position has it already.)
+        context["url"] = game_url(game)
     context.setdefault("time_zone", to.time_zone)  # Times in the mail in the reader's zone.
     reply_to = _reply_address(game, to)
     outbox.enqueue(

@@ -3,13 +3,15 @@ than the transaction it was read in."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from flask import Flask
-from sqlalchemy import select, text, update
+from sqlalchemy import DateTime, inspect, select, text, update
 
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
-from pbem.core.models import Game, Move
+from pbem.core.models import Game, Move, User, set_clock
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.game import play
 
@@ -134,3 +136,64 @@ def test_a_unit_of_work_begun_after_reads_sees_what_was_committed_meanwhile(ctx:
         uow.commit()
     assert played.game.draw_offered_by is None and _record(game_id) == ["b3"]
     assert db.session.get(Game, game_id).version == played.game.version
+
+
+def test_what_the_session_holds_is_read_afresh_after_a_commit(ctx: Flask, players) -> None:
+    """After a unit of work commits, the objects the session holds are read again when next used, and so
+    show what another writer committed since: those left as the unit of work began them (a move over
+    plain rows reads nothing through the session, and the commit does not expire them twice) as much
+    as those read back inside it, or written through the session (and one deleted is let go)."""
+    alice, bob, _ = players
+    game_id = _cambio(players)
+    zones = iter(["Europe/Paris", "Asia/Tokyo", "America/Lima"])
+    ids = [alice.id, bob.id]
+
+    def another_writer() -> str:
+        zone = next(zones)
+        with db.engine.begin() as other:
+            other.execute(update(User).where(User.id.in_(ids)).values(time_zone=zone))
+        return zone
+
+    assert alice.time_zone == bob.time_zone == "UTC"  # The request's reads.
+    for mover, move, inside in ((alice, "b3", None), (bob, "a2", "read"), (alice, "b1", "written")):
+        with unit_of_work() as uow:
+            play.submit(game_id, mover, move, "web")
+            if inside == "read":
+                assert bob.time_zone == "Europe/Paris"
+            elif inside == "written":
+                bob.vacation_days_used = 1.0
+            uow.commit()
+        zone = another_writer()
+        assert alice.time_zone == bob.time_zone == zone, (move, inside)
+    assert _record(game_id) == ["b3", "a2", "b1"]
+    # An object deleted through the session in the transaction is let go at the commit, as ever.
+    with unit_of_work() as uow:
+        entry = db.session.scalars(
+            select(Move).where(Move.game_id == game_id).order_by(Move.id.desc())).first()
+        db.session.delete(entry)
+        uow.flush()
+        uow.commit()
+    assert inspect(entry).detached and _record(game_id) == ["b3", "a2"]
+
+
+@pytest.mark.parametrize("moment", [datetime(2025, 11, 28, 12, 0, 0), datetime(2025, 11, 28, 12, 0, 0, 70)],
+                         ids=["whole second", "microseconds"])
+def test_a_moment_written_directly_is_stored_as_the_session_stores_it(ctx: Flask, players, moment) -> None:
+    """The move path's direct writes (the record entry, the game, the seats' deadlines, the outbox) store
+    a moment as the session does, to the microsecond's digits even at a whole second: SQLite compares
+    moments as text, so a deadline or a mail's due time written otherwise would sort against the sweep's
+    and the deliverer's "now" wrongly."""
+    alice, _bob, _ = players
+    game_id = _cambio(players)
+    set_clock(moment)
+    try:
+        play.submit(game_id, alice, "b3", "web")
+    finally:
+        set_clock(None)
+    stored = db.session.execute(text(
+        "SELECT m.created_at, g.updated_at, o.created_at, o.next_attempt_at FROM move m"
+        " JOIN game g ON g.id = m.game_id JOIN outbox_mail o ON o.game_id = g.id AND o.kind = 'your-move'"
+        " WHERE m.game_id = :game_id ORDER BY o.id DESC LIMIT 1"), {"game_id": game_id}).one()
+    dialect = db.engine.dialect
+    as_the_session_writes = DateTime().dialect_impl(dialect).bind_processor(dialect) or (lambda value: value)
+    assert list(stored) == [as_the_session_writes(moment)] * 4
