@@ -44,7 +44,7 @@ from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
 from pbem.core.database import insert_with_conflicts, is_postgresql
 from pbem.core.extensions import db
-from pbem.core.models import Game, InboundMail, OutboxMail, Seat, User, is_key_shaped, utcnow
+from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 from pbem.core.redaction import KeysFound
 from pbem.core.unit_of_work import UnitOfWork, unit_of_work
 from pbem.game import play, queries, rows
@@ -1060,7 +1060,7 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         # A move's answer carries the state the move path left (else it is loaded from the game).
         kept = answer.state if isinstance(answer, Answer) else None
         state = kept if kept is not None else engine.load(game.state)
-        context["position"] = _position_answered(game, engine, state, seat)
+        context["position"] = notify.position_basics(game, engine, state, seat)
     subject = _answer_subject(mail, outcome.keys)
     headers = {}
     if mail.message_id:
@@ -1076,35 +1076,6 @@ def _answer(mail: parse.Incoming, outcome: Handling) -> bool:
         headers=headers,
     )
     return True
-
-
-def _position_answered(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
-    """What an answer (``mail/answer.txt``) shows of ``game`` for ``seat``: the keys of
-    :func:`pbem.mailout.notify.position` it reads, made the same way, and none of those it does not (the
-    clocks, the roster, the last move, the turn note and the move links of a move request)."""
-    number = seat.number if seat is not None else None
-    movers = engine.to_move(state) if game.status == "active" else frozenset()
-    mover = number if number is not None and number in movers else None
-    to_move = mover is not None
-    legal = engine.moves(state, mover) if mover is not None else []
-    move_number = queries.next_move_number(game, seat) if seat is not None else game.ply + 1
-    return {
-        "game": game,
-        "engine": engine,
-        "seat": seat,
-        "board": engine.render_text(state, number, over=game.status != "active"),
-        "to_move": to_move,
-        "whose": notify.seat_names(game, movers),
-        "legal": legal if len(legal) <= notify.MAX_LISTED_MOVES else None,
-        "legal_count": len(legal),
-        "move_number": move_number,
-        "url": notify.game_url(game),
-        "link": notify.move_link(game, seat, move_number)
-        if to_move and seat is not None and seat.user is not None else None,
-        "example": legal[0] if legal else None,
-        "draws": queries.draws_allowed(game),
-        "comments_held_back": queries.comments_held_back(game),
-    }
 
 
 def _answer_subject(mail: parse.Incoming, keys: KeysFound | None = None) -> str:

@@ -54,58 +54,67 @@ def seat_names(game: Game, numbers: frozenset[int] | set[int]) -> str:
     return join_words(names, "and")
 
 
-def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
-    """What a mail or answer shows of a game for one seat (or a watcher): board, turn, clock, legal moves.
-
-    The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands.
-    """
+def position_basics(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+    """What every mail showing a game to one seat (or a watcher) shows of it: board, turn, legal moves and
+    the link to play them.  An answer to a mail command shows this much (``mail/answer.txt``);
+    :func:`position` adds what a move request shows besides."""
     number = seat.number if seat is not None else None
     movers = engine.to_move(state) if game.status == "active" else frozenset()
     mover = number if number is not None and number in movers else None
-    to_move = mover is not None
     legal = engine.moves(state, mover) if mover is not None else []
-    listed = legal if len(legal) <= MAX_LISTED_MOVES else None
     move_number = queries.next_move_number(game, seat) if seat is not None else game.ply + 1
-    links = Markup()
-    link = None
-    if to_move and seat is not None and seat.user is not None:
-        link = move_link(game, seat, move_number)
-        # One signed token serves every listed move: the move rides in the query, since the token
-        # already binds game, seat, player and move number, and the engine judges the move anyway.
-        href = escape(link)
-        links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in listed or []))
-    # Where moves stay hidden until the end, the player's own last move, never another's.
-    last = queries.last_move_seen_by(game, number)
-    # A game no longer active may still have a mover in the engine's eyes (the server ended it).
-    board = engine.render_text(state, number, over=game.status != "active")
-    note = engine.turn_note(state, mover) if mover is not None else None
     return {
         "game": game,
         "engine": engine,
         "seat": seat,
-        "board": board,
-        "to_move": to_move,
+        # A game no longer active may still have a mover in the engine's eyes (the server ended it).
+        "board": engine.render_text(state, number, over=game.status != "active"),
+        "to_move": mover is not None,
         "whose": seat_names(game, movers),
-        "legal": listed,
+        "legal": legal if len(legal) <= MAX_LISTED_MOVES else None,
         "legal_count": len(legal),
         "move_number": move_number,
+        "url": game_url(game),
+        "link": move_link(game, seat, move_number)
+        if mover is not None and seat is not None and seat.user is not None else None,
+        "example": legal[0] if legal else None,
+        # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
+        "draws": queries.draws_allowed(game),
+        # Whether what the reader writes under a move reaches the others only at the game's end.
+        "comments_held_back": queries.comments_held_back(game),
+    }
+
+
+def position(game: Game, engine: games.Engine, state: Any, seat: Seat | None) -> dict[str, Any]:
+    """What a mail or answer shows of a game for one seat (or a watcher): board, turn, clock, legal moves.
+
+    The keys are the template variables of ``mail/your_move.txt`` and the answers of the mail commands:
+    :func:`position_basics`' and the clocks, the players, the last move, the turn's note and a link for
+    each listed move.
+    """
+    shown = position_basics(game, engine, state, seat)
+    number = seat.number if seat is not None else None
+    links = Markup()
+    if shown["link"] is not None:
+        # One signed token serves every listed move: the move rides in the query, since the token
+        # already binds game, seat, player and move number, and the engine judges the move anyway.
+        href = escape(shown["link"])
+        links = Markup("".join(f'\n<a href="{href}{_move_link_tail(m)}' for m in shown["legal"] or []))
+    # Where moves stay hidden until the end, the player's own last move, never another's.
+    last = queries.last_move_seen_by(game, number)
+    note = engine.turn_note(state, number) if shown["to_move"] and number is not None else None
+    shown.update({
         "time_left": clock.describe(clock.time_left(seat)) if seat is not None else None,
         "clocks": clocks(game, number, seat.user.time_zone if seat is not None and seat.user else None),
-        "url": game_url(game),
-        "link": link,
         "move_links": links,
         "side": results.side(game, number) if number is not None else None,
         "players": [(s.label, results.player_name(game, s.number) if s.user else "(open)")
                     for s in game.seats],
-        "example": legal[0] if legal else None,
-        # Whether the mail may offer "draw offer" among the answers: not where there are no draws.
-        "draws": queries.draws_allowed(game),
-        "turn_note": None if note is not None and _said_in(note, board) else note,
+        "turn_note": None if note is not None and _said_in(note, shown["board"]) else note,
         "last": last,
         "last_by": name_for(game, last.seat, number) if last is not None else None,
-        # Whether what the reader writes under a move reaches the others only at the game's end.
-        "comments_held_back": queries.comments_held_back(game),
-    }
+    })
+    return shown
 
 
 def clocks(game: Game, reader: int | None, zone: str | None) -> list[tuple[str, str]]:
