@@ -26,8 +26,8 @@ from tests.conftest import free_port
 from tests.server.test_crash_recovery import _listener, _settled
 from tests.server.test_mail_play import COMMANDS
 
-SENDERS = 8
-EACH = 8
+SENDERS = 16  # More than the listener has threads, so that all of them are busy at once.
+EACH = 6
 # Well under the processors' look for whatever waits (every 30 s), well over what the burst takes (~1 s).
 PROMPTLY = 10
 
