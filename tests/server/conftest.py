@@ -48,6 +48,19 @@ def drop_pg_database(url: str) -> None:
     admin.dispose()
 
 
+def fresh_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
+    """A new empty database of ``backend`` ("sqlite" or "postgresql"), for a fixture to yield from: a
+    SQLite file in ``tmp_path``, or a PostgreSQL database of its own, dropped after."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / (name + '.db')}"
+        return
+    url = create_pg_database(name)
+    try:
+        yield url
+    finally:  # (Also when the generator is closed rather than run to its end.)
+        drop_pg_database(url)
+
+
 # For a test whose behaviour has nothing to do with the database (what a server process writes to its
 # log, say) and which is costly to run (processes of its own): it runs on SQLite alone, not on each backend.
 ONE_BACKEND = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

@@ -16,19 +16,14 @@ from alembic.script import ScriptDirectory
 from pbem import create_app
 from pbem.core.extensions import db
 from tests.conftest import ROOT
-from tests.server.conftest import BACKENDS, create_pg_database, drop_pg_database
+from tests.server.conftest import BACKENDS, fresh_database
 
 MIGRATIONS = ROOT / "migrations"
 
 
 @pytest.fixture(params=BACKENDS)
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'migrated.db'}"
-    else:
-        url = create_pg_database("pbem_migrations")
-        yield url
-        drop_pg_database(url)
+    yield from fresh_database(request.param, tmp_path, "pbem_migrations")
 
 
 # The one index of an expression, PostgreSQL's alone (ddl_if): SQLite neither has it nor can reflect it,
@@ -70,16 +65,13 @@ def index_definitions(url: str, tmp_path: Path, make: Callable[[], object]) -> d
 def test_the_models_make_the_migrations_partial_indexes(empty_database: str, tmp_path: Path) -> None:
     """The schema the models make (the tests' own, by ``create_all``) has the migrations' indexes, each
     partial index with its condition, on each database."""
-    if empty_database.startswith("sqlite"):
-        second = f"sqlite:///{tmp_path / 'made.db'}"
-    else:
-        second = create_pg_database("pbem_models")
+    backend = "sqlite" if empty_database.startswith("sqlite") else "postgresql"
+    migrated = index_definitions(empty_database, tmp_path, flask_migrate.upgrade)
+    second = fresh_database(backend, tmp_path, "pbem_models")
     try:
-        migrated = index_definitions(empty_database, tmp_path, flask_migrate.upgrade)
-        made = index_definitions(second, tmp_path, db.create_all)
+        made = index_definitions(next(second), tmp_path, db.create_all)
     finally:
-        if not second.startswith("sqlite"):
-            drop_pg_database(second)
+        second.close()
     assert "WHERE" in migrated["ix_inbound_mail_waiting"]
     assert made == migrated
 

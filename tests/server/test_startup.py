@@ -19,7 +19,7 @@ from pbem import create_app
 from pbem.cli import schema_at_head
 from pbem.core.extensions import db
 from tests.conftest import ROOT
-from tests.server.conftest import BACKENDS, create_pg_database, drop_pg_database
+from tests.server.conftest import BACKENDS, fresh_database
 
 # What a web worker never runs, each a megabyte or more of its memory, or a part of another process
 # (the dev mailbox's Maildir, only on a development server, is 0.4 MB).
@@ -35,12 +35,7 @@ OTHER_DATABASE = {"sqlite": ("sqlalchemy.dialects.postgresql", "psycopg"),
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'pbem.db'}"
-    else:
-        url = create_pg_database("pbem_startup")
-        yield url
-        drop_pg_database(url)
+    yield from fresh_database(request.param, tmp_path, "pbem_startup")
 
 
 def modules_loaded(code: str, database_url: str, tmp_path: Path) -> set[str]:
