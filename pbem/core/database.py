@@ -22,9 +22,10 @@ from typing import Any
 from weakref import WeakSet
 
 from flask import Flask
-from sqlalchemy import event
+from sqlalchemy import JSON, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.default import DefaultDialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
 from pbem.core import generation
@@ -364,3 +365,73 @@ class DirectWrite:
         """The statement once for each of ``rows`` (all with the same ``keys``), as one executemany."""
         sql, binds, positional = self._prepared(connection, keys, False)
         return connection.exec_driver_sql(sql, [self._parameters(binds, positional, row) for row in rows])
+
+
+def _json_null_first(type_: Any, process: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+    """``process``, or for a JSON column that the driver hands over as text, one that makes its JSON
+    ``null`` None without decoding it (a stored None is that text: a game's result, a seat's lines)."""
+    if process is None or not isinstance(type_, JSON):
+        return process
+
+    def null_first(value: Any) -> Any:
+        return None if value == "null" else process(value)
+
+    return null_first
+
+
+class DirectRead(DirectWrite):
+    """A SELECT compiled once per database and read from the driver's cursor, each column's value made as
+    SQLAlchemy's result would make it (its type's result processor: a JSON column decoded, a SQLite time
+    parsed), the rows as lists in the statement's column order.
+
+    SQLAlchemy's execution of the move path's read (its cache look-up, execution context and Row objects)
+    cost as much Python as SQLite spent answering it (bench/movepath.py); sent as SQL text through
+    ``exec_driver_sql`` it cost more, its result's description built anew each time.  The statement
+    still passes the engine's cursor events (the write generation's and the benchmarks' listeners see
+    it; SQLAlchemy's own statement logging does not), and a driver's error is raised as SQLAlchemy's
+    class of it.  Every parameter must be given."""
+
+    def __init__(self, statement: Any) -> None:
+        super().__init__(statement)
+        # Per database: each column that has a result processor, by its place in the row, with it.
+        self._made: dict[tuple[str, str], tuple[tuple[int, Callable[[Any], Any]], ...]] = {}
+
+    def _processors(self, connection: Connection, description: Any) -> tuple[
+            tuple[int, Callable[[Any], Any]], ...]:
+        dialect = connection.dialect
+        key = (dialect.name, dialect.driver)
+        processors = self._made.get(key)
+        if processors is None:
+            # Given the driver's type of each column, as SQLAlchemy gives it (psycopg's numbers need it).
+            columns = zip(self.statement.selected_columns, description, strict=True)
+            made = (_json_null_first(column.type, column.type.dialect_impl(dialect).result_processor(
+                dialect, described[1])) for column, described in columns)
+            processors = self._made[key] = tuple(
+                (index, process) for index, process in enumerate(made) if process is not None)
+        return processors
+
+    def rows(self, connection: Connection, values: dict[str, Any]) -> list[list[Any]]:
+        """The statement's rows with ``values`` bound, on ``connection`` (in its transaction)."""
+        sql, binds, positional = self._prepared(connection, tuple(values), False)
+        parameters = self._parameters(binds, positional, values)
+        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        dispatch = connection.dispatch
+        try:
+            dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, False)
+            try:
+                cursor.execute(sql, parameters)
+                fetched = cursor.fetchall()
+            except connection.dialect.loaded_dbapi.Error as error:
+                raise DBAPIError.instance(sql, parameters, error, connection.dialect.loaded_dbapi.Error) \
+                    from error
+            dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, False)
+            processors = self._processors(connection, cursor.description)
+        finally:
+            cursor.close()
+        made = []
+        for row in fetched:
+            values_made = list(row)
+            for index, process in processors:
+                values_made[index] = process(values_made[index])
+            made.append(values_made)
+        return made

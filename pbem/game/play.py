@@ -26,12 +26,11 @@ from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, upda
 from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
-from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql import LABEL_STYLE_TABLENAME_PLUS_COL
 
 import games
 from games import IllegalMove, Outcome
-from pbem.core.database import DirectWrite, is_postgresql
+from pbem.core.database import DirectRead, DirectWrite, is_postgresql
 from pbem.core.errors import PlayError
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, Seat, User, Watch, utcnow
@@ -129,6 +128,8 @@ def locked_game(game_or_id: Game | int) -> Iterator[Game]:
 _GAME_COLUMNS = {attr.key: attr.columns[0].key for attr in Game.__mapper__.column_attrs}
 _SEAT_COLUMNS = {attr.key: attr.columns[0].key for attr in Seat.__mapper__.column_attrs}
 _GAME_TABLE, _SEAT_TABLE = Game.__table__, Seat.__table__
+# (Their mappers, which make the identity map's keys: identity_key finds the mapper anew at each call.)
+_GAME_MAPPER, _SEAT_MAPPER = Game.__mapper__, Seat.__mapper__
 # Built once; the SET clause is made of the columns given with each execution.
 _UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
     _GAME_TABLE.c.id == bindparam("locked_id"), _GAME_TABLE.c.version == bindparam("read_version")
@@ -468,18 +469,22 @@ def _submit_models(game: int, user: User, text: str, via: str, expect: int | Non
 # The move path over plain rows ---------------------------------------------------------------------
 
 # The read of _read_locked as plain columns (Core, not the ORM): the game's, each seat's and each seat's
-# player's, in the tables' order, one row a seat.
+# player's, in the tables' order, one row a seat; read from the driver's cursor (see DirectRead).
 _USER_TABLE = User.__table__
 _GAME_NAMES = rows.attribute_names(_GAME_TABLE, Game)
 _SEAT_NAMES = rows.attribute_names(_SEAT_TABLE, Seat)
 _USER_NAMES = rows.attribute_names(_USER_TABLE, User)
-_READ_PLAIN = (
+_READ_PLAIN = DirectRead(
     select(*_GAME_TABLE.c, *_SEAT_TABLE.c, *_USER_TABLE.c, _TOP, _WATCHED)
     .select_from(_GAME_TABLE.outerjoin(_SEAT_TABLE, _SEAT_TABLE.c.game_id == _GAME_TABLE.c.id)
                  .outerjoin(_USER_TABLE, _USER_TABLE.c.id == _SEAT_TABLE.c.user_id))
     .where(_GAME_TABLE.c.id == _GAME_ID).order_by(_SEAT_TABLE.c.number)
     .set_label_style(LABEL_STYLE_TABLENAME_PLUS_COL)
 )
+# Where each table's columns end in a row of _READ_PLAIN.
+_GAME_END = len(_GAME_NAMES)
+_SEAT_END = _GAME_END + len(_SEAT_NAMES)
+_USER_END = _SEAT_END + len(_USER_NAMES)
 
 
 def _read_plain(uow: UnitOfWork, game_id: int) -> rows.PlainGame | None:
@@ -487,26 +492,27 @@ def _read_plain(uow: UnitOfWork, game_id: int) -> rows.PlainGame | None:
     SQLite BEGIN IMMEDIATE did), read it with its seats and their players, note its last record number
     and whether anybody watches it."""
     connection = uow.connection()
-    if is_postgresql() and _LOCK.run(connection, {"game_id": game_id}).first() is None:
+    # (The connection's dialect rather than the app's engine, which Flask-SQLAlchemy finds anew.)
+    postgresql = connection.dialect.name == "postgresql"
+    if postgresql and _LOCK.run(connection, {"game_id": game_id}).first() is None:
         return None
-    read = connection.execute(_READ_PLAIN, {"game_id": game_id}).all()
+    read = _READ_PLAIN.rows(connection, {"game_id": game_id})
     if not read:
         return None
     first = read[0]
-    game_end, seat_end = len(_GAME_NAMES), len(_GAME_NAMES) + len(_SEAT_NAMES)
-    user_end = seat_end + len(_USER_NAMES)
-    game = rows.PlainGame(dict(zip(_GAME_NAMES, first[:game_end], strict=True)))
-    game.seats = []
+    game = rows.PlainGame(dict(zip(_GAME_NAMES, first[:_GAME_END], strict=True)))
+    seats: list[rows.PlainSeat] = []
     for row in read:
-        if row[game_end] is None:
+        if row[_GAME_END] is None:
             continue  # (A game without seats comes as one row with none.)
-        seat = rows.PlainSeat(dict(zip(_SEAT_NAMES, row[game_end:seat_end], strict=True)))
+        seat = rows.PlainSeat(dict(zip(_SEAT_NAMES, row[_GAME_END:_SEAT_END], strict=True)))
         seat.game = game
-        seat.user = (rows.PlainUser(dict(zip(_USER_NAMES, row[seat_end:user_end], strict=True)))
-                     if row[seat_end] is not None else None)
-        game.seats.append(seat)
-    uow.reads("record_numbers")[game_id] = first[user_end] or 0
-    if not first[user_end + 1]:
+        seat.user = (rows.PlainUser(dict(zip(_USER_NAMES, row[_SEAT_END:_USER_END], strict=True)))
+                     if row[_SEAT_END] is not None else None)
+        seats.append(seat)
+    game.seats = seats
+    uow.reads("record_numbers")[game_id] = first[_USER_END] or 0
+    if not first[_USER_END + 1]:
         watching.know_unwatched(game_id)
     return game
 
@@ -615,16 +621,18 @@ def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
         changed["version"] = version + 1
         changed.setdefault("updated_at", utcnow())
         values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
-        uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
+        values["locked_id"], values["read_version"] = game.id, version
+        uow.write(_UPDATE_GAME, values, rows=1)
     session = uow.session
     held = session.identity_map
-    stale: list[object | None] = [held.get(identity_key(Game, game.id))]
+    stale: list[object | None] = [held.get(_GAME_MAPPER.identity_key_from_primary_key((game.id,)))]
     for seat in game.seats:
         changed = seat.changed()
         if changed:
-            uow.write(_UPDATE_SEAT, {**{_SEAT_COLUMNS[key]: value for key, value in changed.items()},
-                                     "seat_id": seat.id})
-        stale.append(held.get(identity_key(Seat, seat.id)))
+            values = {_SEAT_COLUMNS[key]: value for key, value in changed.items()}
+            values["seat_id"] = seat.id
+            uow.write(_UPDATE_SEAT, values)
+        stale.append(held.get(_SEAT_MAPPER.identity_key_from_primary_key((seat.id,))))
     for model in stale:
         if model is not None and not inspect(model).expired:
             session.expire(model)

@@ -6,7 +6,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from pbem.core.extensions import db
-from pbem.core.models import Game, Move, OutboxMail, User
+from pbem.core.models import Game, Move, OutboxMail, Seat, User
 from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play, queries
 
@@ -96,3 +96,31 @@ def test_a_game_read_as_plain_rows_before_its_moves_shows_each_as_played(ctx: Fl
     stored = db.session.get_one(Game, game_id)
     assert stored.ply == 2 and stored.version == version + 2
     assert [m.text for m in stored.moves] == ["b3", "a2"]
+
+
+def test_a_game_read_as_plain_rows_holds_each_column_as_the_models_read_it(ctx: Flask, players) -> None:
+    """The plain read (straight from the driver's cursor) makes every column of the game, its seats and
+    their players what the session's objects hold: JSON decoded (a stored null too), times as datetimes,
+    flags as booleans; with the last record number and whether anybody watches the game."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    play.submit(game_id, alice, "b3", "web")  # Deadlines and a record entry to read.
+    db.session.commit()
+    with unit_of_work() as uow:
+        uow.begin()
+        read = play.lock_game_rows(game_id)
+        assert read is not None
+        game = db.session.get_one(Game, game_id)
+        columns = {table: [c.key for c in table.__mapper__.column_attrs] for table in (Game, Seat, User)}
+
+        def held(row: object, model: type) -> dict[str, object]:
+            return {key: getattr(row, key) for key in columns[model]}
+
+        assert held(read, Game) == held(game, Game)
+        assert read.result is None and isinstance(read.state, dict) and read.created_at == game.created_at
+        assert len(read.seats) == 2
+        for plain, seat in zip(read.seats, sorted(game.seats, key=lambda s: s.number), strict=True):
+            assert held(plain, Seat) == held(seat, Seat) and held(plain.user, User) == held(seat.user, User)
+        assert any(s.deadline is not None for s in read.seats)
+        assert uow.reads("record_numbers")[game_id] == 1
+        uow.rollback()
