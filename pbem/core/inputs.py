@@ -26,6 +26,12 @@ _FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _FORBIDDEN_ON_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _LINE_BREAKS = re.compile(r"[\t\n\r]+")
 
+# A mail address as nearly every MTA and player writes it: a dot-atom, "@", a host name (nothing quoted,
+# no comments, no address literal).  Such an address is written the same in an SMTP path and a header,
+# so the mail listener and the deliverer take it as it is and leave every other form to the email parsers.
+PLAIN_ADDRESS = (r"(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+\.)*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+                 r"@(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+")
+
 # The deepest JSON a program may send: the API's bodies and the records of `pbem import` are a few levels
 # deep (an option's value inside a record's options is three).
 MAX_JSON_DEPTH = 8

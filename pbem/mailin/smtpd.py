@@ -21,7 +21,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from flask import Flask
 
-from pbem.core import heartbeat
+from pbem.core import heartbeat, inputs
 from pbem.core.config import listener_store_threads
 from pbem.core.extensions import db
 from pbem.mailin import process, receive
@@ -108,12 +108,8 @@ class StoreHandler(_DirOfHooks):
                 db.session.remove()
 
 
-# An address in MAIL FROM or RCPT TO as nearly every MTA writes it: <dot-atom@domain>, nothing quoted,
-# no comments, no address literal.
-_PLAIN_PATH = re.compile(
-    r"<((?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+\.)*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
-    r"@(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+)>"
-)
+# An address in MAIL FROM or RCPT TO as nearly every MTA writes it: <dot-atom@domain>.
+_PLAIN_PATH = re.compile(rf"<({inputs.PLAIN_ADDRESS})>")
 
 
 class _Cheaper(_DirOfHooks):
