@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, text
@@ -51,7 +52,9 @@ class Record:
 Key = tuple[int, str, bool, bool]  # user id, engine, public, rated: a Tally's primary key
 
 
+@cache
 def _upsert(dialect: str) -> DirectWrite:
+    """The tallies' upsert for ``dialect``, built when first asked (as pbem.mailin.receive's INSERT)."""
     statement = insert_with_conflicts(dialect)(Tally.__table__)
     return DirectWrite(statement.on_conflict_do_update(
         index_elements=["user_id", "engine", "public", "rated"],
@@ -60,15 +63,10 @@ def _upsert(dialect: str) -> DirectWrite:
     ))
 
 
-# Built on first use for the app's database (see insert_with_conflicts).
-_ADD: dict[str, DirectWrite] = {}
-
-
 def count_finish(game: Game) -> None:
     """Add the results just written onto ``game``'s seats to their players' tallies, in the caller's
     transaction (inside the sweep's batch of timeouts, with the batch's other writes)."""
-    dialect = "postgresql" if is_postgresql() else "sqlite"
-    writer = _ADD.get(dialect) or _ADD.setdefault(dialect, _upsert(dialect))
+    writer = _upsert("postgresql" if is_postgresql() else "sqlite")
     uow = current()
     for seat in game.seats:
         column = COLUMNS.get(seat.result or "")
