@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/movepath.py
 	$(BIN)/python bench/mail.py
+	$(BIN)/python bench/mailfloor.py
 	$(BIN)/python bench/pagecpu.py
 	$(BIN)/python bench/apicpu.py
 	$(BIN)/python bench/tournament.py

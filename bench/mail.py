@@ -196,16 +196,20 @@ class Bench:
             assert outbox_rows
             db.session.remove()
 
-    def start(self) -> None:
-        """Start the sink and the listener."""
+    def start_sink(self) -> None:
+        """Start the SMTP sink, a process of its own that takes every mail and keeps none."""
         self.processes.append(subprocess.Popen(
             [sys.executable, "-m", "aiosmtpd", "-n", "-c", "aiosmtpd.handlers.Sink",
              "-l", f"127.0.0.1:{self.sink_port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for_port(self.sink_port)
+
+    def start(self) -> None:
+        """Start the sink and the listener."""
+        self.start_sink()
         self.listener = subprocess.Popen(
             [str(Path(sys.executable).parent / "pbem"), "smtpd", "--port", str(self.smtp_port)],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
         self.processes.append(self.listener)
-        wait_for_port(self.sink_port)
         wait_for_port(self.smtp_port)
 
     def stop(self) -> None:
