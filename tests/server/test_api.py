@@ -115,6 +115,10 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
         if moves == 0:  # The same request again is told that move 1 is in, not that it is not its turn.
             status, again = client.call("POST", path + "/moves", sent)
             assert status == 409 and again["code"] == "stale" and "already played as move 1" in again["error"]
+            # Listed among bob's games in play (found from his unfinished seats), not among his finished.
+            playing = alice.call("GET", "/api/v1/games?status=active&player=bob")[1]["games"]
+            assert [g["id"] for g in playing] == [game["id"]]
+            assert alice.call("GET", "/api/v1/games?status=finished&player=bob")[1]["games"] == []
         assert answer["move"]["number"] == moves + 1 and answer["game"]["your_turn"] is False
         moves += 1
         assert moves < 500
@@ -132,6 +136,7 @@ def test_a_whole_game_of_cambio_between_two_api_clients(server: str, tokens, ctx
     assert rating["rating"] > 1500 and rating["deviation"] < 350 and rating["provisional"]
     assert rating["display"] == f"{round(rating['rating'])}?" and rating["games"] == 1
     assert player["record"] == [{"game": "cambio", "wins": 1, "draws": 0, "losses": 0}]
+    assert alice.call("GET", "/api/v1/games?status=active&player=bob")[1]["games"] == []
     finished = alice.call("GET", "/api/v1/games?status=finished&player=bob&game=cambio")[1]
     assert [g["id"] for g in finished["games"]] == [game["id"]] and finished["next"] is None
     # The archive's filters: by result, against an opponent, and by moves.
