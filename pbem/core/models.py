@@ -263,7 +263,7 @@ class Seat(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     game_id: Mapped[int] = mapped_column(ForeignKey("game.id", ondelete="CASCADE"))
     number: Mapped[int] = mapped_column(Integer)
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))  # (Indexed by ix_seat_user_game.)
     moves_made: Mapped[int] = mapped_column(Integer, default=0)
     deadline: Mapped[datetime | None] = mapped_column(DateTime)
     next_event_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
@@ -285,6 +285,8 @@ class Seat(Model):
     __table_args__ = (
         UniqueConstraint("game_id", "number", name="uq_seat_game_number"),
         Index("ix_seat_archive", "user_id", "finished_at", "game_id"),
+        # A player's seats by game, newest first: the API's list of a player's games walks it.
+        Index("ix_seat_user_game", "user_id", "game_id"),
     )
 
     @property
