@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
+from bench.movepath import backend_cpu
 from bench.scratch import ScratchDatabases, arguments, free_port
 from pbem import create_app
 from pbem.core.extensions import db
@@ -111,8 +112,10 @@ class ServerCpu:
     def _sample(self, connection: sa.Connection) -> None:
         for pid in connection.exec_driver_sql(_BACKENDS).scalars():
             try:
-                seconds = cpu_seconds(pid)
-            except (OSError, IndexError):
+                # (Nanoseconds from the scheduler: /proc's ticks of 10 ms made a round's few hundred ms
+                # of server CPU come out the same in every round.  A backend is one thread.)
+                seconds = backend_cpu(pid)
+            except (OSError, IndexError, ValueError):
                 continue
             self.first.setdefault(pid, seconds if self._thread is None else 0.0)
             self.last[pid] = seconds
