@@ -31,8 +31,10 @@ MILLION_GAMES_STATISTICS = [
 
 
 def plan(query) -> list[str]:
-    sql = query.compile(db.engine, compile_kwargs={"literal_binds": True})
-    return [row[3] for row in db.session.execute(db.text(f"EXPLAIN QUERY PLAN {sql}"))]
+    compiled = query.compile(db.engine)
+    values = tuple(compiled.params[name] for name in compiled.positiontup or ())
+    rows = db.session.connection().exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled.string}", values)
+    return [row[3] for row in rows]
 
 
 def test_archive_queries_search_indexes_and_never_sort(ctx: Flask, players) -> None:
