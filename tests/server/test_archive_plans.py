@@ -8,6 +8,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import tuple_
 
+from pbem.api import routes
 from pbem.archive import archive
 from pbem.core.extensions import db
 from tests.server.archived import finished
@@ -37,14 +38,20 @@ def plan(query) -> list[str]:
     return [row[3] for row in rows]
 
 
-def test_archive_queries_search_indexes_and_never_sort(ctx: Flask, players) -> None:
-    if db.engine.dialect.name != "sqlite":
-        pytest.skip("the plans checked are SQLite's (bench/archive.py shows PostgreSQL's)")
+def four_finished(players) -> None:
+    """Four finished games among the three players (alice in each), the statistics taken."""
     alice, bob, carol = players
     for n in range(4):
         finished("cambio", [alice, bob] if n % 2 else [carol, alice], end="resign",
                  at=datetime(2026, 1, 1 + n))
     db.session.execute(db.text("ANALYZE"))
+
+
+def test_archive_queries_search_indexes_and_never_sort(ctx: Flask, players) -> None:
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("the plans checked are SQLite's (bench/archive.py shows PostgreSQL's)")
+    alice, bob, _carol = players
+    four_finished(players)
     cases = [
         archive.Filters(),
         archive.Filters(engine="cambio"),
@@ -65,7 +72,6 @@ def test_archive_queries_search_indexes_and_never_sort(ctx: Flask, players) -> N
             assert any("ix_game_archive" in s or "ix_seat_archive" in s for s in steps), steps
 
 
-
 def test_api_lists_of_a_players_games_read_a_page_of_their_seats(ctx: Flask, players) -> None:
     """The API's lists of a player's games read as many of their seats as a page holds, not every seat of
     their archive (bench/scale.py, from 10,000 finished games to 1,000,000: the list of a player's active
@@ -74,13 +80,8 @@ def test_api_lists_of_a_players_games_read_a_page_of_their_seats(ctx: Flask, pla
     first; the caller's and the opponent's seats looked up game by game."""
     if db.engine.dialect.name != "sqlite":
         pytest.skip("the plans checked are SQLite's (bench/scale.py shows PostgreSQL's)")
-    from pbem.api import routes
-
-    alice, bob, carol = players
-    for n in range(4):
-        finished("cambio", [alice, bob] if n % 2 else [carol, alice], end="resign",
-                 at=datetime(2026, 1, 1 + n))
-    db.session.execute(db.text("ANALYZE"))
+    alice, _bob, _carol = players
+    four_finished(players)
     # The planner told what ANALYZE found in bench/scale.py's database of 1,000,000 finished games (its
     # choices for a few rows are not the ones that count).
     db.session.execute(db.text("DELETE FROM sqlite_stat1 WHERE tbl IN ('game', 'seat')"))
