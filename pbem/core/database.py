@@ -396,14 +396,15 @@ class DirectRead(DirectWrite):
         # Per database: each column that has a result processor, by its place in the row, with it.
         self._made: dict[tuple[str, str], tuple[tuple[int, Callable[[Any], Any]], ...]] = {}
 
-    def _processors(self, connection: Connection, description: Any) -> tuple[
+    def _processors(self, connection: Connection, cursor: Any) -> tuple[
             tuple[int, Callable[[Any], Any]], ...]:
         dialect = connection.dialect
         key = (dialect.name, dialect.driver)
         processors = self._made.get(key)
         if processors is None:
             # Given the driver's type of each column, as SQLAlchemy gives it (psycopg's numbers need it).
-            columns = zip(self.statement.selected_columns, description, strict=True)
+            # (The cursor's description read only here: psycopg makes an object a column each time.)
+            columns = zip(self.statement.selected_columns, cursor.description, strict=True)
             made = (_json_null_first(column.type, column.type.dialect_impl(dialect).result_processor(
                 dialect, described[1])) for column, described in columns)
             processors = self._made[key] = tuple(
@@ -425,7 +426,7 @@ class DirectRead(DirectWrite):
                 raise DBAPIError.instance(sql, parameters, error, connection.dialect.loaded_dbapi.Error) \
                     from error
             dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, False)
-            processors = self._processors(connection, cursor.description)
+            processors = self._processors(connection, cursor)
         finally:
             cursor.close()
         made = []
