@@ -13,6 +13,7 @@ and imports nothing that writes mail.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, cast
 
-from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
+from sqlalchemy import Integer, bindparam, case, exists, insert, inspect, select, update
 from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
@@ -137,16 +138,47 @@ _UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
 _UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
 
 
+@functools.cache
+def _update_seats(changes: tuple[tuple[str, ...], ...]) -> DirectWrite:
+    """One UPDATE of several seats, seat n (its id ``seat_id_n``) given the columns ``changes[n]`` (each
+    value ``column_n``) and keeping the others as they are; built once for each such shape.
+
+    A move changes two seats (the mover's clock stopped, the other's started), and each UPDATE alone is a
+    statement the server parses and runs, and a round trip (SQLite, PostgreSQL alike: a CASE a column)."""
+    seat_id = _SEAT_TABLE.c.id
+    ids = [bindparam(f"seat_id_{n}", type_=seat_id.type) for n in range(len(changes))]
+    columns = {column for changed in changes for column in changed}
+    values = {
+        column: case(*((seat_id == ids[n], bindparam(f"{column}_{n}", type_=_SEAT_TABLE.c[column].type))
+                       for n, changed in enumerate(changes) if column in changed),
+                     else_=_SEAT_TABLE.c[column])
+        for column in sorted(columns)
+    }
+    return DirectWrite(update(_SEAT_TABLE).where(seat_id.in_(ids)).values(values))
+
+
+def _write_seats(uow: UnitOfWork, seats: list[tuple[dict[str, Any], int]]) -> None:
+    """Write the changed columns of each seat (with its id) by one UPDATE."""
+    if len(seats) == 1:
+        [(values, seat_id)] = seats
+        uow.write(_UPDATE_SEAT, {**values, "seat_id": seat_id})
+    elif seats:
+        numbered = {f"{column}_{n}": value for n, (values, seat_id) in enumerate(seats)
+                    for column, value in (*values.items(), ("seat_id", seat_id))}
+        uow.write(_update_seats(tuple(tuple(values) for values, _ in seats)), numbered)
+
+
 def _write_back(uow: UnitOfWork, game: Game) -> None:
     """Write what the move path changed in the locked game and its seats by plain UPDATEs (direct writes
     of the unit of work), and tell the session they are saved, so that its flush has nothing of them to do.
 
     The session's unit of work cost more per move than anything else in the transaction (finding the
-    changes of three objects, sorting them, checking the version); here each changed object is one
-    statement.  The game's UPDATE raises its ``version`` and matches the version read, as the session's
-    would (a changed row raises StaleDataError); every UPDATE of a game row raises it, which is what the
-    page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
-    is left to the session, and so is everything else the transaction added or changed.
+    changes of three objects, sorting them, checking the version); here the game is one statement, and
+    its changed seats one more (:func:`_update_seats`).  The game's UPDATE raises its ``version`` and
+    matches the version read, as the session's would (a changed row raises StaleDataError); every UPDATE
+    of a game row raises it, which is what the page cache's stamps rely on.  An object with a change this
+    cannot write (a relationship, a new seat) is left to the session, and so is everything else the
+    transaction added or changed.
 
     The session is told by SQLAlchemy's public steps for an object that stands for a row as it is stored
     (as :func:`_record` attaches a record entry): taken out of the session (``make_transient``), given
@@ -167,14 +199,15 @@ def _write_back(uow: UnitOfWork, game: Game) -> None:
         uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
         saved.append(game)
+    seats_changed = []
     for seat in game.seats:
         seat_state = inspect(seat)
         changed = seat_state.committed_state
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
-        values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        uow.write(_UPDATE_SEAT, {**values, "seat_id": seat.id})
+        seats_changed.append(({_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}, seat.id))
         saved.append(seat)
+    _write_seats(uow, seats_changed)
     for written in saved:
         make_transient(written)  # (Out of the session, this object alone: no cascade.)
         make_transient_to_detached(written)
@@ -626,13 +659,13 @@ def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
     session = uow.session
     held = session.identity_map
     stale: list[object | None] = [held.get(_GAME_MAPPER.identity_key_from_primary_key((game.id,)))]
+    seats_changed = []
     for seat in game.seats:
         changed = seat.changed()
         if changed:
-            values = {_SEAT_COLUMNS[key]: value for key, value in changed.items()}
-            values["seat_id"] = seat.id
-            uow.write(_UPDATE_SEAT, values)
+            seats_changed.append(({_SEAT_COLUMNS[key]: value for key, value in changed.items()}, seat.id))
         stale.append(held.get(_SEAT_MAPPER.identity_key_from_primary_key((seat.id,))))
+    _write_seats(uow, seats_changed)
     for model in stale:
         if model is not None and not inspect(model).expired:
             session.expire(model)

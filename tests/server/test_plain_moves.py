@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select, update
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User
@@ -124,3 +124,38 @@ def test_a_game_read_as_plain_rows_holds_each_column_as_the_models_read_it(ctx: 
         assert any(s.deadline is not None for s in read.seats)
         assert uow.reads("record_numbers")[game_id] == 1
         uow.rollback()
+
+
+def test_a_move_writes_both_seats_by_one_update_and_only_what_it_changed(ctx: Flask, players) -> None:
+    """The mover's seat and the other's, each with columns of its own changed, are written by one UPDATE
+    that gives each seat its own values and leaves every other column as stored (here a column changed
+    by another writer meanwhile, which the move did not change)."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    play.submit(game_id, alice, "b3", "web")
+    db.session.commit()
+    updates: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.startswith("UPDATE seat"):
+            updates.append(statement)
+
+    with unit_of_work() as uow:
+        read = play.lock_game_rows(game_id)
+        assert read is not None
+        mover, other = read.seats[1], read.seats[0]
+        # Behind the rows read: a column the move does not change, on each seat.
+        uow.connection().execute(update(Seat).where(Seat.game_id == game_id).values(conditionals=[["x"]]))
+        event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            play.submit(game_id, bob, "a2", "web")
+        finally:
+            event.remove(db.engine, "before_cursor_execute", record)
+        uow.commit()
+    assert len(updates) == 1
+    db.session.expire_all()
+    seats = sorted(db.session.get_one(Game, game_id).seats, key=lambda s: s.number)
+    assert [s.conditionals for s in seats] == [[["x"]], [["x"]]]
+    assert seats[1].moves_made == 1 and seats[1].deadline is None and seats[0].deadline is not None
+    assert (seats[0].moves_made, seats[0].deadline) == (other.moves_made, other.deadline)
+    assert mover.moves_made == 1
