@@ -175,12 +175,21 @@ def _seats_update(seats: list[tuple[dict[str, Any], int]]) -> tuple[DirectWrite,
 
 
 @functools.cache
-def _update_game_with(seats: DirectWrite) -> DirectWrite:
-    """The game's UPDATE (its optimistic lock: the rows it changes are the game's) with the UPDATE
-    ``seats`` run as a part of it, a data-modifying WITH of PostgreSQL's: one statement where two cost
-    the server a parse and a run each, and a round trip.  (Its values' names, ``column_n``, are none
-    of a game's columns.)"""
-    return DirectWrite(_UPDATE_GAME.statement.add_cte(seats.statement.cte("seats")))
+def _entry_and_game(seats: DirectWrite | None, entry_columns: tuple[str, ...]) -> DirectWrite:
+    """The game's UPDATE (its optimistic lock) with the INSERT of the move's record entry (its values
+    named ``entry_column``) and the UPDATE ``seats`` as parts of it, data-modifying WITHs of PostgreSQL's,
+    returning the entry's id; no row when the game's version moved on.  One statement where three cost
+    the server a parse and a run each, and the client a round trip each.  (The names of the parts'
+    values, ``entry_column`` and ``column_n``, are none of a game's columns, which the game's UPDATE
+    would otherwise set.)"""
+    move = Move.__table__
+    entry = insert(move).values({
+        column: bindparam(f"entry_{column}", type_=move.c[column].type) for column in entry_columns
+    }).returning(move.c.id).cte("entry")
+    statement = _UPDATE_GAME.statement.add_cte(entry)
+    if seats is not None:
+        statement = statement.add_cte(seats.statement.cte("seats"))
+    return DirectWrite(statement.returning(select(entry.c.id).scalar_subquery()))
 
 
 def _write_back(uow: UnitOfWork, game: Game) -> None:
@@ -625,13 +634,14 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
             return None
         canonical = engine.notation(state, player_seat.number, text)
         values = _entry_values(game, player_seat, "move", canonical, via, cast(User, player), comment)
-        values["id"] = uow.insert(_INSERT_MOVE, values)
+        # The mails are written of the entry as it will be stored (they show no id); the row itself is
+        # written with the game's UPDATE, which gives its id.
         move = cast(Move, rows.PlainRow(values))
         last_moves = uow.reads("last_moves")
         last_moves[game_id] = move  # What the mails show as the last move.
         before = _advance(game, engine, state, new_state, player_seat)
         events.publish(events.MovePlayed(game, engine, new_state, move, before, {}))
-        _write_back_plain(uow, plain)
+        values["id"] = _write_back_plain(uow, plain, values)
         # Later readers of the transaction read the entry as stored, a model object.
         del last_moves[game_id]
         log.info("game %s: %s played %r via %s", game_id, player.handle, canonical, via)
@@ -659,10 +669,14 @@ def _undone_on_failure(uow: UnitOfWork, game_id: int) -> Iterator[None]:
         raise
 
 
-def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
-    """Write what the move changed in the plain rows of the game and its seats, by the UPDATEs of
-    :func:`_write_back` (the game's raising its ``version``), and expire the session's own objects of
-    those rows, if it holds any, so that whoever reads them next reads them as written."""
+def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame, entry: dict[str, Any]) -> int:
+    """Write the move's record ``entry`` and what the move changed in the plain rows of the game and its
+    seats, by the UPDATEs of :func:`_write_back` (the game's raising its ``version``), and expire the
+    session's own objects of those rows, if it holds any, so that whoever reads them next reads them as
+    written; the entry's id.
+
+    On PostgreSQL the three are one statement (:func:`_entry_and_game`); on SQLite, where a statement is
+    a call into the library rather than a round trip to a server, three."""
     session = uow.session
     held = session.identity_map
     stale: list[object | None] = [held.get(_GAME_MAPPER.identity_key_from_primary_key((game.id,)))]
@@ -672,24 +686,28 @@ def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
         if changed:
             seats_changed.append(({_SEAT_COLUMNS[key]: value for key, value in changed.items()}, seat.id))
         stale.append(held.get(_SEAT_MAPPER.identity_key_from_primary_key((seat.id,))))
-    changed = game.changed()
-    if changed:
-        version = game.version
-        changed["version"] = version + 1
-        changed.setdefault("updated_at", utcnow())
-        values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
-        values["locked_id"], values["read_version"] = game.id, version
-        if seats_changed and uow.connection().dialect.name == "postgresql":
-            # One statement for the game and its seats: the seats' UPDATE a part of the game's.
-            seats, numbered = _seats_update(seats_changed)
-            uow.write(_update_game_with(seats), {**values, **numbered}, rows=1)
-            seats_changed = []
-        else:
-            uow.write(_UPDATE_GAME, values, rows=1)
-    _write_seats(uow, seats_changed)
+    changed = game.changed()  # (A move always changes the game: its state and ply.)
+    version = game.version
+    changed["version"] = version + 1
+    changed.setdefault("updated_at", utcnow())
+    values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
+    values["locked_id"], values["read_version"] = game.id, version
+    connection = uow.connection()
+    if connection.dialect.name == "postgresql":
+        seats, numbered = _seats_update(seats_changed) if seats_changed else (None, {})
+        entry_values = {f"entry_{column}": value for column, value in entry.items()}
+        entry_id = _entry_and_game(seats, tuple(entry)).run(
+            connection, {**values, **numbered, **entry_values}).scalar()
+        if entry_id is None:  # The game's version moved on: its UPDATE matched no row.
+            raise StaleDataError(f"game {game.id} changed since version {version} was read")
+    else:
+        entry_id = uow.insert(_INSERT_MOVE, entry)
+        uow.write(_UPDATE_GAME, values, rows=1)
+        _write_seats(uow, seats_changed)
     for model in stale:
         if model is not None and not inspect(model).expired:
             session.expire(model)
+    return int(entry_id)
 
 
 def _identity_of(user: User) -> int:
