@@ -13,14 +13,13 @@ and imports nothing that writes mail.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, cast
 
 from sqlalchemy import Integer, bindparam, case, exists, insert, inspect, select, update
@@ -138,7 +137,7 @@ _UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
 _UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
 
 
-@functools.cache
+@cache
 def _update_seats(changes: tuple[tuple[str, ...], ...]) -> DirectWrite:
     """One UPDATE of several seats, seat n (its id ``seat_id_n``) given the columns ``changes[n]`` (each
     value ``column_n``) and keeping the others as they are; built once for each such shape.
@@ -174,7 +173,7 @@ def _seats_update(seats: list[tuple[dict[str, Any], int]]) -> tuple[DirectWrite,
     return _update_seats(tuple(tuple(values) for values, _ in seats)), numbered
 
 
-@functools.cache
+@cache
 def _entry_and_game(seats: DirectWrite | None, entry_columns: tuple[str, ...]) -> DirectWrite:
     """The game's UPDATE (its optimistic lock) with the INSERT of the move's record entry (its values
     named ``entry_column``) and the UPDATE ``seats`` as parts of it, data-modifying WITHs of PostgreSQL's,
