@@ -52,6 +52,13 @@ GAMES = 40
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
+def writes_rows(statement: str) -> bool:
+    """Whether ``statement`` writes: an INSERT, UPDATE or DELETE, or one with such parts (PostgreSQL's
+    data-modifying WITH: the move's record entry, game and seats in one statement)."""
+    words = statement.lstrip().upper()
+    return words.startswith(WRITES) or (words.startswith("WITH") and any(w in words for w in WRITES))
+
+
 def _app(url: str):
     return create_app({
         "server": {"secret_key": "bench-secret-not-for-any-real-server",
@@ -188,7 +195,7 @@ def run(real_url: str, floor_url: str, moves_per_game: int) -> Turn:
                 turn.wall.append(wall)
                 turn.cpu.append(cpu + server)
                 turn.server_cpu.append(server)
-                writes = [s for s in sent if s[0].lstrip().upper().startswith(WRITES)]
+                writes = [s for s in sent if writes_rows(s[0])]
                 turn.statements.append(len(sent))
                 turn.written.append(len(writes))
                 server = backend_cpu(floor_pid)

@@ -22,7 +22,7 @@ from typing import Any
 from weakref import WeakSet
 
 from flask import Flask
-from sqlalchemy import JSON, event
+from sqlalchemy import JSON, bindparam, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.default import DefaultDialect
 from sqlalchemy.exc import DBAPIError
@@ -285,6 +285,10 @@ def _quicker(process: Callable[[Any], Any] | None) -> Callable[[Any], Any] | Non
     return quicker
 
 
+# The most parameters one statement of DirectWrite.insert_rows takes: SQLite's oldest limit.
+_MOST_PARAMETERS = 999
+
+
 class DirectWrite:
     """An INSERT or UPDATE built once, compiled once per database and set of columns, and sent to the
     driver as its SQL text with its parameters already converted (``exec_driver_sql``); also a SELECT of
@@ -304,10 +308,11 @@ class DirectWrite:
         self.statement = statement
         self._compiled: dict[tuple[Any, ...], tuple[str, tuple[tuple[str, str, Any], ...], bool]] = {}
 
-    def _compile(self, connection: Connection, keys: tuple[str, ...], returning: Any = None) -> tuple[
-            str, tuple[tuple[str, str, Any], ...], bool]:
+    def _compile(self, connection: Connection, keys: tuple[str, ...], returning: Any = None,
+                 statement: Any = None) -> tuple[str, tuple[tuple[str, str, Any], ...], bool]:
         dialect = connection.dialect
-        statement = self.statement if returning is None else self.statement.returning(returning)
+        if statement is None:
+            statement = self.statement if returning is None else self.statement.returning(returning)
         compiled = statement.compile(dialect=dialect, column_keys=list(keys))
         if compiled.literal_execute_params or compiled.post_compile_params:
             # (An IN list, say, is written into the SQL text at each execution: not a statement for this.)
@@ -365,6 +370,34 @@ class DirectWrite:
         """The statement once for each of ``rows`` (all with the same ``keys``), as one executemany."""
         sql, binds, positional = self._prepared(connection, keys, False)
         return connection.exec_driver_sql(sql, [self._parameters(binds, positional, row) for row in rows])
+
+    def insert_rows(self, connection: Connection, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+        """The INSERT of all ``rows`` (each with the same ``keys``) as one statement of many VALUES (or
+        a few, each within SQLite's limit of parameters a statement).
+
+        Not an executemany: psycopg sends that as one statement a row (in one pipeline), and
+        SQLAlchemy's "insertmanyvalues", which would join them, is used with psycopg only for an INSERT
+        with RETURNING; each statement costs the server its own parse, plan and execution."""
+        most = max(1, _MOST_PARAMETERS // len(keys))
+        for start in range(0, len(rows), most):
+            chunk = rows[start:start + most]
+            sql, binds, positional = self._prepared_rows(connection, keys, len(chunk))
+            numbered = {f"{key}_{n}": value for n, row in enumerate(chunk) for key, value in row.items()}
+            connection.exec_driver_sql(sql, self._parameters(binds, positional, numbered))
+
+    def _prepared_rows(self, connection: Connection, keys: tuple[str, ...], count: int) -> tuple[
+            str, tuple[tuple[str, str, Any], ...], bool]:
+        key = (connection.dialect.name, connection.dialect.driver, "rows", count, *keys)
+        prepared = self._compiled.get(key)
+        if prepared is None:
+            # The values of row n are the parameters named "key_n", typed as their columns.
+            columns = self.statement.table.columns
+            statement = self.statement.values([
+                {key: bindparam(f"{key}_{n}", type_=columns[key].type) for key in keys} for n in range(count)
+            ])
+            numbered = tuple(f"{key}_{n}" for n in range(count) for key in keys)
+            prepared = self._compiled[key] = self._compile(connection, numbered, statement=statement)
+        return prepared
 
 
 def _json_null_first(type_: Any, process: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:

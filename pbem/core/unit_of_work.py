@@ -32,6 +32,10 @@ What it keeps lives as long as its current transaction:
 - Batched writes (:meth:`UnitOfWork.batched`): inside the block, direct writes are kept and sent together
   at its end, one executemany per statement (the sweep's batches).  A read through the session, or a
   commit, sends them first; a rollback drops them.
+- Kept rows (:meth:`UnitOfWork.keep`): INSERTs whose rows nothing in the transaction reads back (the
+  outbox's mails), kept and sent just before the commit, each statement's rows as one INSERT of many
+  VALUES (a mailed move's two mails, one statement).  A read through the session sends them first; a
+  rollback drops them.
 - Hooks run before each commit (:meth:`UnitOfWork.before_each_commit`): the mail processor stamps the
   message it handles as acted on in every commit made for it.
 """
@@ -64,6 +68,7 @@ class UnitOfWork:
         self.in_transaction = False  # A write transaction begun by begin() and not yet ended.
         self._reads: dict[str, dict[Any, Any]] = {}
         self._batch: dict[tuple[Any, ...], _Pending] | None = None  # Kept writes, inside batched().
+        self._kept: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # Rows kept for the commit: keep().
         self._hooks: list[Callable[[], None]] = []
         self._connection: Connection | None = None  # The session's connection in the current transaction.
         self._flushed = False  # Whether the session has flushed in the current transaction.
@@ -85,6 +90,9 @@ class UnitOfWork:
         session = self.session
         if session.new or session.dirty or session.deleted:
             raise RuntimeError("a write transaction begun with unsaved changes in the session")
+        # Rows kept for a commit that did not come go with the transaction they were written in, which
+        # ends here (a transaction carried on below would otherwise send them).
+        self._kept = {}
         if session.in_transaction() and not session.in_nested_transaction() and only_read(
                 connection := self.connection()):
             if not is_postgresql():
@@ -107,7 +115,8 @@ class UnitOfWork:
         back into it since), the session has written nothing in the transaction and has nothing to
         write, and nothing is to run before the commit, the session is told not to expire them all
         again: the move path over plain rows reads nothing through the session, so its caller's objects
-        would be expired twice (about 3% of such a move's CPU on SQLite, bench/movepath.py)."""
+        would be expired twice (about 3% of such a move's CPU on SQLite, bench/movepath.py).  Rows kept
+        by :meth:`keep` do not count: they are new rows of no object the session holds."""
         session = self.session
         if not (self._hooks or self._batch or self._flushed or session.new or session.dirty
                 or session.deleted) and all(
@@ -122,7 +131,8 @@ class UnitOfWork:
         session.commit()
 
     def rollback(self) -> None:
-        """Roll back the transaction, with the writes kept for a batch."""
+        """Roll back the transaction, with the writes kept for a batch and the rows kept for the commit."""
+        self._kept = {}
         self.session.rollback()
 
     def flush(self) -> None:
@@ -176,6 +186,31 @@ class UnitOfWork:
         """Send ``writer``'s INSERT with ``values`` now (never kept for a batch); the new row's key."""
         return writer.insert(self.connection(), values)
 
+    def keep(self, writer: DirectWrite, values: dict[str, Any]) -> None:
+        """Keep ``writer``'s INSERT of ``values`` to send just before the transaction commits, with the
+        other rows kept for the same statement (and columns) as one INSERT of many VALUES.
+
+        For rows nothing in the transaction reads back, whose key nobody needs (the outbox's mails): each
+        INSERT sent alone is a statement the server parses and runs, and a round trip.  A read through the
+        session sends the rows kept first (as :meth:`batched` does); a read on a connection does not see
+        them.  A rollback drops them, and so does :meth:`begin`."""
+        key = (writer, *values)
+        kept = self._kept.get(key)
+        if kept is None:
+            self._kept[key] = [values]
+        else:
+            kept.append(values)
+
+    def send_kept(self) -> None:
+        """Send the rows kept for the commit (see :meth:`keep`) now, in the order their statements were
+        first kept."""
+        if not self._kept:
+            return
+        kept, self._kept = self._kept, {}
+        connection = self.connection()
+        for (writer, *keys), rows in kept.items():
+            writer.insert_rows(connection, tuple(keys), rows)
+
     @contextmanager
     def batched(self) -> Iterator[None]:
         """Within this block the direct writes are kept and sent together at its end, one executemany
@@ -188,12 +223,10 @@ class UnitOfWork:
         if self._batch is not None:
             raise RuntimeError("a batch inside a batch")
         self._batch = {}
-        event.listen(self.session, "do_orm_execute", self._send_before_reading)
         try:
             yield
             self.send_batch()
         finally:
-            event.remove(self.session, "do_orm_execute", self._send_before_reading)
             self._batch = None
 
     def send_batch(self) -> None:
@@ -206,15 +239,18 @@ class UnitOfWork:
             changed = group.writer.run_many(connection, group.keys, group.values).rowcount
             _check_rows(changed, group.rows, group.writer.statement)
 
-    def _send_before_reading(self, _state: ORMExecuteState) -> None:
-        # Whatever a read in the batch looks at sees the batch's own writes.
+    def _send_before_reading(self) -> None:
+        # Whatever a read through the session looks at sees the writes kept so far.
         if self._batch:
             self.send_batch()
+        if self._kept:
+            self.send_kept()
 
     def _before_commit(self) -> None:
         self.send_batch()
         for hook in list(self._hooks):
             hook()
+        self.send_kept()  # (After the hooks: a row one of them keeps goes with the rest.)
 
     def _transaction_ended(self) -> None:
         self.in_transaction = False
@@ -223,6 +259,7 @@ class UnitOfWork:
         self._reads = {}
         if self._batch:
             self._batch = {}  # Rolled back: what the batch kept goes with the rest of its transaction.
+        self._kept = {}  # (Sent by a commit, or rolled back with the rest.)
 
 
 class _Pending:
@@ -318,6 +355,14 @@ def _before_commit(session: Session) -> None:
     uow = _current.get()
     if uow is not None and uow.session is session:
         uow._before_commit()
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _before_orm_execute(state: ORMExecuteState) -> None:
+    # Every statement through the session while writes are kept (see UnitOfWork.keep and .batched).
+    uow = _current.get()
+    if uow is not None and uow.session is state.session and (uow._kept or uow._batch):
+        uow._send_before_reading()
 
 
 @event.listens_for(Session, "after_flush")

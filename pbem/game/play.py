@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, cast
 
-from sqlalchemy import Integer, bindparam, exists, insert, inspect, select, update
+from sqlalchemy import Integer, bindparam, case, exists, insert, inspect, select, update
 from sqlalchemy.orm import make_transient, make_transient_to_detached, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
@@ -137,16 +137,71 @@ _UPDATE_GAME = DirectWrite(update(_GAME_TABLE).where(
 _UPDATE_SEAT = DirectWrite(update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id")))
 
 
+@cache
+def _update_seats(changes: tuple[tuple[str, ...], ...]) -> DirectWrite:
+    """One UPDATE of several seats, seat n (its id ``seat_id_n``) given the columns ``changes[n]`` (each
+    value ``column_n``) and keeping the others as they are; built once for each such shape.
+
+    A move changes two seats (the mover's clock stopped, the other's started), and each UPDATE alone is a
+    statement the server parses and runs, and a round trip (SQLite, PostgreSQL alike: a CASE a column)."""
+    seat_id = _SEAT_TABLE.c.id
+    ids = [bindparam(f"seat_id_{n}", type_=seat_id.type) for n in range(len(changes))]
+    columns = {column for changed in changes for column in changed}
+    values = {
+        column: case(*((seat_id == ids[n], bindparam(f"{column}_{n}", type_=_SEAT_TABLE.c[column].type))
+                       for n, changed in enumerate(changes) if column in changed),
+                     else_=_SEAT_TABLE.c[column])
+        for column in sorted(columns)
+    }
+    return DirectWrite(update(_SEAT_TABLE).where(seat_id.in_(ids)).values(values))
+
+
+def _write_seats(uow: UnitOfWork, seats: list[tuple[dict[str, Any], int]]) -> None:
+    """Write the changed columns of each seat (with its id) by one UPDATE."""
+    if len(seats) == 1:
+        [(values, seat_id)] = seats
+        uow.write(_UPDATE_SEAT, {**values, "seat_id": seat_id})
+    elif seats:
+        uow.write(*_seats_update(seats))
+
+
+def _seats_update(seats: list[tuple[dict[str, Any], int]]) -> tuple[DirectWrite, dict[str, Any]]:
+    """The UPDATE of :func:`_update_seats` writing the changed columns of each seat (with its id), and
+    its values."""
+    numbered = {f"{column}_{n}": value for n, (values, seat_id) in enumerate(seats)
+                for column, value in (*values.items(), ("seat_id", seat_id))}
+    return _update_seats(tuple(tuple(values) for values, _ in seats)), numbered
+
+
+@cache
+def _entry_and_game(seats: DirectWrite | None, entry_columns: tuple[str, ...]) -> DirectWrite:
+    """The game's UPDATE (its optimistic lock) with the INSERT of the move's record entry (its values
+    named ``entry_column``) and the UPDATE ``seats`` as parts of it, data-modifying WITHs of PostgreSQL's,
+    returning the entry's id; no row when the game's version moved on.  One statement where three cost
+    the server a parse and a run each, and the client a round trip each.  (The names of the parts'
+    values, ``entry_column`` and ``column_n``, are none of a game's columns, which the game's UPDATE
+    would otherwise set.)"""
+    move = Move.__table__
+    entry = insert(move).values({
+        column: bindparam(f"entry_{column}", type_=move.c[column].type) for column in entry_columns
+    }).returning(move.c.id).cte("entry")
+    statement = _UPDATE_GAME.statement.add_cte(entry)
+    if seats is not None:
+        statement = statement.add_cte(seats.statement.cte("seats"))
+    return DirectWrite(statement.returning(select(entry.c.id).scalar_subquery()))
+
+
 def _write_back(uow: UnitOfWork, game: Game) -> None:
     """Write what the move path changed in the locked game and its seats by plain UPDATEs (direct writes
     of the unit of work), and tell the session they are saved, so that its flush has nothing of them to do.
 
     The session's unit of work cost more per move than anything else in the transaction (finding the
-    changes of three objects, sorting them, checking the version); here each changed object is one
-    statement.  The game's UPDATE raises its ``version`` and matches the version read, as the session's
-    would (a changed row raises StaleDataError); every UPDATE of a game row raises it, which is what the
-    page cache's stamps rely on.  An object with a change this cannot write (a relationship, a new seat)
-    is left to the session, and so is everything else the transaction added or changed.
+    changes of three objects, sorting them, checking the version); here the game is one statement, and
+    its changed seats one more (:func:`_update_seats`).  The game's UPDATE raises its ``version`` and
+    matches the version read, as the session's would (a changed row raises StaleDataError); every UPDATE
+    of a game row raises it, which is what the page cache's stamps rely on.  An object with a change this
+    cannot write (a relationship, a new seat) is left to the session, and so is everything else the
+    transaction added or changed.
 
     The session is told by SQLAlchemy's public steps for an object that stands for a row as it is stored
     (as :func:`_record` attaches a record entry): taken out of the session (``make_transient``), given
@@ -167,14 +222,15 @@ def _write_back(uow: UnitOfWork, game: Game) -> None:
         uow.write(_UPDATE_GAME, {**values, "locked_id": game.id, "read_version": version}, rows=1)
         game_state.dict["version"], game_state.dict["updated_at"] = values["version"], values["updated_at"]
         saved.append(game)
+    seats_changed = []
     for seat in game.seats:
         seat_state = inspect(seat)
         changed = seat_state.committed_state
         if not changed or seat_state.key is None or not changed.keys() <= _SEAT_COLUMNS.keys():
             continue
-        values = {_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}
-        uow.write(_UPDATE_SEAT, {**values, "seat_id": seat.id})
+        seats_changed.append(({_SEAT_COLUMNS[key]: seat_state.dict[key] for key in changed}, seat.id))
         saved.append(seat)
+    _write_seats(uow, seats_changed)
     for written in saved:
         make_transient(written)  # (Out of the session, this object alone: no cascade.)
         make_transient_to_detached(written)
@@ -577,13 +633,14 @@ def _submit_plain(uow: UnitOfWork, game_id: int, user: User, text: str, via: str
             return None
         canonical = engine.notation(state, player_seat.number, text)
         values = _entry_values(game, player_seat, "move", canonical, via, cast(User, player), comment)
-        values["id"] = uow.insert(_INSERT_MOVE, values)
+        # The mails are written of the entry as it will be stored (they show no id); the row itself is
+        # written with the game's UPDATE, which gives its id.
         move = cast(Move, rows.PlainRow(values))
         last_moves = uow.reads("last_moves")
         last_moves[game_id] = move  # What the mails show as the last move.
         before = _advance(game, engine, state, new_state, player_seat)
         events.publish(events.MovePlayed(game, engine, new_state, move, before, {}))
-        _write_back_plain(uow, plain)
+        values["id"] = _write_back_plain(uow, plain, values)
         # Later readers of the transaction read the entry as stored, a model object.
         del last_moves[game_id]
         log.info("game %s: %s played %r via %s", game_id, player.handle, canonical, via)
@@ -611,31 +668,45 @@ def _undone_on_failure(uow: UnitOfWork, game_id: int) -> Iterator[None]:
         raise
 
 
-def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame) -> None:
-    """Write what the move changed in the plain rows of the game and its seats, by the UPDATEs of
-    :func:`_write_back` (the game's raising its ``version``), and expire the session's own objects of
-    those rows, if it holds any, so that whoever reads them next reads them as written."""
-    changed = game.changed()
-    if changed:
-        version = game.version
-        changed["version"] = version + 1
-        changed.setdefault("updated_at", utcnow())
-        values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
-        values["locked_id"], values["read_version"] = game.id, version
-        uow.write(_UPDATE_GAME, values, rows=1)
+def _write_back_plain(uow: UnitOfWork, game: rows.PlainGame, entry: dict[str, Any]) -> int:
+    """Write the move's record ``entry`` and what the move changed in the plain rows of the game and its
+    seats, by the UPDATEs of :func:`_write_back` (the game's raising its ``version``), and expire the
+    session's own objects of those rows, if it holds any, so that whoever reads them next reads them as
+    written; the entry's id.
+
+    On PostgreSQL the three are one statement (:func:`_entry_and_game`); on SQLite, where a statement is
+    a call into the library rather than a round trip to a server, three."""
     session = uow.session
     held = session.identity_map
     stale: list[object | None] = [held.get(_GAME_MAPPER.identity_key_from_primary_key((game.id,)))]
+    seats_changed = []
     for seat in game.seats:
         changed = seat.changed()
         if changed:
-            values = {_SEAT_COLUMNS[key]: value for key, value in changed.items()}
-            values["seat_id"] = seat.id
-            uow.write(_UPDATE_SEAT, values)
+            seats_changed.append(({_SEAT_COLUMNS[key]: value for key, value in changed.items()}, seat.id))
         stale.append(held.get(_SEAT_MAPPER.identity_key_from_primary_key((seat.id,))))
+    changed = game.changed()  # (A move always changes the game: its state and ply.)
+    version = game.version
+    changed["version"] = version + 1
+    changed.setdefault("updated_at", utcnow())
+    values = {_GAME_COLUMNS[key]: value for key, value in changed.items()}
+    values["locked_id"], values["read_version"] = game.id, version
+    connection = uow.connection()
+    if connection.dialect.name == "postgresql":
+        seats, numbered = _seats_update(seats_changed) if seats_changed else (None, {})
+        entry_values = {f"entry_{column}": value for column, value in entry.items()}
+        entry_id = _entry_and_game(seats, tuple(entry)).run(
+            connection, {**values, **numbered, **entry_values}).scalar()
+        if entry_id is None:  # The game's version moved on: its UPDATE matched no row.
+            raise StaleDataError(f"game {game.id} changed since version {version} was read")
+    else:
+        entry_id = uow.insert(_INSERT_MOVE, entry)
+        uow.write(_UPDATE_GAME, values, rows=1)
+        _write_seats(uow, seats_changed)
     for model in stale:
         if model is not None and not inspect(model).expired:
             session.expire(model)
+    return int(entry_id)
 
 
 def _identity_of(user: User) -> int:

@@ -87,11 +87,14 @@ def enqueue(
     game: Game | None = None,
     reply_to: str | None = None,
     headers: dict[str, str] | None = None,
+    at_once: bool = False,
 ) -> int | None:
-    """Add a mail to the outbox in the current transaction (it is sent after the commit); its row id, or
-    None inside a batch of the unit of work (:meth:`pbem.core.unit_of_work.UnitOfWork.batched`), where
-    the row is written with the batch's others.  A bot is written no mail (None): it learns everything
-    through the API.
+    """Add a mail to the outbox in the current transaction (it is sent after the commit).  Inside a unit
+    of work the row is kept and written just before the commit, with the transaction's other mails in one
+    INSERT (:meth:`pbem.core.unit_of_work.UnitOfWork.keep`), or inside a batch with the batch's others
+    (:meth:`pbem.core.unit_of_work.UnitOfWork.batched`), and the result is None; outside one, or
+    ``at_once``, it is written now and the result is its row id.  A bot is written no mail (None): it
+    learns everything through the API.
 
     ``body`` is what :func:`pbem.mailout.compose.compose` made of the mail's templates; every mail of the
     server is written so (``tests/test_mail_composition.py`` holds to it).  A bare text, with
@@ -144,10 +147,13 @@ def enqueue(
     uow = current()
     if uow is None:
         return _INSERT.insert(db.session.connection(), values)
+    if at_once:
+        return uow.insert(_INSERT, values)
     if uow.batching:
         uow.write(_INSERT, values)  # Sent with the batch's other mails, before its transaction commits.
-        return None
-    return uow.insert(_INSERT, values)
+    else:
+        uow.keep(_INSERT, values)  # A mailed move writes two mails: one statement for both.
+    return None
 
 
 _INSERT = DirectWrite(insert(OutboxMail.__table__))
@@ -612,7 +618,7 @@ def send_test(to_addr: str) -> tuple[bool, str, str]:
     cfg = settings()
     with unit_of_work() as uow:
         body = compose("mail/test.txt", base_url=base_url())
-        row_id = enqueue(to_addr, "pbem test mail", body, kind="test")
+        row_id = enqueue(to_addr, "pbem test mail", body, kind="test", at_once=True)
         # Claimed by this command at once: no deliverer takes it while it is sent here.
         db.session.execute(update(_TABLE).where(_C.id == row_id)
                            .values(claimed_until=utcnow() + timedelta(seconds=cfg["claim_seconds"])))

@@ -255,6 +255,42 @@ def test_the_move_path_leaves_the_commit_to_the_unit_of_work_it_runs_in(ctx: Fla
     assert moves_of(game.id) == ["b3", "a2"]
 
 
+def test_a_mailed_move_writes_its_two_mails_and_two_seats_by_one_statement_each(ctx: Flask, players) -> None:
+    """The processing transaction of a mailed move: the claim, the game locked and read, the record entry
+    with the game's and both seats' UPDATEs (one statement on PostgreSQL; on SQLite three, the seats'
+    one), the message's outcome, and the two mails (the opponent's move request and the mover's answer)
+    as one INSERT of two rows, just before the commit."""
+    alice, bob, _ = players
+    game = play.create_game("cambio", [alice, bob], {"size": 3, "placements": 2})
+    db.session.commit()
+    row_id = _stored_reply(game.id, alice, "b3")
+    started = db.session.scalar(select(func.max(OutboxMail.id)))
+    sent: list[tuple[str, bool]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        sent.append((" ".join(statement.split()[:3]), executemany))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        assert process.process_one(row_id)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    db.session.rollback()
+    assert moves_of(game.id) == ["b3"]
+    assert sorted((m.to_addr, m.kind) for m in _mails_since(started)) == [
+        (alice.email, "answer"), (bob.email, "your-move")]
+    writes = [statement for statement, _ in sent if not statement.startswith(("SELECT", "BEGIN"))]
+    # On PostgreSQL the record entry's INSERT and the seats' UPDATE are parts of the game's UPDATE
+    # (WITH entry AS (INSERT INTO move …), seats AS (UPDATE seat …) UPDATE game …).
+    move = ["WITH entry AS"] if is_postgresql() else [
+        "INSERT INTO move", "UPDATE game SET", "UPDATE seat SET"]
+    assert writes == ["UPDATE inbound_mail SET", *move,
+                      "UPDATE inbound_mail SET", "INSERT INTO outbox_mail"]
+    assert not any(executemany for _, executemany in sent)
+    if is_postgresql():  # The lock, then the read of the game, its seats and players (see play._read_locked).
+        assert len(sent) == 6
+
+
 def test_a_crash_before_a_mailed_move_commits_leaves_the_message_to_be_processed_again(
         ctx: Flask, players) -> None:
     """The claim commits with the move: a processor that dies in the middle of a message (here while the

@@ -311,8 +311,11 @@ def test_every_update_of_a_game_row_raises_its_version(app: Flask, ctx: Flask, p
         return db.session.get(User, user_ids[handle])
 
     def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        if re.match(r"\s*UPDATE game\b", statement):
-            updates.append(statement)
+        # The statement itself, or on PostgreSQL the main statement after a move's data-modifying WITHs
+        # (its record entry and seats: play._entry_and_game).
+        game_update = re.search(r"(?:^\s*|\)\s*)(UPDATE game\b.*)", statement, re.S)
+        if game_update:
+            updates.append(game_update.group(1))
 
     def rows() -> dict[int, tuple[object, ...]]:
         db.session.remove()

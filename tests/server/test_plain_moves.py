@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import event, select, update
 
 from pbem.core.extensions import db
 from pbem.core.models import Game, Move, OutboxMail, Seat, User
@@ -124,3 +125,61 @@ def test_a_game_read_as_plain_rows_holds_each_column_as_the_models_read_it(ctx: 
         assert any(s.deadline is not None for s in read.seats)
         assert uow.reads("record_numbers")[game_id] == 1
         uow.rollback()
+
+
+def test_a_move_writes_both_seats_by_one_update_and_only_what_it_changed(ctx: Flask, players) -> None:
+    """The mover's seat and the other's, each with columns of its own changed, are written by one UPDATE
+    that gives each seat its own values and leaves every other column as stored (here a column changed
+    by another writer meanwhile, which the move did not change)."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    play.submit(game_id, alice, "b3", "web")
+    db.session.commit()
+    updates: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        if "UPDATE seat" in statement:  # (On PostgreSQL a part of the game's UPDATE.)
+            updates.append(statement)
+
+    with unit_of_work() as uow:
+        read = play.lock_game_rows(game_id)
+        assert read is not None
+        mover, other = read.seats[1], read.seats[0]
+        # Behind the rows read: a column the move does not change, on each seat.
+        uow.connection().execute(update(Seat).where(Seat.game_id == game_id).values(conditionals=[["x"]]))
+        event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            play.submit(game_id, bob, "a2", "web")
+        finally:
+            event.remove(db.engine, "before_cursor_execute", record)
+        uow.commit()
+    assert len(updates) == 1
+    db.session.expire_all()
+    seats = sorted(db.session.get_one(Game, game_id).seats, key=lambda s: s.number)
+    assert [s.conditionals for s in seats] == [[["x"]], [["x"]]]
+    assert seats[1].moves_made == 1 and seats[1].deadline is None and seats[0].deadline is not None
+    assert (seats[0].moves_made, seats[0].deadline) == (other.moves_made, other.deadline)
+    assert mover.moves_made == 1
+
+
+def test_a_game_changed_behind_its_plain_rows_is_refused_and_its_seats_are_not_written(
+        ctx: Flask, players) -> None:
+    """The optimistic lock holds over plain rows, the seats' UPDATE with the game's: a game whose version
+    moved on after it was read is refused as a conflict, and neither it nor its seats are written."""
+    alice, bob, _ = players
+    game_id = cambio(alice, bob)
+    play.submit(game_id, alice, "b3", "web")
+    db.session.commit()
+    before = db.session.execute(select(Seat.id, Seat.moves_made, Seat.deadline).where(Seat.game_id == game_id)
+                                .order_by(Seat.id)).all()
+    db.session.rollback()
+    with unit_of_work() as uow:
+        assert play.lock_game_rows(game_id) is not None
+        uow.connection().execute(update(Game).where(Game.id == game_id).values(version=Game.version + 1))
+        with pytest.raises(play.PlayError) as refused:
+            play.submit(game_id, bob, "a2", "web")
+        assert refused.value.code == "conflict"
+    db.session.expire_all()
+    assert db.session.get_one(Game, game_id).ply == 1
+    assert db.session.execute(select(Seat.id, Seat.moves_made, Seat.deadline).where(Seat.game_id == game_id)
+                              .order_by(Seat.id)).all() == before

@@ -7,13 +7,14 @@ from datetime import datetime
 
 import pytest
 from flask import Flask
-from sqlalchemy import DateTime, inspect, select, text, update
+from sqlalchemy import DateTime, event, func, inspect, select, text, update
 
 from pbem.core.database import is_postgresql
 from pbem.core.extensions import db
-from pbem.core.models import Game, Move, User, set_clock
+from pbem.core.models import Game, Move, OutboxMail, User, set_clock
 from pbem.core.unit_of_work import current, unit_of_work
 from pbem.game import play
+from pbem.mailout import outbox
 
 
 def _cambio(players) -> int:
@@ -197,3 +198,90 @@ def test_a_moment_written_directly_is_stored_as_the_session_stores_it(ctx: Flask
     dialect = db.engine.dialect
     as_the_session_writes = DateTime().dialect_impl(dialect).bind_processor(dialect) or (lambda value: value)
     assert list(stored) == [as_the_session_writes(moment)] * 4
+
+
+def _mail(to: str) -> None:
+    outbox.enqueue(to, "[pbem] Test: kept", "kept for the commit\n", kind="test")
+
+
+def _outbox_rows(to_addrs: tuple[str, ...]) -> list[str]:
+    with db.engine.connect() as connection:
+        query = select(OutboxMail.to_addr).where(OutboxMail.to_addr.in_(to_addrs)).order_by(OutboxMail.id)
+        return list(connection.scalars(query))
+
+
+def test_the_mails_of_a_unit_of_work_are_kept_and_written_by_one_insert_before_its_commit(ctx: Flask) -> None:
+    """The outbox's rows are kept by the unit of work (UnitOfWork.keep) and written just before its
+    commit, the transaction's mails as one INSERT of many VALUES; a rollback, or a new transaction begun
+    instead of the commit, writes none of them."""
+    sent: list[tuple[str, bool]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        sent.append((statement, executemany))
+
+    addresses = ("kept1@example.org", "kept2@example.org", "kept3@example.org")
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        with unit_of_work() as uow:
+            for to in addresses:
+                _mail(to)
+            assert not any(statement.startswith("INSERT INTO outbox_mail") for statement, _ in sent)
+            assert _outbox_rows(addresses) == []
+            uow.commit()
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    [(insert, many)] = [(statement, many) for statement, many in sent
+                        if statement.startswith("INSERT INTO outbox_mail")]
+    assert insert.count("VALUES") == 1 and not many
+    assert _outbox_rows(addresses) == list(addresses)  # In the order they were written.
+
+    others = ("dropped1@example.org", "dropped2@example.org")
+    with unit_of_work() as uow:
+        _mail(others[0])
+        uow.rollback()
+        uow.begin()
+        _mail(others[1])
+        uow.begin()  # The transaction that kept it ends without its commit.
+        uow.commit()
+    with unit_of_work():
+        _mail(others[0])  # Left without a commit.
+    with pytest.raises(RuntimeError), unit_of_work() as uow:
+        _mail(others[1])
+        raise RuntimeError("a fault before the commit")
+    assert _outbox_rows(others) == []
+
+
+def test_a_read_through_the_session_sees_the_mails_kept_before_it(ctx: Flask) -> None:
+    """A read through the session in the transaction (the mail processor's count of its refusals lately)
+    sends the rows kept first, so it sees them; they are written once, and go if the transaction is rolled
+    back."""
+    to = "seen@example.org"
+    counted = select(func.count(OutboxMail.id)).where(OutboxMail.to_addr == to)
+    with unit_of_work() as uow:
+        _mail(to)
+        _mail(to)
+        assert db.session.scalar(counted) == 2
+        _mail(to)
+        assert db.session.scalar(counted) == 3
+        uow.rollback()
+        assert db.session.scalar(counted) == 0
+        uow.begin()
+        _mail(to)
+        assert db.session.scalar(counted) == 1
+        uow.commit()
+    assert _outbox_rows((to,)) == [to]
+
+
+def test_a_mail_is_written_at_once_outside_a_unit_of_work_or_when_its_id_is_asked(ctx: Flask) -> None:
+    """Outside a unit of work (and with ``at_once``, for a caller that needs the row) enqueue writes the
+    row at once and gives its id."""
+    row_id = outbox.enqueue("now@example.org", "[pbem] Test: now", "now\n", kind="test")
+    assert row_id is not None and db.session.get(OutboxMail, row_id).to_addr == "now@example.org"
+    db.session.rollback()
+    with unit_of_work() as uow:
+        row_id = outbox.enqueue("asked@example.org", "[pbem] Test: now", "now\n", kind="test", at_once=True)
+        assert row_id is not None
+        assert db.session.connection().scalar(select(OutboxMail.to_addr).where(OutboxMail.id == row_id)) \
+            == "asked@example.org"
+        uow.commit()
+    assert _outbox_rows(("asked@example.org",)) == ["asked@example.org"]
