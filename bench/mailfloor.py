@@ -97,7 +97,7 @@ def recording(engine: sa.Engine) -> Iterator[list[tuple[str, Any]]]:
 class FloorDatabase:
     """The floor's one connection through the bare driver (psycopg or sqlite3), replaying statements."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, synchronous: str) -> None:
         self.postgresql = url.startswith("postgresql")
         if self.postgresql:
             import psycopg
@@ -109,7 +109,8 @@ class FloorDatabase:
             # Autocommit in the driver, each transaction begun by hand with the write lock, as the server
             # begins its own (``BEGIN IMMEDIATE``); the same journal and durability as the server's.
             self.connection = sqlite3.connect(str(sa.make_url(url).database), isolation_level=None)
-            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=5000"):
+            for pragma in ("journal_mode=WAL", "foreign_keys=ON", f"synchronous={synchronous}",
+                           "busy_timeout=5000"):
                 self.connection.execute(f"PRAGMA {pragma}")
             self.pid = None
         self._open = False
@@ -174,7 +175,7 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
     """Every round on the pair of databases; prints ours, the floor and their ratio."""
     print(f"{label}: load average {load_average()}", flush=True)
     bench = Bench(real_url, tmp)
-    floor = FloorDatabase(floor_url)
+    floor = FloorDatabase(floor_url, bench.app.config["PBEM"]["database"]["sqlite_synchronous"].upper())
     stored: list[int] = []
     kept: list[bytes] = []
     delivered: list[tuple[str, str, bytes]] = []
