@@ -91,7 +91,7 @@ def _listing(user_id: int | None, query: dict[str, Any]) -> tuple[Select, int, b
     elif status in _LIVE:
         # Few: every player's games waiting or in play, from their unfinished seats.
         wanted = select(Game).where(*conditions,
-                                    *(Game.id.in_(_seats_of(p.id, status)) for p in filters.players))
+                                    *(Game.id.in_(_unfinished_seats_of(p.id)) for p in filters.players))
     else:
         # The first player's seats newest first (ix_seat_user_game), each game looked at in turn until the
         # page is full: as many as the page, however many games the player has (a player of 2,000 games
@@ -126,16 +126,14 @@ def _seated(user_id: int) -> Exists:
     return select(literal(1)).where(Seat.game_id == Game.id, Seat.user_id == user_id).offset(0).exists()
 
 
-def _seats_of(user_id: int, status: str | None) -> Select:
-    """The ids of the games the player holds a seat in, of ``status``'s games where it tells.
+def _unfinished_seats_of(user_id: int) -> Select:
+    """The ids of the games waiting or in play the player holds a seat in.
 
-    For games waiting or in play only the player's unfinished seats are read (by ``ix_seat_archive``'s
-    unfinished end): as many as their games in play, where all their seats grow with their archive (a
-    player of 2,000 finished games made the list of their active games 5x dearer than one of 20, and
-    SQLite's statistics, one average for every status, cannot tell it to start from the few active
-    games instead)."""
-    seats = select(Seat.game_id).where(Seat.user_id == user_id)
-    return seats.where(Seat.finished_at.is_(None)) if status in _LIVE else seats
+    Read from the player's unfinished seats (``ix_seat_archive``'s unfinished end): as many as their games
+    in play, where all their seats grow with their archive (a player of 2,000 finished games made the
+    list of their active games 5x dearer than one of 20, and SQLite's statistics, one average for every
+    status, cannot tell it to start from the few active games instead)."""
+    return select(Seat.game_id).where(Seat.user_id == user_id, Seat.finished_at.is_(None))
 
 
 # The statements of lists' stamps, kept per app by caller and query string (at most _LISTS_KEPT): building
