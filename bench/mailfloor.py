@@ -47,8 +47,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -56,42 +54,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
-from sqlalchemy import event
 
-from bench.mail import TARGET_CPU_MS, Bench, ServerCpu, load_average
-from bench.mailstages import reply
-from bench.movepath import backend_cpu
+from bench.mail import TARGET_CPU_MS, Bench, ServerCpu, load_average, spread
+from bench.mailstages import listener_controller, reply
+from bench.movepath import COMMIT, ROLLBACK, backend_cpu, recording
 from bench.scratch import ScratchDatabases, arguments, free_port
 from pbem.core.extensions import db
 from pbem.mailin import process, smtpd
 from pbem.mailout import outbox
 
-COMMIT, ROLLBACK = "COMMIT", "ROLLBACK"
 PARTS = ("smtp in", "statements", "of it server", "parse", "smtp out")
 OURS_PARTS = ("smtp in", "process", "deliver", "server")  # (The listener's SMTP in with its store.)
-
-
-@contextmanager
-def recording(engine: sa.Engine) -> Iterator[list[tuple[str, Any]]]:
-    """Every statement the engine sends while inside, with its parameters, and each transaction's end
-    (``COMMIT`` or ``ROLLBACK`` with no parameters)."""
-    sent: list[tuple[str, Any]] = []
-
-    def statement(_conn: Any, _cursor: Any, text: str, parameters: Any, _context: Any, many: bool) -> None:
-        sent.append((text, parameters))
-
-    def ended(word: str) -> Callable[[Any], None]:
-        return lambda _conn: sent.append((word, None))
-
-    hooks: list[tuple[str, Callable[..., None]]] = [
-        ("before_cursor_execute", statement), ("commit", ended(COMMIT)), ("rollback", ended(ROLLBACK))]
-    for name, hook in hooks:
-        event.listen(engine, name, hook)
-    try:
-        yield sent
-    finally:
-        for name, hook in hooks:
-            event.remove(engine, name, hook)
 
 
 class FloorDatabase:
@@ -115,10 +88,10 @@ class FloorDatabase:
             self.pid = None
         self._open = False
 
-    def replay(self, sent: list[tuple[str, Any]]) -> None:
+    def replay(self, sent: list[tuple[str, Any, bool]]) -> None:
         """Send the recorded statements, ending each transaction where ours ended it."""
         connection = self.connection
-        for text, parameters in sent:
+        for text, parameters, _many in sent:
             if text in (COMMIT, ROLLBACK):
                 if self._open and self.postgresql:
                     connection.commit() if text == COMMIT else connection.rollback()
@@ -165,9 +138,9 @@ def send_timed(port: int, message: Any) -> float:
     return (time.process_time() - whole) - (time.thread_time() - own)
 
 
-def counted(sent: list[tuple[str, Any]]) -> int:
+def counted(sent: list[tuple[str, Any, bool]]) -> int:
     """How many statements were sent, but the transactions' beginnings and ends."""
-    return sum(1 for text, _ in sent
+    return sum(1 for text, *_ in sent
                if text not in (COMMIT, ROLLBACK) and not text.upper().startswith("BEGIN"))
 
 
@@ -194,9 +167,7 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
             return "250 OK"
 
     ours_port, floor_port = free_port(), free_port()
-    listener = Controller(Handler(bench.app), hostname="127.0.0.1", port=ours_port, decode_data=False,
-                          server_hostname="example.org")
-    listener.factory = lambda: smtpd._SMTPServer(listener.handler, **listener.SMTP_kwargs)  # type: ignore[method-assign]
+    listener = listener_controller(Handler(bench.app), ours_port)
     bare = Controller(Keep(), hostname="127.0.0.1", port=floor_port, server_hostname="example.org")
     sending = outbox._Connection.send
 
@@ -213,9 +184,9 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
     with bench.app.app_context():
         engine = db.engine
 
-    def deliver_ours(totals: dict[str, float], expected: int) -> list[tuple[str, Any]]:
+    def deliver_ours(totals: dict[str, float], expected: int) -> list[tuple[str, Any, bool]]:
         """The deliverer sends what is due, as often as it finds some; the statements it sent."""
-        with recording(engine) as sent:
+        with recording(engine, ends=True) as sent:
             cpu = time.process_time()
             with bench.app.app_context():
                 while outbox.deliver_due(500) != (0, 0):
@@ -225,7 +196,7 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
         assert len(delivered) == expected, (len(delivered), expected)
         return sent
 
-    def deliver_floor(totals: dict[str, float], sent: list[tuple[str, Any]]) -> None:
+    def deliver_floor(totals: dict[str, float], sent: list[tuple[str, Any, bool]]) -> None:
         """The deliverer's statements replayed, and the mails it sent sent again over one connection."""
         cpu, server = time.process_time(), backend_cpu(floor.pid)
         floor.replay(sent)
@@ -248,7 +219,7 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
             for _game_id, sender, to, move in work:
                 message = reply(sender, to, move)
                 # Ours: the listener's conversation and store, then the processor.
-                with recording(engine) as sent:
+                with recording(engine, ends=True) as sent:
                     totals["ours smtp in"] += send_timed(ours_port, message)
                     cpu = time.process_time()
                     with bench.app.app_context():
@@ -297,21 +268,17 @@ def run(real_url: str, floor_url: str, label: str, rounds: int, each: bool, tmp:
     report(label, figures)
 
 
-def spread(values: list[float], digits: int = 3) -> str:
-    """``min/median`` of ``values``."""
-    return f"{min(values):.{digits}f}/{statistics.median(values):.{digits}f}"
-
-
 def report(label: str, figures: dict[str, list[float]]) -> None:
     """Print one database's figures."""
     ratios = [o / f for o, f in zip(figures["ours"], figures["floor"], strict=True)]
-    print(f"{label:<11} {spread(figures['ours']):>13} {spread(figures['ours server']):>13} "
-          f"{spread(figures['floor']):>13} {spread(figures['of it server']):>13} {spread(ratios, 2):>11}x "
+    print(f"{label:<11} {spread(figures['ours'], 3):>13} {spread(figures['ours server'], 3):>13} "
+          f"{spread(figures['floor'], 3):>13} {spread(figures['of it server'], 3):>13} "
+          f"{spread(ratios, 2):>11}x "
           f"{statistics.median(figures['statements a message']):>6.1f}", flush=True)
     print(f"{label:<11} ours' parts: " + ", ".join(
-        f"{part} {spread(figures['ours ' + part])}" for part in OURS_PARTS), flush=True)
+        f"{part} {spread(figures['ours ' + part], 3)}" for part in OURS_PARTS), flush=True)
     print(f"{label:<11} the floor's parts: " + ", ".join(
-        f"{part} {spread(figures[part])}" for part in PARTS), flush=True)
+        f"{part} {spread(figures[part], 3)}" for part in PARTS), flush=True)
     floor = statistics.median(figures["floor"])
     print(f"{label:<11} the target, {TARGET_CPU_MS} ms, is {TARGET_CPU_MS / floor:.2f}x this machine's floor "
           f"(median); ours is {statistics.median(ratios):.2f}x it (the rounds' median ratio)", flush=True)

@@ -94,6 +94,14 @@ class Stages:
         setattr(owner, name, timed)
 
 
+def listener_controller(handler: smtpd.StoreHandler, port: int) -> Controller:
+    """An aiosmtpd controller on ``port`` serving ``handler`` with the listener's own SMTP server class."""
+    controller = Controller(handler, hostname="127.0.0.1", port=port, decode_data=False,
+                            server_hostname="example.org")
+    controller.factory = lambda: smtpd._SMTPServer(controller.handler, **controller.SMTP_kwargs)  # type: ignore[method-assign]
+    return controller
+
+
 def reply(sender: str, to: str, move: str) -> EmailMessage:
     """The reply ``bench/mail.py`` sends."""
     message = EmailMessage()
@@ -124,9 +132,7 @@ def run(url: str, label: str, rounds: int, profile: int, each: bool) -> None:
                 return received
 
         port = free_port()
-        controller = Controller(Handler(bench.app), hostname="127.0.0.1", port=port, decode_data=False,
-                                server_hostname="example.org")
-        controller.factory = lambda: smtpd._SMTPServer(controller.handler, **controller.SMTP_kwargs)  # type: ignore[method-assign]
+        controller = listener_controller(Handler(bench.app), port)
         controller.start()
         stages.wrap(mailparse, "read", "parse")
         stages.wrap(quotes, "own_words", "own words")

@@ -84,20 +84,33 @@ def setup(url: str) -> None:
         db.engine.dispose()
 
 
+# What :func:`recording` notes, with ``ends``, where a transaction ended (no parameters).
+COMMIT, ROLLBACK = "COMMIT", "ROLLBACK"
+
+
 @contextmanager
-def recording(engine: sa.Engine) -> Iterator[list[tuple[str, Any, bool]]]:
-    """Every statement the engine sends while inside, with its parameters."""
+def recording(engine: sa.Engine, ends: bool = False) -> Iterator[list[tuple[str, Any, bool]]]:
+    """Every statement the engine sends while inside, with its parameters (and with ``ends``, each
+    transaction's end: ``COMMIT`` or ``ROLLBACK``, no parameters)."""
     sent: list[tuple[str, Any, bool]] = []
 
     def before(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
                executemany: bool) -> None:
         sent.append((statement, parameters, executemany))
 
-    event.listen(engine, "before_cursor_execute", before)
+    def ended(word: str) -> Callable[[Any], None]:
+        return lambda _conn: sent.append((word, None, False))
+
+    hooks: list[tuple[str, Callable[..., None]]] = [("before_cursor_execute", before)]
+    if ends:
+        hooks += [("commit", ended(COMMIT)), ("rollback", ended(ROLLBACK))]
+    for name, hook in hooks:
+        event.listen(engine, name, hook)
     try:
         yield sent
     finally:
-        event.remove(engine, "before_cursor_execute", before)
+        for name, hook in hooks:
+            event.remove(engine, name, hook)
 
 
 def floor_transaction(conn: sa.Connection, dialect: str, game_id: int,
