@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from flask import Flask
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import event
 
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.game import play
 from pbem.mailin import receive
+from tests.server.test_kept_pages import end_every_session, pings
 from tests.server.test_mail_security import reply_mail
 from tests.server.webclient import WebClient
 
@@ -28,6 +33,43 @@ def test_healthz_says_whether_the_worker_reaches_the_database(app: Flask, ctx: F
                       "server": {"instance_path": str(tmp_path / "off")}, "monitoring": {"healthz": False}})
     assert off.test_client().get("/healthz").status_code == 404
     closed(away, off)
+
+
+def test_healthz_asks_postgresql_once_and_answers_after_a_restart(
+        app: Flask, ctx: Flask, tmp_path: Path) -> None:
+    """PostgreSQL: each check is the pool's ping of the connection it takes (nothing else is sent);
+    after the server ended every session (a restart, a failover) the next check is 200 on a new
+    connection; a server that cannot be reached is 503."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("the pool's ping is PostgreSQL's")
+    web = WebClient(app)
+    assert web.get("/healthz").status_code == 200
+    with pings() as sent, statements() as statements_sent:
+        answers = [web.get("/healthz").status_code for _ in range(3)]
+    assert answers == [200] * 3 and len(sent) == 3 and statements_sent == []
+    end_every_session()
+    answer = web.get("/healthz")
+    assert (answer.status_code, answer.get_data(as_text=True)) == (200, "ok\n")
+    away = create_app({"database": {"url": "postgresql+psycopg://postgres@127.0.0.1:1/pbem"},
+                       "server": {"instance_path": str(tmp_path / "away")}})
+    down = away.test_client().get("/healthz")
+    assert (down.status_code, down.get_data(as_text=True)) == (503, "database unreachable\n")
+    closed(away)
+
+
+@contextmanager
+def statements() -> Iterator[list[str]]:
+    """The statements the app's engine sends while the block runs."""
+    sent: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        sent.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
 
 
 def closed(*apps: Flask) -> None:
