@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.pagecpu import DatabaseCpu, bare_ms, cpu_ms, kept_ms
-from bench.scratch import arguments, each_database, routes, wanted
+from bench.scratch import arguments, each_database, machine, routes, wanted
 from bench.web import SECRET, fill, route_ids
 from pbem import create_app
 from pbem.api.kept import MAX_BYTES, answers_of
@@ -32,7 +32,7 @@ from pbem.api.kept import MAX_BYTES, answers_of
 
 def measure(url: str, label: str, requests: int, turns: int, only: str) -> None:
     """Fill the database at ``url``, then each API GET's CPU rendered, kept and bare."""
-    print(f"{label}: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(f"{label}: {machine()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         active, handle = fill(url, tmp)
         ids = route_ids(url, tmp, active, handle)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 
 import games
-from bench.scratch import ScratchDatabases, analyse
+from bench.scratch import ScratchDatabases, analyse, machine
 from pbem import create_app
 from pbem.accounts.accounts import handle_key
 from pbem.core.extensions import db
@@ -197,8 +197,7 @@ def run(url: str, label: str) -> None:
     # full passes, which would otherwise walk it every few hundred requests and make the p99.
     gc.collect()
     gc.freeze()
-    print(f"{label}: {GAMES} games filled in {filled:.1f} s; load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores", flush=True)
+    print(f"{label}: {GAMES} games filled in {filled:.1f} s; {machine()}", flush=True)
     print(f"  {'':<14} {'wall median':>11} {'p99':>7}   {'CPU median':>10} {'p99':>7}")
     for name, paths in cases.items():
         wall, cpu = timings(client, paths)

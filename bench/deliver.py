@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 
-from bench.mail import Bench, ServerCpu, load_average
+from bench.mail import Bench, ServerCpu
 from bench.mailstages import Stages
-from bench.scratch import ScratchDatabases, arguments
+from bench.scratch import ScratchDatabases, arguments, load_average
 from pbem.core.extensions import db
 from pbem.mailout import outbox
 

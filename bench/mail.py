@@ -47,7 +47,7 @@ import sqlalchemy as sa
 
 import games
 from bench.movepath import backend_cpu
-from bench.scratch import ScratchDatabases, arguments, free_port
+from bench.scratch import ScratchDatabases, arguments, free_port, load_average, machine
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, User
@@ -151,11 +151,6 @@ class ServerCpu:
         """Close the sampler's connection pool."""
         if self.engine is not None:
             self.engine.dispose()
-
-
-def load_average() -> str:
-    """The machine's load average over 1, 5 and 15 minutes, as ``uptime`` gives it."""
-    return " ".join(f"{n:.2f}" for n in os.getloadavg())
 
 
 class Bench:
@@ -361,6 +356,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--rounds", type=int, default=3, help="moves per game after the warm-up round")
     args = parser.parse_args()
+    print(machine())
     print(f"CPU ms per move (min/median of {args.rounds} rounds) against {PEER}'s {PEER_CPU_MS} ms "
           f"(target: at most {TARGET_CPU_MS} ms, 'ok')")
     print(f"{'database':<11} {'senders':>7} {'moves':>6} {'msg/s':>12} {'p50 ms':>7} {'p99 ms':>7} "

@@ -55,10 +55,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
-from bench.mail import TARGET_CPU_MS, Bench, ServerCpu, load_average, spread
+from bench.mail import TARGET_CPU_MS, Bench, ServerCpu, spread
 from bench.mailstages import listener_controller, reply
 from bench.movepath import COMMIT, ROLLBACK, backend_cpu, recording
-from bench.scratch import ScratchDatabases, arguments, free_port
+from bench.scratch import ScratchDatabases, arguments, free_port, load_average, machine
 from pbem.core.extensions import db
 from pbem.mailin import process, smtpd
 from pbem.mailout import outbox
@@ -318,6 +318,7 @@ def main() -> None:
     parser.add_argument("--each", action="store_true",
                         help="a pass of the deliverer for each move (else one for each round's moves)")
     args = parser.parse_args()
+    print(machine())
     print("CPU ms a move by mail, both answers delivered (this process and the database server's), "
           f"min/median of {args.rounds} rounds")
     print(f"{'database':<11} {'ours':>13} {'of it server':>13} {'floor':>13} {'of it server':>13} "

@@ -50,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
-from bench.mail import Bench, ServerCpu, load_average
-from bench.scratch import ScratchDatabases, arguments, free_port
+from bench.mail import Bench, ServerCpu
+from bench.scratch import ScratchDatabases, arguments, free_port, load_average
 from pbem.core.extensions import db
 from pbem.core.models import InboundMail
 from pbem.mailin import parse as mailparse

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from bench.scratch import ScratchDatabases, analyse, arguments
+from bench.scratch import ScratchDatabases, analyse, arguments, load_average, machine
 from pbem import create_app
 from pbem.core.extensions import db
 from pbem.core.models import Game, User
@@ -244,13 +244,8 @@ def report(label: str, turns: list[Turn]) -> None:
     written = statistics.mean(n for t in turns for n in t.written)
     print(f"{label:<11} {moves:>6} {spread(ours):>13} {spread(server):>13} {spread(floor):>13} "
           f"{spread(floor_server):>13} {spread(ratios, 1.0):>11}x {spread(wall):>13} "
-          f"{spread(floor_wall):>13} "
-          f"{spread(wall_ratios, 1.0):>11}x {statements:>5.1f} {written:>5.1f}  load {load()}", flush=True)
-
-
-def load() -> str:
-    """The machine's load average (1, 5 and 15 minutes), as ``uptime`` gives it."""
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+          f"{spread(floor_wall):>13} {spread(wall_ratios, 1.0):>11}x {statements:>5.1f} {written:>5.1f}  "
+          f"load {load_average('/')}", flush=True)
 
 
 def sqlite_case(moves_per_game: int, turns: int) -> None:
@@ -284,6 +279,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=8, help="moves per game (40 games) in a turn")
     parser.add_argument("--turns", type=int, default=3, help="turns, each on a fresh pair of databases")
     args = parser.parse_args()
+    print(machine())
     print("CPU ms a move (this process and the database server's), min/median over the turns of each turn's "
           "median; wall ms the same")
     print(f"{'database':<11} {'moves':>6} {'move cpu':>13} {'of it db':>13} {'floor cpu':>13} "

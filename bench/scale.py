@@ -42,7 +42,7 @@ from werkzeug.security import generate_password_hash
 
 from bench.archive import USERS, fill, play_some
 from bench.pagecpu import DatabaseCpu
-from bench.scratch import ScratchDatabases, analyse, arguments, routes, tournament, wanted
+from bench.scratch import ScratchDatabases, analyse, arguments, machine, routes, tournament, wanted
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.api.kept import answers_of
@@ -169,7 +169,7 @@ def databases(label: str, admin: str, sizes: list[int]) -> Iterator[list[str]]:
 def measure(label: str, admin: str, sizes: list[int], requests: int, only: str = "") -> None:
     """Fill one database per size, then time every route on each (with ``only``, those whose reader and
     path contain it), interleaved, and print the table."""
-    print(f"{label}: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(f"{label}: {machine()}", flush=True)
     with databases(label, admin, sizes) as urls, tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         readers = []
         for url, size in zip(urls, sizes, strict=True):

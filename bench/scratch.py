@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import socket
 import tempfile
 import uuid
@@ -21,6 +22,27 @@ def arguments(doc: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--pg", default=os.environ.get("PBEM_TEST_DATABASE_URL", ""),
                         help="PostgreSQL URL of a database from which scratch databases can be created")
     return parser
+
+
+def load_average(separator: str = " ") -> str:
+    """The machine's load average over 1, 5 and 15 minutes, as ``uptime`` gives it."""
+    return separator.join(f"{n:.2f}" for n in os.getloadavg())
+
+
+def machine() -> str:
+    """The machine a run's figures come from, for the line a benchmark starts with: its load average, its
+    cores and their processor, and the Python.  Two hosts of one kind can differ by half in speed, and
+    not alike for Python's work and the database's (docs/PERFORMANCE.md, run X): figures in
+    milliseconds compare only with figures from the same processor."""
+    model = "an unnamed processor"
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            fields = dict((key.strip(), value) for key, _, value in (line.partition(":") for line in info))
+        model = f"{fields['model name'].strip()} at {float(fields['cpu MHz']):.0f} MHz"
+    except (OSError, KeyError, ValueError):
+        pass
+    return (f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {model}, "
+            f"Python {platform.python_version()}")
 
 
 def wanted(only: str, text: str) -> bool:

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scratch import arguments, each_database, free_port, routes
+from bench.scratch import arguments, each_database, free_port, machine, routes
 from bench.web import BARE_APP, SECRET, USER_AGENT, fill, route_ids, sign_in
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -328,7 +328,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3, help="timed starts of each (3)")
     parser.add_argument("--only", choices=("memory", "start"), help="one of the two figures")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(machine(), flush=True)
     if args.only != "start":
         for url, label in each_database(args.pg):
             with tempfile.TemporaryDirectory() as tmp:

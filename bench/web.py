@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa
 from werkzeug.security import generate_password_hash
 
-from bench.scratch import analyse, arguments, each_database, free_port, routes, tournament, wanted
+from bench.scratch import analyse, arguments, each_database, free_port, machine, routes, tournament, wanted
 from pbem import create_app
 from pbem.accounts import apitokens
 from pbem.accounts.accounts import handle_key
@@ -284,7 +284,7 @@ def main() -> None:
                         help="only the routes whose reader and path (\"player /settings\") hold one of these "
                              "texts (comma-separated)")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    print(machine(), flush=True)
     print(f"{'database':<11} {'reader':<8} {'route':<34} {'bytes':>7} {'req/s':>7} {'p99 ms':>7} "
           f"{'floor/s':>7} {'p99 ms':>7} {'ratio':>7} {'a turn':>11}")
     for url, label in each_database(args.pg):
