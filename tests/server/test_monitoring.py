@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from flask import Flask
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import event
 
 from pbem import create_app
 from pbem.core.extensions import db
@@ -17,6 +14,7 @@ from pbem.game import play
 from pbem.mailin import receive
 from tests.server.test_kept_pages import end_every_session, pings
 from tests.server.test_mail_security import reply_mail
+from tests.server.test_page_queries import statements
 from tests.server.webclient import WebClient
 
 
@@ -55,21 +53,6 @@ def test_healthz_asks_postgresql_once_and_answers_after_a_restart(
     down = away.test_client().get("/healthz")
     assert (down.status_code, down.get_data(as_text=True)) == (503, "database unreachable\n")
     closed(away)
-
-
-@contextmanager
-def statements() -> Iterator[list[str]]:
-    """The statements the app's engine sends while the block runs."""
-    sent: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
-        sent.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
-        yield sent
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
 
 
 def closed(*apps: Flask) -> None:
