@@ -52,7 +52,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 
-from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite, is_postgresql, only_read
+from pbem.core.database import BEGIN_IMMEDIATE, DirectWrite, is_postgresql, only_read, send
 from pbem.core.extensions import db
 
 # The unit of work open in this thread (or task), if any: the one a nested unit_of_work() joins.
@@ -101,7 +101,7 @@ class UnitOfWork:
                 # (its reset, a second rollback) and checking it out again: a sixth of what the move path
                 # spends around its statements (bench/movepath.py).
                 connection.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                send(connection, "BEGIN IMMEDIATE", ())
             session.expire_all()
         else:
             session.rollback()
