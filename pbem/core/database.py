@@ -321,7 +321,7 @@ def send(connection: Connection, sql: str, parameters: Any, *, many: bool = Fals
     error goes through the engine's handling (``handle_error``, a lost connection invalidated) to be
     raised as SQLAlchemy's class of it."""
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    dispatch = connection.dispatch
+    dispatch = _dispatch(connection)
     try:
         dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, many)
         try:
@@ -338,6 +338,16 @@ def send(connection: Connection, sql: str, parameters: Any, *, many: bool = Fals
         return DirectResult(cursor.rowcount, lastrowid, returned)
     finally:
         cursor.close()
+
+
+def _dispatch(connection: Connection) -> Any:
+    """Where ``connection``'s cursor events are dispatched from: its engine's, unless listeners were set
+    on the connection itself (as SQLAlchemy tells them apart).
+
+    A connection joins its own events to its engine's afresh for each event it dispatches, and one is
+    checked out for every transaction: the two joins of a transaction's statements cost more than one
+    statement's events (bench/movepath.py)."""
+    return connection.dispatch if connection._has_events else connection.engine.dispatch
 
 
 def _raise_as_engine(connection: Connection, error: Exception, sql: str, parameters: Any,
@@ -513,7 +523,7 @@ class DirectRead(DirectWrite):
         sql, binds, positional = self._prepared(connection, tuple(values), False)
         parameters = self._parameters(binds, positional, values)
         cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        dispatch = connection.dispatch
+        dispatch = _dispatch(connection)
         try:
             dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, False)
             try:
