@@ -269,8 +269,8 @@ def _left_expired(state: InstanceState[Any]) -> bool:
 
 def _expire_loaded(session: Session) -> None:
     """``session.expire_all()``, leaving alone the objects already expired and untouched since: a caller
-    that keeps objects through many moves (a batch, the benchmarks) had every one of them expired anew at
-    each, a tenth of the unit of work's own CPU on SQLite (bench/movepath.py)."""
+    that keeps objects through many transactions (a batch, the benchmarks) had every one of them expired
+    anew at each, 5 µs an object (40 held: 199 µs a begin, against 20 µs so)."""
     held = session.identity_map
     for state in held.all_states():
         if not _left_expired(state):
