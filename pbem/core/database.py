@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 from weakref import WeakSet
 
 from flask import Flask
 from sqlalchemy import JSON, bindparam, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.default import DefaultDialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.pool import PoolProxiedConnection
 
 from pbem.core import generation
@@ -167,7 +167,7 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str
         if options.get(ONE_STATEMENT, False):
             # BEGIN then ROLLBACK around a lone read cost a tenth of a kept page, and change nothing.
             return
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(BEGIN_IMMEDIATE, False) else "BEGIN")
+        send(conn, "BEGIN IMMEDIATE" if options.get(BEGIN_IMMEDIATE, False) else "BEGIN", ())
         # What the connection had changed when its transaction began: see only_read.
         conn.info[_CHANGES_AT_BEGIN] = conn.connection.dbapi_connection.total_changes  # type: ignore[union-attr]
 
@@ -285,21 +285,94 @@ def _quicker(process: Callable[[Any], Any] | None) -> Callable[[Any], Any] | Non
     return quicker
 
 
+class DirectResult:
+    """What the driver answered a statement sent by :func:`send`: the rows it changed, the new row's id
+    where the driver gives one (SQLite), and the rows it returned (a RETURNING clause, a SELECT)."""
+
+    __slots__ = ("lastrowid", "returned", "rowcount")
+
+    def __init__(self, rowcount: int, lastrowid: Any, returned: list[Any]) -> None:
+        self.rowcount, self.lastrowid, self.returned = rowcount, lastrowid, returned
+
+    def first(self) -> Any:
+        """The first row returned, or None."""
+        return self.returned[0] if self.returned else None
+
+    def scalar(self) -> Any:
+        """The first column of the first row returned, or None."""
+        return self.returned[0][0] if self.returned else None
+
+    def scalar_one(self) -> Any:
+        """The first column of the one row returned (an error unless exactly one was)."""
+        if len(self.returned) != 1:
+            raise (NoResultFound("no row returned") if not self.returned
+                   else MultipleResultsFound("more than one row returned"))
+        return self.returned[0][0]
+
+
+def send(connection: Connection, sql: str, parameters: Any, *, many: bool = False) -> DirectResult:
+    """Send ``sql`` with its driver's ``parameters`` (a list of them for an executemany) on the driver's
+    cursor of ``connection``, in its transaction; what the driver answered.
+
+    ``exec_driver_sql`` spent twice the driver's own time on a small write (its execution context and
+    result), a fifth of the move path's statements' Python on SQLite (bench/movepath.py).  The engine's
+    cursor events are dispatched all the same (the write generation's, the PostgreSQL hooks' and the
+    benchmarks' listeners see the statement; SQLAlchemy's own statement logging does not), and a driver's
+    error goes through the engine's handling (``handle_error``, a lost connection invalidated) to be
+    raised as SQLAlchemy's class of it."""
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    dispatch = _dispatch(connection)
+    try:
+        dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, many)
+        try:
+            if many:
+                cursor.executemany(sql, parameters)
+            else:
+                cursor.execute(sql, parameters)
+            returned = cursor.fetchall() if cursor.description is not None else []
+        except Exception as error:
+            _raise_as_engine(connection, error, sql, parameters, cursor)
+        dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, many)
+        # (The last row id where the dialect reads it, as SQLAlchemy does: psycopg's cursor has none.)
+        lastrowid = cursor.lastrowid if connection.dialect.postfetch_lastrowid else None  # type: ignore[attr-defined]
+        return DirectResult(cursor.rowcount, lastrowid, returned)
+    finally:
+        cursor.close()
+
+
+def _dispatch(connection: Connection) -> Any:
+    """Where ``connection``'s cursor events are dispatched from: its engine's, unless listeners were set
+    on the connection itself (as SQLAlchemy tells them apart).
+
+    A connection joins its own events to its engine's afresh for each event it dispatches, and one is
+    checked out for every transaction: the two joins of a transaction's statements cost more than one
+    statement's events (bench/movepath.py)."""
+    return connection.dispatch if connection._has_events else connection.engine.dispatch
+
+
+def _raise_as_engine(connection: Connection, error: Exception, sql: str, parameters: Any,
+                     cursor: Any) -> NoReturn:
+    """Raise a driver's ``error`` as the engine would have raised it from ``exec_driver_sql``: its
+    ``handle_error`` listeners told (the write generation marks a failed write), a lost connection
+    invalidated with its pool, a driver's error as SQLAlchemy's class of it."""
+    connection._handle_dbapi_exception(error, sql, parameters, cursor, None)
+
+
 # The most parameters one statement of DirectWrite.insert_rows takes: SQLite's oldest limit.
 _MOST_PARAMETERS = 999
 
 
 class DirectWrite:
     """An INSERT or UPDATE built once, compiled once per database and set of columns, and sent to the
-    driver as its SQL text with its parameters already converted (``exec_driver_sql``); also a SELECT of
-    plain columns sent as often (the move path's lock on PostgreSQL).
+    driver as its SQL text with its parameters already converted (on the driver's cursor: :func:`send`);
+    also a SELECT of plain columns sent as often (the move path's lock on PostgreSQL).
 
     SQLAlchemy's execution of a Core statement spends more Python than the database spends on a small
     write (finding the compiled form in its cache, converting the parameters through an execution
     context): a game's UPDATE cost 50 µs of CPU on SQLite and 160 µs on PostgreSQL, against 12 µs and
     99 µs sent this way (an outbox INSERT: 119 and 191 µs against 85 and 175).  The move path sends five
-    writes a move.  The statement still goes through the engine's connection and its events (statement
-    logging, the benchmarks' recording), in the session's transaction.  Every column the statement
+    writes a move.  The statement still goes through the engine's cursor events (the benchmarks'
+    recording; not SQLAlchemy's statement logging), in the session's transaction.  Every column the statement
     writes must be given: a default or ``onupdate`` of the model that was left out would be written by
     nobody, so a missing value raises instead.
     """
@@ -361,15 +434,16 @@ class DirectWrite:
             for name, escaped, process in binds
         }
 
-    def run(self, connection: Connection, values: dict[str, Any], returning: bool = False) -> Any:
-        """Send the statement with ``values`` on ``connection``; the driver's result."""
+    def run(self, connection: Connection, values: dict[str, Any], returning: bool = False) -> DirectResult:
+        """Send the statement with ``values`` on ``connection``; what the driver answered."""
         sql, binds, positional = self._prepared(connection, tuple(values), returning)
-        return connection.exec_driver_sql(sql, self._parameters(binds, positional, values))
+        return send(connection, sql, self._parameters(binds, positional, values))
 
-    def run_many(self, connection: Connection, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> Any:
+    def run_many(self, connection: Connection, keys: tuple[str, ...],
+                 rows: list[dict[str, Any]]) -> DirectResult:
         """The statement once for each of ``rows`` (all with the same ``keys``), as one executemany."""
         sql, binds, positional = self._prepared(connection, keys, False)
-        return connection.exec_driver_sql(sql, [self._parameters(binds, positional, row) for row in rows])
+        return send(connection, sql, [self._parameters(binds, positional, row) for row in rows], many=True)
 
     def insert_rows(self, connection: Connection, keys: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
         """The INSERT of all ``rows`` (each with the same ``keys``) as one statement of many VALUES (or
@@ -383,7 +457,7 @@ class DirectWrite:
             chunk = rows[start:start + most]
             sql, binds, positional = self._prepared_rows(connection, keys, len(chunk))
             numbered = {f"{key}_{n}": value for n, row in enumerate(chunk) for key, value in row.items()}
-            connection.exec_driver_sql(sql, self._parameters(binds, positional, numbered))
+            send(connection, sql, self._parameters(binds, positional, numbered))
 
     def _prepared_rows(self, connection: Connection, keys: tuple[str, ...], count: int) -> tuple[
             str, tuple[tuple[str, str, Any], ...], bool]:
@@ -449,15 +523,14 @@ class DirectRead(DirectWrite):
         sql, binds, positional = self._prepared(connection, tuple(values), False)
         parameters = self._parameters(binds, positional, values)
         cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        dispatch = connection.dispatch
+        dispatch = _dispatch(connection)
         try:
             dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, False)
             try:
                 cursor.execute(sql, parameters)
                 fetched = cursor.fetchall()
-            except connection.dialect.loaded_dbapi.Error as error:
-                raise DBAPIError.instance(sql, parameters, error, connection.dialect.loaded_dbapi.Error) \
-                    from error
+            except Exception as error:
+                _raise_as_engine(connection, error, sql, parameters, cursor)
             dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, False)
             processors = self._processors(connection, cursor)
         finally:

@@ -285,3 +285,32 @@ def test_a_mail_is_written_at_once_outside_a_unit_of_work_or_when_its_id_is_aske
             == "asked@example.org"
         uow.commit()
     assert _outbox_rows(("asked@example.org",)) == ["asked@example.org"]
+
+
+def test_the_direct_statements_pass_the_listeners_of_the_engine_and_of_the_connection(
+        ctx: Flask, players) -> None:
+    """The move path's statements, sent on the driver's cursor, pass the cursor events of the engine and
+    those of the transaction's own connection alike (a statement log set on either, the benchmarks')."""
+    alice, _, _ = players
+    game_id = _cambio(players)
+    on_engine: list[str] = []
+    on_connection: list[str] = []
+
+    def engine_heard(_conn, _cursor, statement, *_rest) -> None:
+        on_engine.append(statement.split()[0])
+
+    def connection_heard(_conn, _cursor, statement, *_rest) -> None:
+        on_connection.append(statement.split()[0])
+
+    event.listen(db.engine, "after_cursor_execute", engine_heard)
+    try:
+        with unit_of_work() as uow:
+            event.listen(uow.connection(), "after_cursor_execute", connection_heard)
+            play.submit(game_id, alice, "b3", "web")
+            uow.commit()
+    finally:
+        event.remove(db.engine, "after_cursor_execute", engine_heard)
+    # (On PostgreSQL the entry, the game and its seats are one WITH; the mails an INSERT on both.)
+    assert ("WITH" if is_postgresql() else "UPDATE") in on_connection and "INSERT" in on_connection
+    assert on_engine[-len(on_connection):] == on_connection
+    assert _record(game_id) == ["b3"]

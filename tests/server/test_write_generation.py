@@ -16,12 +16,14 @@ import pytest
 import sqlalchemy as sa
 from flask import Flask
 from sqlalchemy import select, text, update
+from sqlalchemy.orm.exc import StaleDataError
 
 from pbem import create_app
 from pbem.accounts import accounts, apitokens
 from pbem.core import database, generation
 from pbem.core.extensions import db
 from pbem.core.models import Game, Seat, User
+from pbem.core.unit_of_work import unit_of_work
 from pbem.game import play
 from pbem.mailout import tokens
 from tests.conftest import free_port
@@ -233,3 +235,29 @@ def test_without_a_generation_every_kept_page_reads_its_stamp(
         for served in (broken, off):
             with served.app_context():
                 db.engine.dispose()
+
+
+def test_a_direct_write_that_failed_is_raised_as_the_engine_raises_it_and_marks_its_transaction(
+        app: Flask, ctx: Flask, players) -> None:
+    """A write sent on the driver's cursor (DirectWrite, as the move path sends its writes) that fails
+    raises SQLAlchemy's class of the driver's error, and its transaction, committed all the same by its
+    caller, changes the generation; one that changed rows is seen by the unit of work's row check."""
+    shared = database.generation_of(app)
+    assert shared is not None
+    alice, bob, _ = players
+    game_id = _active_game(alice, bob)
+    moved = database.DirectWrite(update(Seat.__table__).where(
+        Seat.__table__.c.game_id == sa.bindparam("seat_game")))
+    now = shared.now()
+    with unit_of_work() as uow:
+        with pytest.raises(sa.exc.IntegrityError):
+            uow.write(moved, {"game_id": game_id + 1000, "seat_game": game_id})
+        uow.commit()
+    assert shared.now() != now
+    with unit_of_work() as uow:
+        with pytest.raises(StaleDataError):  # Two seats changed, one expected.
+            uow.write(moved, {"game_id": game_id, "seat_game": game_id}, rows=1)
+        with pytest.raises(StaleDataError), uow.batched():  # The same as one executemany.
+            uow.write(moved, {"game_id": game_id, "seat_game": game_id}, rows=1)
+        uow.write(moved, {"game_id": game_id, "seat_game": game_id}, rows=2)
+        uow.commit()
