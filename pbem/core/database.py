@@ -302,6 +302,16 @@ class DirectResult:
         """The first column of the first row returned, or None."""
         return self.returned[0][0] if self.returned else None
 
+    def one_or_none(self) -> Any:
+        """The one row returned, or None when none was (an error when more than one was)."""
+        if len(self.returned) > 1:
+            raise MultipleResultsFound("more than one row returned")
+        return self.first()
+
+    def named(self, row: Callable[..., Any]) -> DirectResult:
+        """The same answer with each row returned made by ``row`` from its values (a named tuple)."""
+        return DirectResult(self.rowcount, self.lastrowid, [row(*values) for values in self.returned])
+
     def scalar_one(self) -> Any:
         """The first column of the one row returned (an error unless exactly one was)."""
         if len(self.returned) != 1:

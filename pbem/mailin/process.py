@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections import deque
+from collections import deque, namedtuple
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,7 +33,7 @@ from functools import cache
 from typing import Any, cast
 
 from flask import Flask, current_app
-from sqlalchemy import and_, bindparam, case, false, func, select, text, update
+from sqlalchemy import Connection, Select, and_, bindparam, case, false, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm.attributes import instance_state
 from sqlalchemy.sql.dml import Insert
@@ -42,7 +42,7 @@ import games
 from pbem.accounts import mailkeys
 from pbem.accounts.accounts import internationalised
 from pbem.core import inputs
-from pbem.core.database import insert_with_conflicts, is_postgresql
+from pbem.core.database import DirectRead, DirectResult, DirectWrite, insert_with_conflicts, is_postgresql
 from pbem.core.extensions import db
 from pbem.core.models import Game, InboundMail, OutboxMail, User, is_key_shaped, utcnow
 from pbem.core.redaction import KeysFound
@@ -135,6 +135,42 @@ class _Claimed:
     committed: bool = False
 
 
+class _Sent:
+    """A statement the processor sends for every message, as its compiled SQL (see DirectWrite, and
+    DirectRead for a SELECT): through Core's execution each cost more Python than SQLite spends running
+    it (bench/mailstages.py).  The constants written in the statement ("received", a LIMIT) stay bound
+    parameters, sent as Core sends them, their values read once from the statement compiled."""
+
+    def __init__(self, statement: Any, returned: tuple[str, ...] = ()) -> None:
+        is_select = isinstance(statement, Select)
+        self.statement = statement
+        self._sender = DirectRead(statement) if is_select else DirectWrite(statement)
+        self._constants: dict[str, dict[str, Any]] = {}  # By dialect.
+        # The rows a RETURNING clause gives, named as Core's rows are (row.raw): by its columns, or by
+        # ``returned`` where it returns an expression (which a DML statement does not list among them).
+        names = () if is_select else returned or tuple(column.key for column in statement.exported_columns)
+        self._row = namedtuple("_Returned", names) if names else None
+
+    def _values(self, connection: Connection, values: dict[str, Any]) -> dict[str, Any]:
+        constants = self._constants.get(connection.dialect.name)
+        if constants is None:
+            compiled = self.statement.compile(dialect=connection.dialect)
+            constants = self._constants[connection.dialect.name] = {
+                name: bind.effective_value for bind, name in compiled.bind_names.items() if not bind.required}
+        return {**constants, **values}
+
+    def run(self, connection: Connection, values: dict[str, Any]) -> DirectResult:
+        """Send the statement (a write) with ``values`` on ``connection``; what the driver answered, the
+        rows it returned named by their columns."""
+        answered = self._sender.run(connection, self._values(connection, values))
+        return answered.named(self._row) if self._row is not None else answered
+
+    def first(self, connection: Connection, values: dict[str, Any]) -> list[Any] | None:
+        """The first row of the statement (a SELECT: see DirectRead.rows), or None when there is none."""
+        rows = cast(DirectRead, self._sender).rows(connection, self._values(connection, values))
+        return rows[0] if rows else None
+
+
 # The claiming statements, built once: an UPDATE from "received" to "processing" that returns what the
 # processor needs, so that taking a message and reading it are one statement.
 _TAKE = (
@@ -142,6 +178,7 @@ _TAKE = (
     .returning(_C.id, _C.raw, _C.mail_from, _C.rcpt_to)
 )
 _TAKE_ONE = _TAKE.where(_C.id == bindparam("row_id"), _C.status == "received")
+_CLAIM_ONE = _Sent(_TAKE_ONE)
 _QUEUE = _TABLE.alias("waiting")  # The table again, in the subquery: not correlated with the UPDATE.
 _EARLIER = _TABLE.alias("earlier")
 # A sender's messages are acted on in the order they came: a player who mails three moves in a row
@@ -204,6 +241,8 @@ _TAKE_SENDERS_NEXT_PG = _TAKE.where(
     .with_for_update(skip_locked=True).scalar_subquery(),
     _senders_turn(_TABLE, _C.status == "received"),
 )
+_CLAIM_NEXT_PG, _CLAIM_ONE_PG, _CLAIM_SENDERS_NEXT_PG = (
+    _Sent(statement) for statement in (_TAKE_NEXT_PG, _TAKE_ONE_PG, _TAKE_SENDERS_NEXT_PG))
 # Whether the message is still this processor's to finish: claimed by it in a transaction that committed
 # (the row is "processing" under its token), or "received" again because the claim's transaction was
 # rolled back (a refused move, a fault) and nobody else has taken it since, so that it is taken again by
@@ -228,20 +267,21 @@ def _take_next(writing: AbstractContextManager[Any]) -> int | None:
     if is_postgresql():
         # The claim holds only that row (another processor skips it), so the message is read after it.
         with writing:
-            return _take_in_order(_TAKE_NEXT_PG) or None
+            return _take_in_order(_CLAIM_NEXT_PG) or None
     # On SQLite whether anything waits is read first, without the write lock: a processor woken with
     # nothing left to do must not queue for the database's one lock behind the listener's stores.  The
     # message is read (parsed) there too, before the claim: the claim holds the database's one write lock,
     # and every web write and every store waits for it.
-    waiting = db.session.connection().execute(_PEEK_NEXT).first()
+    waiting = _PEEK_NEXT.first(db.session.connection(), {})
     if waiting is None:
         db.session.rollback()
         return None
     # (The peek's transaction is left open for the claim's unit of work to end on its own connection,
     # which then takes the write lock: UnitOfWork.begin.)
-    read = _read(waiting.raw, waiting.rcpt_to)
+    row_id, raw, rcpt_to = waiting
+    read = _read(raw, rcpt_to)
     with writing:
-        return int(_take(_TAKE_ONE, read, row_id=waiting.id) is not None)
+        return int(_take(_CLAIM_ONE, read, row_id=row_id) is not None)
 
 
 def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None) -> bool:
@@ -253,20 +293,21 @@ def process_one(row_id: int, writing: AbstractContextManager[Any] | None = None)
     if is_postgresql():
         with writing or nullcontext():
             return _take_by_id_in_order(row_id) > 0
-    waiting = db.session.connection().execute(_PEEK_ONE, {"row_id": row_id}).first()
+    waiting = _PEEK_ONE.first(db.session.connection(), {"row_id": row_id})
     if waiting is None:
         db.session.rollback()
         return False
     # (Left open for the claim's unit of work to end, as in _take_next.)
-    read = _read(waiting.raw, waiting.rcpt_to)
+    _id, raw, rcpt_to = waiting
+    read = _read(raw, rcpt_to)
     with writing or nullcontext():
-        return _take(_TAKE_ONE, read, row_id=row_id) is not None
+        return _take(_CLAIM_ONE, read, row_id=row_id) is not None
 
 
 # A waiting message's bytes, read before it is claimed.
 _PEEKED = select(_C.id, _C.raw, _C.rcpt_to).where(_C.status == "received")
-_PEEK_NEXT = _PEEKED.order_by(_C.id).limit(1)
-_PEEK_ONE = _PEEKED.where(_C.id == bindparam("row_id"))
+_PEEK_NEXT = _Sent(_PEEKED.order_by(_C.id).limit(1))
+_PEEK_ONE = _Sent(_PEEKED.where(_C.id == bindparam("row_id")))
 
 
 def _read(raw: bytes, rcpt_to: str) -> parse.Incoming | str:
@@ -278,7 +319,7 @@ def _read(raw: bytes, rcpt_to: str) -> parse.Incoming | str:
         return f"could not be parsed: {type(exc).__name__}: {exc}"
 
 
-def _take_in_order(statement: Any, **params: object) -> int:
+def _take_in_order(statement: _Sent, **params: object) -> int:
     """On PostgreSQL: claim a message by ``statement`` (one that waits for nothing earlier of its
     sender's) and handle it, then its sender's next waiting messages, one by one; how many it handled.
     A message that had to wait for an earlier one is taken here, by the processor that finished that one.
@@ -298,7 +339,7 @@ def _take_in_order(statement: Any, **params: object) -> int:
         turned_away = _turned_away.spend(claimed.mail_from)
         if not (claimed.sender_waits or turned_away):
             break
-        claimed = _take(_TAKE_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
+        claimed = _take(_CLAIM_SENDERS_NEXT_PG, None, stale_before=utcnow() - STALE_CLAIM,
                         sender=claimed.mail_from)
     return handled
 
@@ -340,7 +381,7 @@ def _take_by_id_in_order(row_id: int) -> int:
     """On PostgreSQL: claim the message ``row_id`` and handle it, with its sender's next ones (see
     _take_in_order); how many were handled.  When it was turned away by an earlier message of its
     sender's, mark the sender (see _TurnedAway) and try once more."""
-    handled = _take_in_order(_TAKE_ONE_PG, row_id=row_id)
+    handled = _take_in_order(_CLAIM_ONE_PG, row_id=row_id)
     if handled:
         return handled
     sender = db.session.connection().execute(_STILL_WAITING, {"row_id": row_id}).scalar()
@@ -348,10 +389,11 @@ def _take_by_id_in_order(row_id: int) -> int:
     if not sender:  # Taken by another processor, or from the null sender (never turned away).
         return 0
     _turned_away.mark(sender)
-    return _take_in_order(_TAKE_ONE_PG, row_id=row_id)
+    return _take_in_order(_CLAIM_ONE_PG, row_id=row_id)
 
 
-def _take(statement: Any, read: parse.Incoming | str | None = None, **params: object) -> _Claimed | None:
+def _take(statement: _Sent, read: parse.Incoming | str | None = None,
+          **params: object) -> _Claimed | None:
     """Claim a message by ``statement`` and handle it: act on it, record the outcome and answer it.
     Returns what was claimed, or None when there was no message to take.  ``read`` is the message already
     parsed (or why it could not be), where it was parsed before the claim; else it is parsed after it.
@@ -373,8 +415,7 @@ def _take(statement: Any, read: parse.Incoming | str | None = None, **params: ob
     # back, in the next transaction, row by row.  Only for this message: the next one starts from a
     # session that reads everything anew.
     with unit_of_work(keep_loaded=True) as uow:
-        row = uow.session.connection().execute(statement, {"now": utcnow(), "claim_token": token, **params}) \
-            .one_or_none()
+        row = statement.run(uow.connection(), {"now": utcnow(), "claim_token": token, **params}).one_or_none()
         if row is None:
             # Nothing changed: ended by a COMMIT, not the rollback the unit of work's end would send, after
             # which the PostgreSQL driver forgets every statement it has prepared on the connection (and
@@ -467,7 +508,7 @@ def receive_and_process(raw: bytes, mail_from: str = "", rcpt_to: list[str] | No
                 log.info("duplicate message %s ignored", message.key)
                 return Received(row_id, waiting=True)
             try:
-                row = connection.execute(_TAKE_STORED[connection.dialect.name], {
+                row = _TAKE_STORED[connection.dialect.name].run(connection, {
                     "row_id": row_id, "now": utcnow(), "claim_token": token,
                     "stale_before": utcnow() - STALE_CLAIM,
                 }).one_or_none()
@@ -512,9 +553,10 @@ def _lock_timed_out(exc: BaseException) -> bool:
 # sender's is unfinished.  (On SQLite the processor the listener hands stored messages to takes them in
 # the order they came, so this is asked of what it has not taken yet; on PostgreSQL as of every claim.)
 _TAKE_STORED = {
-    "sqlite": _TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE)),
+    "sqlite": _Sent(_TAKE_ONE.where(_nothing_earlier_unfinished(_TABLE))),
     # (The lock timeout for the rest of the transaction set by the claim itself: not a round trip more.)
-    "postgresql": _TAKE_ONE_PG.where(func.set_config("lock_timeout", RECEIVING_LOCK_TIMEOUT, True) != ""),
+    "postgresql": _Sent(
+        _TAKE_ONE_PG.where(func.set_config("lock_timeout", RECEIVING_LOCK_TIMEOUT, True) != "")),
 }
 
 
@@ -588,9 +630,9 @@ def _finish(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming, outcome: H
     note = outcome.note
     if outcome.answer is not None and not _answer(mail, outcome):
         note += " (not answered: too many refusals to this address lately)"
-    connection = db.session.connection()
+    connection = uow.connection()
     statements = _RECORDS_PG if connection.dialect.name == "postgresql" else _RECORDS
-    recorded = connection.execute(statements[acting], {
+    recorded = statements[acting].run(connection, {
         "row_id": claimed.id, "claim_token": claimed.token, "outcome": outcome.status,
         "outcome_note": _stored_note(note), "of_user": _identity(outcome.user),
         "of_game": _identity(outcome.game), "now": utcnow(),
@@ -623,9 +665,11 @@ _SENDER_WAITS = select(_LATER.c.id).where(
     _LATER.c.status == "received",
 ).exists()
 # By whether the transaction acted.
-_RECORDS = {False: _RECORD_OUTCOME, True: _RECORD_ACTED_OUTCOME}
-_RECORDS_PG = {acting: statement.returning(_SENDER_WAITS.label("sender_waits"))
-               for acting, statement in _RECORDS.items()}
+_RECORDS = {False: _Sent(_RECORD_OUTCOME), True: _Sent(_RECORD_ACTED_OUTCOME)}
+_RECORDS_PG = {
+    acting: _Sent(writer.statement.returning(_SENDER_WAITS.label("sender_waits")), ("sender_waits",))
+    for acting, writer in _RECORDS.items()
+}
 
 
 def _fail(uow: UnitOfWork, claimed: _Claimed, mail: parse.Incoming | None, note: str) -> bool:
