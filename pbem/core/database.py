@@ -25,7 +25,7 @@ from flask import Flask
 from sqlalchemy import JSON, bindparam, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.default import DefaultDialect
-from sqlalchemy.exc import MultipleResultsFound, NoResultFound
+from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.pool import PoolProxiedConnection
 
 from pbem.core import generation
@@ -356,16 +356,25 @@ def _dispatch(connection: Connection) -> Any:
 
     A connection joins its own events to its engine's afresh for each event it dispatches, and one is
     checked out for every transaction: the two joins of a transaction's statements cost more than one
-    statement's events (bench/movepath.py)."""
-    return connection.dispatch if connection._has_events else connection.engine.dispatch
+    statement's events (bench/movepath.py).  (``_has_events`` is SQLAlchemy's own, not public: should a
+    release drop it, the connection's dispatch, always right, is taken.)"""
+    return connection.engine.dispatch if not getattr(connection, "_has_events", True) else connection.dispatch
 
 
 def _raise_as_engine(connection: Connection, error: Exception, sql: str, parameters: Any,
                      cursor: Any) -> NoReturn:
     """Raise a driver's ``error`` as the engine would have raised it from ``exec_driver_sql``: its
     ``handle_error`` listeners told (the write generation marks a failed write), a lost connection
-    invalidated with its pool, a driver's error as SQLAlchemy's class of it."""
-    connection._handle_dbapi_exception(error, sql, parameters, cursor, None)
+    invalidated with its pool, a driver's error as SQLAlchemy's class of it.  (That handling is
+    SQLAlchemy's own, not public: should a release drop it, the error is raised as SQLAlchemy's class of
+    it, as before.)"""
+    handle = getattr(connection, "_handle_dbapi_exception", None)
+    if handle is not None:
+        handle(error, sql, parameters, cursor, None)  # (It raises.)
+    dbapi_error = connection.dialect.loaded_dbapi.Error
+    if isinstance(error, dbapi_error):
+        raise DBAPIError.instance(sql, parameters, error, dbapi_error) from error
+    raise error
 
 
 # The most parameters one statement of DirectWrite.insert_rows takes: SQLite's oldest limit.
