@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import smtplib
 import time
 from collections.abc import Callable, Iterator
@@ -132,16 +133,30 @@ POSITION = reading.Position.of(ENGINE, ENGINE.new(2, ENGINE.options.load({"size"
 def test_the_worst_inputs_are_read_in_well_under_a_second(name: str) -> None:
     raw = WORST[name]()
     assert len(raw) <= LIMIT
-    started = time.thread_time()
-    receive.message_key(raw)  # What the listener does while the sending server waits.
-    mail = parse.read(raw, "pbem@pbem.localhost")
-    words = quotes.own_words(mail.text, [ANSWERED, html_to_text(ANSWERED)])
-    line = reading.read_reply(words, POSITION).command
-    commands.redact(mail.subject)
-    commands.redact(line)
-    with contextlib.suppress(commands.CommandError):
-        commands.parse_reply(line)
-    assert time.thread_time() - started < 1.0, name
+    # The least of up to three readings: a shared 2-core machine under the whole suite once stretched one
+    # of 0.3 s alone to 1.35 s of the thread's CPU, while a reading that is not linear takes tens of
+    # seconds (43,000 RFC 2231 continuations took the standard parser 55 s) at every try.
+    took = min(itertools.islice(_reading_times(raw), 3), default=0.0)
+    assert took < 1.0, (name, took)
+
+
+def _reading_times(raw: bytes) -> Iterator[float]:
+    """The thread's CPU for reading ``raw`` as the listener and the processor do, once a try, until one
+    try takes under a second."""
+    while True:
+        started = time.thread_time()
+        receive.message_key(raw)  # What the listener does while the sending server waits.
+        mail = parse.read(raw, "pbem@pbem.localhost")
+        words = quotes.own_words(mail.text, [ANSWERED, html_to_text(ANSWERED)])
+        line = reading.read_reply(words, POSITION).command
+        commands.redact(mail.subject)
+        commands.redact(line)
+        with contextlib.suppress(commands.CommandError):
+            commands.parse_reply(line)
+        took = time.thread_time() - started
+        yield took
+        if took < 1.0:
+            return
 
 
 @pytest.fixture
