@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from weakref import WeakSet
 
 from flask import Flask
@@ -285,6 +285,10 @@ def _quicker(process: Callable[[Any], Any] | None) -> Callable[[Any], Any] | Non
     return quicker
 
 
+# What a reader of an executed cursor makes of it (see _on_cursor).
+_Read = TypeVar("_Read")
+
+
 class DirectResult:
     """What the driver answered a statement sent by :func:`send`: the rows it changed, the new row's id
     where the driver gives one (SQLite), and the rows it returned (a RETURNING clause, a SELECT)."""
@@ -330,6 +334,22 @@ def send(connection: Connection, sql: str, parameters: Any, *, many: bool = Fals
     benchmarks' listeners see the statement; SQLAlchemy's own statement logging does not), and a driver's
     error goes through the engine's handling (``handle_error``, a lost connection invalidated) to be
     raised as SQLAlchemy's class of it."""
+    # (The last row id where the dialect reads it, as SQLAlchemy does: psycopg's cursor has none.)
+    lastrowid = connection.dialect.postfetch_lastrowid  # type: ignore[attr-defined]
+
+    def answer(cursor: Any) -> DirectResult:
+        # (The rows first: SQLite counts the rows a RETURNING statement changed as they are fetched.)
+        returned = cursor.fetchall() if cursor.description is not None else []
+        return DirectResult(cursor.rowcount, cursor.lastrowid if lastrowid else None, returned)
+
+    return _on_cursor(connection, sql, parameters, many, answer)
+
+
+def _on_cursor(connection: Connection, sql: str, parameters: Any, many: bool,
+               read: Callable[[Any], _Read]) -> _Read:
+    """What ``read`` makes of the driver's cursor of ``connection`` once ``sql`` has run on it, in its
+    transaction, between the engine's cursor events, a driver's error raised as the engine raises it
+    (see :func:`send`)."""
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
     dispatch = _dispatch(connection)
     try:
@@ -339,13 +359,11 @@ def send(connection: Connection, sql: str, parameters: Any, *, many: bool = Fals
                 cursor.executemany(sql, parameters)
             else:
                 cursor.execute(sql, parameters)
-            returned = cursor.fetchall() if cursor.description is not None else []
+            made = read(cursor)
         except Exception as error:
             _raise_as_engine(connection, error, sql, parameters, cursor)
         dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, many)
-        # (The last row id where the dialect reads it, as SQLAlchemy does: psycopg's cursor has none.)
-        lastrowid = cursor.lastrowid if connection.dialect.postfetch_lastrowid else None  # type: ignore[attr-defined]
-        return DirectResult(cursor.rowcount, lastrowid, returned)
+        return made
     finally:
         cursor.close()
 
@@ -541,19 +559,8 @@ class DirectRead(DirectWrite):
         """The statement's rows with ``values`` bound, on ``connection`` (in its transaction)."""
         sql, binds, positional = self._prepared(connection, tuple(values), False)
         parameters = self._parameters(binds, positional, values)
-        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        dispatch = _dispatch(connection)
-        try:
-            dispatch.before_cursor_execute(connection, cursor, sql, parameters, None, False)
-            try:
-                cursor.execute(sql, parameters)
-                fetched = cursor.fetchall()
-            except Exception as error:
-                _raise_as_engine(connection, error, sql, parameters, cursor)
-            dispatch.after_cursor_execute(connection, cursor, sql, parameters, None, False)
-            processors = self._processors(connection, cursor)
-        finally:
-            cursor.close()
+        fetched, processors = _on_cursor(connection, sql, parameters, False, lambda cursor: (
+            cursor.fetchall(), self._processors(connection, cursor)))
         made = []
         for row in fetched:
             values_made = list(row)
